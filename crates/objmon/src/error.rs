@@ -1,0 +1,44 @@
+//! Errors returned by monitor operations. Misuse is always one of these, never undefined
+//! behaviour and never a hang.
+
+use std::fmt;
+
+/// What went wrong in a monitor operation. The names follow the Java exceptions a JVM would
+/// throw for the same misuse, so a runtime can map them one to one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MonitorError {
+    /// The calling thread does not own the monitor it tried to exit, wait on or notify
+    /// (Java's `IllegalMonitorStateException`).
+    IllegalMonitorState,
+    /// The wait was interrupted, or the thread's interrupt status was already set when it
+    /// called wait; the status has been cleared (Java's `InterruptedException`).
+    Interrupted,
+    /// The timeout is out of range: negative, nanoseconds outside `0..=999_999`, or so far in
+    /// the future that the clock cannot represent the deadline (Java's
+    /// `IllegalArgumentException`).
+    InvalidTimeout,
+    /// Every thread id (1..=`Config::max_threads`, at most 32767) is in use.
+    TooManyThreads,
+    /// Every slot of the monitor table (at most 2^23 − 1, seed 000 §2.3) is in use.
+    MonitorTableFull,
+    /// The recursion count of a fat monitor would exceed `u32::MAX`.
+    RecursionOverflow,
+    /// No attached thread has this id.
+    NoSuchThread,
+}
+
+impl fmt::Display for MonitorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::IllegalMonitorState => "current thread does not own the monitor",
+            Self::Interrupted => "wait interrupted",
+            Self::InvalidTimeout => "timeout value is out of range",
+            Self::TooManyThreads => "no free thread id: too many attached threads",
+            Self::MonitorTableFull => "monitor table is full",
+            Self::RecursionOverflow => "monitor recursion count overflow",
+            Self::NoSuchThread => "no attached thread has this id",
+        })
+    }
+}
+
+impl std::error::Error for MonitorError {}

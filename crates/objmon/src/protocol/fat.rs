@@ -1,0 +1,153 @@
+//! `fat`: every object goes straight to a fat monitor — the "monitor only" baseline, like
+//! HotSpot's `-XX:LockingMode=0`.
+//!
+//! Header ([`LockWord`]):
+//!
+//! | bits  | meaning                                                         |
+//! |-------|-----------------------------------------------------------------|
+//! | 31    | 1 once a monitor is installed                                   |
+//! | 30..8 | monitor index (23 bits), 0 before the first lock                |
+//! | 7..0  | host bits (GC state, hash tag, ...), never touched              |
+//!
+//! The first enter allocates a monitor and installs its index with one compare-and-swap (the
+//! loser of a race frees its monitor and uses the winner's); the monitor stays until
+//! [`reclaim`](crate::Runtime::reclaim).
+//!
+//! Atomic operations per fast path (monitor installed): enter = one load of the header, one
+//! compare-and-swap (the tasuki lock); nested enter = none; exit = no read-modify-write, one
+//! SeqCst fence (Figure 7 of seed 004).
+
+use super::{LockWord, Protocol, HOST_BITS_MASK};
+use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::runtime::{Config, InflationCause, Runtime};
+use crate::sync::Ordering;
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+const INSTALLED: u32 = 1 << 31;
+const INDEX_SHIFT: u32 = 8;
+const INDEX_MASK: u32 = 0x7f_ffff << INDEX_SHIFT;
+
+/// The `fat` protocol (see the module documentation).
+#[derive(Debug)]
+pub enum Fat {}
+
+impl Fat {
+    #[inline]
+    fn installed<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Option<&'r FatMonitor> {
+        let w = h.0.load(Ordering::Acquire);
+        (w & INSTALLED != 0).then(|| {
+            let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
+            rt.monitors().get(idx.expect("installed header holds an index"))
+        })
+    }
+
+    #[inline]
+    fn monitor<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Result<&'r FatMonitor, MonitorError> {
+        match Self::installed(rt, h) {
+            Some(m) => Ok(m),
+            None => Self::install(rt, h),
+        }
+    }
+
+    #[cold]
+    fn install<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Result<&'r FatMonitor, MonitorError> {
+        let idx = rt.monitors().allocate()?;
+        let mut w = h.0.load(Ordering::Relaxed);
+        loop {
+            if w & INSTALLED != 0 {
+                // Another thread installed one first.
+                rt.monitors().free(idx);
+                return Ok(Self::installed(rt, h).expect("installed"));
+            }
+            let new = INSTALLED | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK);
+            match h.0.compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    rt.stats().inflated(InflationCause::FirstUse);
+                    return Ok(rt.monitors().get(idx));
+                }
+                Err(cur) => w = cur,
+            }
+        }
+    }
+}
+
+impl Protocol for Fat {
+    const NAME: &'static str = "fat";
+    const SUMMARY: &'static str = "every object goes straight to a fat monitor";
+    const HEADER_LOCK_BITS: u32 = 24;
+
+    type Header = LockWord;
+    type State = ();
+    type ThreadState = ();
+
+    fn new_state(_: &Config) {}
+    fn new_thread_state(_: ThreadId, _: &Config) {}
+
+    #[inline]
+    fn enter(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+        Self::monitor(rt, h)?.enter(t.core_arc())
+    }
+
+    #[inline]
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<bool, MonitorError> {
+        Self::monitor(rt, h)?.try_enter(t.core())
+    }
+
+    #[inline]
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+        match Self::installed(rt, h) {
+            Some(m) => m.exit(t.core()),
+            None => Err(MonitorError::IllegalMonitorState),
+        }
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        match Self::installed(rt, h) {
+            Some(m) => m.wait(t.core_arc(), deadline),
+            None => Err(MonitorError::IllegalMonitorState),
+        }
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        match Self::installed(rt, h) {
+            Some(m) => m.notify(t.core(), all),
+            None => Err(MonitorError::IllegalMonitorState),
+        }
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> u32 {
+        Self::installed(rt, h).map_or(0, |m| m.count_for(t.core()))
+    }
+
+    fn owner_of(rt: &Runtime<Self>, h: &LockWord) -> Option<ThreadId> {
+        Self::installed(rt, h).and_then(FatMonitor::owner)
+    }
+
+    fn reclaim(rt: &Runtime<Self>, h: &mut LockWord) {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & INSTALLED != 0 {
+            let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
+            if rt.monitors().get(idx).is_idle() {
+                rt.monitors().free(idx);
+            }
+        }
+        h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+}

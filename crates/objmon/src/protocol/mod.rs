@@ -1,0 +1,116 @@
+//! Locking protocols: each defines the header the host embeds in its objects and the fast and
+//! slow paths over it. Names follow the catalog in `ARCHITECTURE.md` and are used everywhere
+//! (CLI, docs, tests).
+//!
+//! A protocol is done when it passes the one conformance suite (`tests/conformance.rs`, which
+//! runs every protocol listed in [`visit_all`]), has loom models of its races, and appears in
+//! the benchmark report (which also iterates [`visit_all`]).
+
+use crate::monitor::WaitOutcome;
+use crate::runtime::{Config, Runtime};
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+pub mod fat;
+pub mod thin;
+mod word;
+
+pub use word::{LockWord, HOST_BITS_MASK};
+
+/// A locking protocol: the header encoding and the fast / slow paths of one scheme.
+///
+/// Every operation takes the runtime and the calling thread's context explicitly, so a fast
+/// path needs no thread-local look-up. Implementations document their header layout as a bit
+/// table and the atomic operations of each fast path.
+///
+/// Contract for all operations: they are called by the thread that owns `t`; `h` stays valid
+/// for the call. Misuse (exit / wait / notify without owning) returns an error.
+pub trait Protocol: Sized + Send + Sync + 'static {
+    /// The catalog name (`fat`, `thin`, ...).
+    const NAME: &'static str;
+    /// One line for reports.
+    const SUMMARY: &'static str;
+    /// Bits of the object header the protocol uses for locking.
+    const HEADER_LOCK_BITS: u32;
+
+    /// What the host embeds in each object.
+    type Header: Send + Sync + Default + 'static;
+    /// Protocol state shared by the whole runtime.
+    type State: Send + Sync;
+    /// Protocol state of each attached thread (a lock stack, a learn count, ...).
+    type ThreadState: Send + Sync;
+
+    /// Builds the runtime-wide state.
+    fn new_state(config: &Config) -> Self::State;
+    /// Builds the state of a newly attached thread.
+    fn new_thread_state(id: ThreadId, config: &Config) -> Self::ThreadState;
+
+    /// monitorenter: acquires, blocking while another thread owns the object.
+    fn enter(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &Self::Header)
+        -> Result<(), MonitorError>;
+    /// Acquires if that needs no waiting for another thread; `Ok(false)` otherwise.
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+    ) -> Result<bool, MonitorError>;
+    /// monitorexit: releases one level; `IllegalMonitorState` if `t` does not own the object.
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &Self::Header)
+        -> Result<(), MonitorError>;
+    /// Object.wait with an optional deadline.
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError>;
+    /// Object.notify (`all == false`) or Object.notifyAll (`all == true`).
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+        all: bool,
+    ) -> Result<(), MonitorError>;
+    /// How many times `t` holds the object's lock (0 if it does not own it).
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &Self::Header) -> u32;
+    /// Whether `t` owns the object's lock (Java's `Thread.holdsLock`).
+    #[inline]
+    fn holds_lock(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &Self::Header) -> bool {
+        Self::lock_count(rt, t, h) > 0
+    }
+    /// The thread that owns the object's lock, if any. From another thread this is a
+    /// snapshot: it was true at some moment during the call.
+    fn owner_of(rt: &Runtime<Self>, h: &Self::Header) -> Option<ThreadId>;
+    /// The object is dead (a GC hook): give back whatever the header holds, such as a fat
+    /// monitor, and reset the header. `&mut` proves nobody else is using it. A monitor that a
+    /// thread still owns (only possible after `mem::forget` of a guard) is leaked, not freed.
+    fn reclaim(rt: &Runtime<Self>, h: &mut Self::Header);
+}
+
+/// Something to run once per protocol type (see [`visit_all`]).
+pub trait ProtocolVisitor {
+    /// Called once for each protocol.
+    fn visit<P: Protocol>(&mut self);
+}
+
+/// Calls `v.visit::<P>()` for every protocol in the catalog, in catalog order. Tests and the
+/// benchmark harness iterate protocols only through this, so a new protocol added here is
+/// conformance-tested and benchmarked with no other change.
+pub fn visit_all(v: &mut impl ProtocolVisitor) {
+    v.visit::<fat::Fat>();
+    v.visit::<thin::Thin>();
+}
+
+/// The catalog names of every protocol [`visit_all`] visits, in the same order.
+pub fn names() -> Vec<&'static str> {
+    struct Names(Vec<&'static str>);
+    impl ProtocolVisitor for Names {
+        fn visit<P: Protocol>(&mut self) {
+            self.0.push(P::NAME);
+        }
+    }
+    let mut n = Names(Vec::new());
+    visit_all(&mut n);
+    n.0
+}

@@ -1,0 +1,302 @@
+//! `thin`: the thin locks of Bacon, Konuru, Murthy and Serrano (seed 000 §2.3), exactly.
+//!
+//! Header ([`LockWord`], Figure 1 and Figure 2 of the seed):
+//!
+//! | bits   | thin (bit 31 = 0)                        | inflated (bit 31 = 1)          |
+//! |--------|------------------------------------------|--------------------------------|
+//! | 31     | monitor shape bit = 0                    | monitor shape bit = 1          |
+//! | 30..16 | owner thread index (15 bits), 0 = free   | monitor index (23 bits, 30..8) |
+//! | 15..8  | count = locks − 1 (8 bits)               | ″                              |
+//! | 7..0   | host bits (constant while live)          | host bits                      |
+//!
+//! The owner-only-modifies discipline (§2.3): while a thread owns the thin lock, no other thread
+//! writes the lock field, so the owner nests, unnests and unlocks with plain loads and stores.
+//!
+//! Atomic operations per fast path:
+//! - lock an unlocked object (§2.3.1): one load, one compare-and-swap of
+//!   `host → host | (index << 16)` (the index kept pre-shifted in the thread context);
+//! - unlock (§2.3.2): one load, one compare, one store (Release) — no atomic read-modify-write;
+//! - nested lock / unlock (§2.3.3): the failed CAS (lock only), one xor-compare with
+//!   `255 << 8`, one store of `word ± 256`.
+//!
+//! Inflation (always by the thread that owns the thin lock, so the discipline holds):
+//! on count overflow (the 257th lock, §2.3: "excessive" = 257), on wait / notify, and on
+//! contention: the contender spins with back-off until the owner releases, takes the thin lock,
+//! and inflates it (§2.3.4). A fat lock stays fat for the object's lifetime (until `reclaim`).
+//! If the monitor table is full, contention inflation is skipped (the thin lock is still held
+//! correctly); overflow and wait / notify then fail with `MonitorTableFull`.
+
+use super::{LockWord, Protocol, HOST_BITS_MASK};
+use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::runtime::{Config, InflationCause, Runtime};
+use crate::sync::{spin_hint, yield_now, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+/// Monitor shape bit: 1 = inflated.
+const SHAPE: u32 = 1 << 31;
+const OWNER_SHIFT: u32 = 16;
+const OWNER_MASK: u32 = 0x7fff << OWNER_SHIFT;
+const COUNT_SHIFT: u32 = 8;
+const COUNT_MASK: u32 = 0xff << COUNT_SHIFT;
+/// One nested lock in the count field.
+const COUNT_ONE: u32 = 1 << COUNT_SHIFT;
+/// The lock field: everything but the host bits.
+const LOCK_MASK: u32 = !HOST_BITS_MASK;
+const INDEX_SHIFT: u32 = 8;
+const INDEX_MASK: u32 = 0x7f_ffff << INDEX_SHIFT;
+
+/// The `thin` protocol (see the module documentation).
+#[derive(Debug)]
+pub enum Thin {}
+
+#[inline]
+fn monitor_of(rt: &Runtime<Thin>, w: u32) -> &FatMonitor {
+    let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
+    rt.monitors().get(idx.expect("inflated lock word holds a monitor index"))
+}
+
+/// Locks held in a thin word owned by the caller: count + 1.
+#[inline]
+fn thin_locks(w: u32) -> u32 {
+    ((w & COUNT_MASK) >> COUNT_SHIFT) + 1
+}
+
+impl Thin {
+    /// Inflates a thin lock that `t` owns with `count` locks (§2.3.4, §2.3.3 overflow, wait).
+    /// Only the owner may do this: it alone writes the lock field.
+    fn inflate<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+        w: u32,
+        count: u32,
+        cause: InflationCause,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        debug_assert_eq!(w & (SHAPE | OWNER_MASK), t.core().id_shifted16());
+        let idx = rt.monitors().allocate()?;
+        let m = rt.monitors().get(idx);
+        m.enter_inflated(t.core_arc(), count)?;
+        // Release: whoever reads the new word with Acquire sees the monitor set up.
+        h.0.store(SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK), Ordering::Release);
+        rt.stats().inflated(cause);
+        Ok(m)
+    }
+
+    #[cold]
+    fn enter_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
+        let me = t.core().id_shifted16();
+        let mut backoff = Backoff::default();
+        let mut contended = false;
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & SHAPE != 0 {
+                return monitor_of(rt, w).enter(t.core_arc());
+            }
+            if w & LOCK_MASK == 0 {
+                // Unlocked: the owner released while we spun.
+                if h.0
+                    .compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    if contended {
+                        // §2.3.4: having won the contended lock, make it fat. A full table
+                        // leaves it thin, which is still correct.
+                        let _ = Self::inflate(rt, t, h, w | me, 1, InflationCause::Contention);
+                    }
+                    return Ok(());
+                }
+                continue;
+            }
+            // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
+            if (w ^ me) < (255 << COUNT_SHIFT) {
+                h.0.store(w + COUNT_ONE, Ordering::Relaxed);
+                return Ok(());
+            }
+            if w & OWNER_MASK == me {
+                // Count overflow: the 257th lock inflates, carrying all the locks over.
+                Self::inflate(rt, t, h, w, 257, InflationCause::RecursionOverflow)?;
+                return Ok(());
+            }
+            // §2.3.4: held by another thread; only it may change the word. Spin.
+            contended = true;
+            backoff.snooze();
+        }
+    }
+
+    #[cold]
+    fn exit_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            return monitor_of(rt, w).exit(t.core());
+        }
+        if w & OWNER_MASK != t.core().id_shifted16() {
+            return Err(MonitorError::IllegalMonitorState);
+        }
+        if w & COUNT_MASK != 0 {
+            h.0.store(w - COUNT_ONE, Ordering::Relaxed);
+        } else {
+            h.0.store(w & HOST_BITS_MASK, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// The fat monitor for wait / notify: the installed one, or inflate the thin lock that
+    /// `t` owns. `IllegalMonitorState` if `t` does not own a thin lock.
+    fn fat_for_wait<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            return Ok(monitor_of(rt, w));
+        }
+        if w & OWNER_MASK != t.core().id_shifted16() {
+            return Err(MonitorError::IllegalMonitorState);
+        }
+        Self::inflate(rt, t, h, w, thin_locks(w), InflationCause::WaitNotify)
+    }
+}
+
+impl Protocol for Thin {
+    const NAME: &'static str = "thin";
+    const SUMMARY: &'static str = "24-bit thin lock, CAS lock, plain-store unlock, inflate forever";
+    const HEADER_LOCK_BITS: u32 = 24;
+
+    type Header = LockWord;
+    type State = ();
+    type ThreadState = ();
+
+    fn new_state(_: &Config) {}
+    fn new_thread_state(_: ThreadId, _: &Config) {}
+
+    /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`.
+    #[inline]
+    fn enter(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+        let old = h.0.load(Ordering::Relaxed) & HOST_BITS_MASK;
+        let new = old | t.core().id_shifted16();
+        if h.0.compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            return Ok(());
+        }
+        Self::enter_slow(rt, t, h)
+    }
+
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<bool, MonitorError> {
+        let me = t.core().id_shifted16();
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & SHAPE != 0 {
+                return monitor_of(rt, w).try_enter(t.core());
+            }
+            if w & LOCK_MASK == 0 {
+                match h.0.compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => return Ok(true),
+                    // Lost to another locker or the word changed: look again.
+                    Err(_) => continue,
+                }
+            }
+            if w & OWNER_MASK == me {
+                Self::enter_slow(rt, t, h)?;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+    }
+
+    /// §2.3.2: if the word is exactly "mine, count 0", store the host bits back.
+    #[inline]
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & LOCK_MASK == t.core().id_shifted16() {
+            h.0.store(w & HOST_BITS_MASK, Ordering::Release);
+            return Ok(());
+        }
+        Self::exit_slow(rt, t, h)
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        Self::fat_for_wait(rt, t, h)?.wait(t.core_arc(), deadline)
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        Self::fat_for_wait(rt, t, h)?.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> u32 {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            monitor_of(rt, w).count_for(t.core())
+        } else if w & OWNER_MASK == t.core().id_shifted16() {
+            thin_locks(w)
+        } else {
+            0
+        }
+    }
+
+    fn owner_of(rt: &Runtime<Self>, h: &LockWord) -> Option<ThreadId> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            monitor_of(rt, w).owner()
+        } else {
+            ThreadId::from_raw((w & OWNER_MASK) >> OWNER_SHIFT)
+        }
+    }
+
+    fn reclaim(rt: &Runtime<Self>, h: &mut LockWord) {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & SHAPE != 0 {
+            let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
+            if rt.monitors().get(idx).is_idle() {
+                rt.monitors().free(idx);
+            }
+        }
+        h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+}
+
+/// Back-off for the contender's spin (§2.3.4 points to Anderson's standard back-off):
+/// exponentially longer busy-waits, then yielding the processor.
+#[derive(Default)]
+struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    const SPIN_STEPS: u32 = 6;
+
+    fn snooze(&mut self) {
+        if self.step < Self::SPIN_STEPS {
+            for _ in 0..(1u32 << self.step) {
+                spin_hint();
+            }
+            self.step += 1;
+        } else {
+            yield_now();
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The 32-bit lock word shared by the `fat` and `thin` protocols: a 24-bit lock field in the
+//! high bits and 8 bits left to the host in the low bits (seed 000 §2.3, Figure 1(a)).
+
+use crate::sync::{AtomicU32, Ordering};
+
+/// The host's 8 bits of a [`LockWord`]: GC state, age, a hash tag — whatever the host keeps
+/// there. The protocols never change them.
+pub const HOST_BITS_MASK: u32 = 0xff;
+
+/// A header word with a 24-bit lock field (bits 31..8) and 8 host bits (bits 7..0).
+///
+/// The host bits are fixed when the header is made. Seed 000 §2.3 treats them as constant
+/// while the object is live ("subject to change only when an object is moved"), which is what
+/// lets the owner unlock with a plain store; so there is no setter.
+pub struct LockWord(pub(crate) AtomicU32);
+
+impl Default for LockWord {
+    /// An unlocked header with all host bits clear.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl LockWord {
+    /// An unlocked header carrying `host_bits` in its low byte.
+    pub fn new(host_bits: u8) -> Self {
+        Self(AtomicU32::new(u32::from(host_bits)))
+    }
+
+    /// The host's 8 bits.
+    #[inline]
+    pub fn host_bits(&self) -> u8 {
+        (self.0.load(Ordering::Relaxed) & HOST_BITS_MASK) as u8
+    }
+
+    /// The whole word, for introspection and tests (a racy snapshot).
+    #[inline]
+    pub fn raw(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for LockWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LockWord({:#010x})", self.raw())
+    }
+}

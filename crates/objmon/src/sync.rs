@@ -1,0 +1,48 @@
+//! One place that decides whether the crate's atomics, mutexes and threads are the real ones
+//! or loom's model-checked stand-ins (`RUSTFLAGS="--cfg loom"`). Everything else in the crate
+//! imports from here, so a loom model exercises exactly the code that ships.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    Arc, Mutex, MutexGuard,
+};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    Arc, Mutex, MutexGuard,
+};
+
+/// Locks a mutex of this crate. Our mutexes guard only short bookkeeping sections that do not
+/// call out to user code, so a poisoned one still holds consistent data: take it anyway.
+#[inline]
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    #[cfg(not(loom))]
+    {
+        m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+    #[cfg(loom)]
+    {
+        m.lock().unwrap()
+    }
+}
+
+/// A hint to the CPU that we are in a spin-wait loop (`pause` on x86); a yield under loom so
+/// that the model can schedule the thread we are waiting for.
+#[inline]
+pub(crate) fn spin_hint() {
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// Gives up the processor for a moment (contention back-off).
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
