@@ -258,7 +258,12 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
         &'a self,
         h: &'a P::Header,
     ) -> Result<Option<MonitorGuard<'a, P>>, MonitorError> {
-        Ok(P::try_enter(&self.rt, &self.cx, h)?.then_some(MonitorGuard { th: self, h }))
+        // Not `then_some`: that would build (and drop, i.e. exit) a guard on failure too.
+        if P::try_enter(&self.rt, &self.cx, h)? {
+            Ok(Some(MonitorGuard { th: self, h }))
+        } else {
+            Ok(None)
+        }
     }
 
     /// Unstructured lock (JNI `MonitorEnter`): held until a matching

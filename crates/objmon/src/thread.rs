@@ -147,7 +147,7 @@ impl<P: Protocol> ThreadContext<P> {
 
     /// A shared handle to the protocol-independent part, for queues that outlive a borrow.
     #[inline]
-    pub(crate) fn core_arc(&self) -> &Arc<ThreadCore> {
+    pub fn core_arc(&self) -> &Arc<ThreadCore> {
         &self.core
     }
 

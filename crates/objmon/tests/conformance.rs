@@ -1,0 +1,689 @@
+//! The conformance suite: every protocol in `objmon::visit_all` must pass all of it.
+//!
+//! Each `#[test]` runs one check against every protocol in turn (naming the protocol on
+//! failure) under a watchdog, so a hang fails the test instead of stalling CI.
+
+use objmon::{
+    Config, MonitorError, Protocol, ProtocolVisitor, Runtime, SystemLockConfig, ThreadId,
+    WaitOutcome,
+};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Fails the test if `f` does not finish within `secs` (a hung protocol must not hang CI).
+fn within(secs: u64, name: &'static str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    let h = thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            f();
+            let _ = tx.send(());
+        })
+        .unwrap();
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => h.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p)
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{name}: no progress after {secs} s"),
+    }
+}
+
+macro_rules! conformance {
+    ($($check:ident),* $(,)?) => {$(
+        #[test]
+        fn $check() {
+            struct V;
+            impl ProtocolVisitor for V {
+                fn visit<P: Protocol>(&mut self) {
+                    let what = concat!(stringify!($check), " on ");
+                    eprintln!("{what}{}", P::NAME);
+                    within(60, P::NAME, checks::$check::<P>);
+                }
+            }
+            objmon::visit_all(&mut V);
+        }
+    )*};
+}
+
+conformance!(
+    uncontended_enter_exit,
+    reentrancy_deep,
+    misuse_is_an_error,
+    exit_by_non_owner_is_an_error,
+    mutual_exclusion,
+    mutual_exclusion_nested,
+    try_enter,
+    wait_releases_all_levels_and_restores,
+    notify_moves_one_notify_all_moves_all,
+    timed_wait_never_returns_early,
+    zero_timeout_releases_and_reacquires,
+    interrupt_during_wait,
+    interrupt_before_wait,
+    notify_and_interrupt_never_swallows,
+    invalid_timeouts,
+    unstructured_out_of_order,
+    detach_releases_unstructured_locks,
+    thread_ids_are_bounded_and_reused,
+    monitor_table_full_is_an_error,
+    guard_releases_on_panic,
+    owner_of_from_other_threads,
+    waiter_gets_lock_despite_barging,
+    producer_consumer_with_wait_notify_all,
+    reclaim_returns_monitors,
+);
+
+mod checks {
+    use super::*;
+
+    fn rt<P: Protocol>() -> Arc<Runtime<P>> {
+        Runtime::<P>::with_defaults()
+    }
+
+    pub fn uncontended_enter_exit<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        assert!(!me.holds_lock(&h));
+        assert_eq!(rt.owner_of(&h), None);
+        for _ in 0..1000 {
+            let g = me.enter(&h).unwrap();
+            assert!(me.holds_lock(&h));
+            assert_eq!(me.lock_count(&h), 1);
+            assert_eq!(rt.owner_of(&h), Some(me.id()));
+            drop(g);
+            assert!(!me.holds_lock(&h));
+            assert_eq!(rt.owner_of(&h), None);
+        }
+    }
+
+    pub fn reentrancy_deep<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        // Deep enough to overflow any small header count (thin: 8 bits).
+        let depth = 1000;
+        let mut guards = Vec::new();
+        for i in 1..=depth {
+            guards.push(me.enter(&h).unwrap());
+            assert_eq!(me.lock_count(&h), i);
+        }
+        while let Some(g) = guards.pop() {
+            drop(g);
+            assert_eq!(me.lock_count(&h), guards.len() as u32);
+        }
+        assert_eq!(rt.owner_of(&h), None);
+        // And the object still works from another thread afterwards.
+        thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                drop(other.enter(&h).unwrap());
+            });
+        });
+    }
+
+    pub fn misuse_is_an_error<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        let ims = Err(MonitorError::IllegalMonitorState);
+        // Never locked at all.
+        assert_eq!(me.monitor_exit(&h), ims);
+        assert_eq!(me.wait(&h, Some(Duration::from_millis(1))).map(|_| ()), ims);
+        assert_eq!(me.notify(&h), ims);
+        assert_eq!(me.notify_all(&h), ims);
+        assert_eq!(P::exit(me.runtime(), me.context(), &h), ims);
+        // Locked and unlocked again (thin word back to 0, or a fat monitor installed).
+        drop(me.enter(&h).unwrap());
+        assert_eq!(P::exit(me.runtime(), me.context(), &h), ims);
+        assert_eq!(me.notify(&h), ims);
+        assert_eq!(me.wait(&h, None).map(|_| ()), ims);
+        // Structured hold is not an unstructured one.
+        let g = me.enter(&h).unwrap();
+        assert_eq!(me.monitor_exit(&h), ims);
+        assert_eq!(me.lock_count(&h), 1);
+        drop(g);
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    pub fn exit_by_non_owner_is_an_error<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let owner = rt.attach().unwrap();
+        let g = owner.enter(&h).unwrap();
+        thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                let ims = Err(MonitorError::IllegalMonitorState);
+                assert_eq!(P::exit(other.runtime(), other.context(), &h), ims);
+                assert_eq!(other.notify(&h), ims);
+                assert_eq!(other.notify_all(&h), ims);
+                assert_eq!(other.wait(&h, Some(Duration::ZERO)).map(|_| ()), ims);
+                assert!(!other.holds_lock(&h));
+                assert_eq!(other.lock_count(&h), 0);
+            });
+        });
+        assert_eq!(rt.owner_of(&h), Some(owner.id()));
+        assert_eq!(owner.lock_count(&h), 1);
+        drop(g);
+    }
+
+    /// A non-atomic read-modify-write inside the lock: a lost update means two owners.
+    fn hammer<P: Protocol>(threads: usize, iters: usize, depth: usize) {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let counter = AtomicUsize::new(0);
+        let inside = AtomicBool::new(false);
+        thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    for _ in 0..iters {
+                        let mut gs = Vec::with_capacity(depth);
+                        for _ in 0..depth {
+                            gs.push(me.enter(&h).unwrap());
+                        }
+                        assert!(!inside.swap(true, Ordering::Relaxed), "two owners at once");
+                        let c = counter.load(Ordering::Relaxed);
+                        std::hint::spin_loop();
+                        counter.store(c + 1, Ordering::Relaxed);
+                        inside.store(false, Ordering::Relaxed);
+                        drop(gs);
+                    }
+                });
+            }
+        });
+        assert_eq!(counter.into_inner(), threads * iters);
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    pub fn mutual_exclusion<P: Protocol>() {
+        hammer::<P>(4, 20_000, 1);
+    }
+
+    pub fn mutual_exclusion_nested<P: Protocol>() {
+        hammer::<P>(3, 5_000, 3);
+    }
+
+    pub fn try_enter<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        let g = me.try_enter(&h).unwrap().expect("free object");
+        let g2 = me.try_enter(&h).unwrap().expect("reentrant");
+        assert_eq!(me.lock_count(&h), 2);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                assert!(other.try_enter(&h).unwrap().is_none());
+                assert!(!other.try_monitor_enter(&h).unwrap());
+            });
+        });
+        drop((g2, g));
+        thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                assert!(other.try_monitor_enter(&h).unwrap());
+                other.monitor_exit(&h).unwrap();
+            });
+        });
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    pub fn wait_releases_all_levels_and_restores<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let ready = AtomicBool::new(false);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let _a = me.enter(&h).unwrap();
+                let _b = me.enter(&h).unwrap();
+                let c = me.enter(&h).unwrap();
+                ready.store(true, Ordering::SeqCst);
+                while !ready.load(Ordering::SeqCst) {}
+                let r = loop {
+                    // Loop until notified: the notifier sets `ready` back to false first.
+                    match c.wait(Some(Duration::from_secs(10))).unwrap() {
+                        WaitOutcome::Notified => break WaitOutcome::Notified,
+                        WaitOutcome::TimedOut => panic!("never notified"),
+                    }
+                };
+                assert_eq!(r, WaitOutcome::Notified);
+                assert_eq!(me.lock_count(&h), 3, "depth restored after wait");
+                assert_eq!(rt.owner_of(&h), Some(me.id()));
+            });
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                while !ready.load(Ordering::SeqCst) {
+                    thread::yield_now();
+                }
+                // The waiter held three levels; wait released all of them, so we get in.
+                let g = me.enter(&h).unwrap();
+                assert_eq!(me.lock_count(&h), 1);
+                assert_eq!(rt.owner_of(&h), Some(me.id()));
+                g.notify().unwrap();
+            });
+        });
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    pub fn notify_moves_one_notify_all_moves_all<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let waiting = AtomicU32::new(0);
+        let woken = AtomicU32::new(0);
+        let n = 3;
+        thread::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    let g = me.enter(&h).unwrap();
+                    waiting.fetch_add(1, Ordering::SeqCst);
+                    assert_eq!(g.wait(None).unwrap(), WaitOutcome::Notified);
+                    woken.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            let me = rt.attach().unwrap();
+            // All three are in the wait set once they counted themselves and released.
+            loop {
+                let g = me.enter(&h).unwrap();
+                if waiting.load(Ordering::SeqCst) == n {
+                    g.notify().unwrap();
+                    break;
+                }
+                drop(g);
+                thread::yield_now();
+            }
+            let t0 = Instant::now();
+            while woken.load(Ordering::SeqCst) < 1 {
+                assert!(t0.elapsed() < Duration::from_secs(10), "notify woke nobody");
+                thread::yield_now();
+            }
+            thread::sleep(Duration::from_millis(50));
+            assert_eq!(woken.load(Ordering::SeqCst), 1, "notify woke more than one");
+            me.enter(&h).unwrap().notify_all().unwrap();
+        });
+        assert_eq!(woken.load(Ordering::SeqCst), n);
+    }
+
+    pub fn timed_wait_never_returns_early<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        for ms in [1u64, 20, 60] {
+            let d = Duration::from_millis(ms);
+            let t0 = Instant::now();
+            assert_eq!(g.wait(Some(d)).unwrap(), WaitOutcome::TimedOut);
+            assert!(t0.elapsed() >= d, "returned after {:?} < {:?}", t0.elapsed(), d);
+            assert_eq!(me.lock_count(&h), 1);
+        }
+        let t0 = Instant::now();
+        assert_eq!(me.wait_java(&h, 0, 500_000).unwrap(), WaitOutcome::TimedOut);
+        assert!(t0.elapsed() >= Duration::from_micros(500));
+    }
+
+    pub fn zero_timeout_releases_and_reacquires<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        let _g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(g2.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(me.lock_count(&h), 2);
+    }
+
+    pub fn interrupt_during_wait<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let (tx, rx) = mpsc::channel::<ThreadId>();
+        thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let g = me.enter(&h).unwrap();
+                let _g2 = me.enter(&h).unwrap();
+                tx.send(me.id()).unwrap();
+                assert_eq!(g.wait(None), Err(MonitorError::Interrupted));
+                assert!(!me.is_interrupted(), "interrupt status cleared");
+                assert_eq!(me.lock_count(&h), 2, "monitor re-acquired before returning");
+            });
+            let id = rx.recv().unwrap();
+            let me = rt.attach().unwrap();
+            // Entering proves the waiter released the monitor, i.e. it is in the wait set.
+            drop(me.enter(&h).unwrap());
+            rt.interrupt(id).unwrap();
+        });
+        assert_eq!(rt.interrupt(ThreadId::new(7).unwrap()), Err(MonitorError::NoSuchThread));
+    }
+
+    pub fn interrupt_before_wait<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        rt.interrupt(me.id()).unwrap();
+        assert!(me.is_interrupted());
+        let g = me.enter(&h).unwrap();
+        let t0 = Instant::now();
+        assert_eq!(g.wait(Some(Duration::from_secs(30))), Err(MonitorError::Interrupted));
+        assert!(t0.elapsed() < Duration::from_secs(10), "returned at once");
+        assert!(!me.is_interrupted());
+        assert_eq!(me.lock_count(&h), 1);
+        // Without ownership the ownership error comes first and the status stays set.
+        drop(g);
+        rt.interrupt(me.id()).unwrap();
+        assert_eq!(me.wait(&h, None).map(|_| ()), Err(MonitorError::IllegalMonitorState));
+        assert!(me.interrupted());
+    }
+
+    /// Two waiters; the notifier notifies once and interrupts waiter 1 in the same critical
+    /// section. Either waiter 1 consumes the notification (returns normally, interrupt still
+    /// pending), or it returns Interrupted and waiter 2 gets the notification.
+    pub fn notify_and_interrupt_never_swallows<P: Protocol>() {
+        for _round in 0..20 {
+            let rt = rt::<P>();
+            let h = P::Header::default();
+            let waiting = AtomicU32::new(0);
+            let (tx, rx) = mpsc::channel::<ThreadId>();
+            let results = std::sync::Mutex::new(Vec::new());
+            let first = thread::scope(|s| {
+                for who in 0..2 {
+                    let tx = tx.clone();
+                    let (rt, h, waiting, results) = (&rt, &h, &waiting, &results);
+                    s.spawn(move || {
+                        let me = rt.attach().unwrap();
+                        let g = me.enter(h).unwrap();
+                        tx.send(me.id()).unwrap();
+                        waiting.fetch_add(1, Ordering::SeqCst);
+                        let r = g.wait(Some(Duration::from_millis(300)));
+                        let pending = me.interrupted();
+                        results.lock().unwrap().push((who, me.id(), r, pending));
+                    });
+                }
+                let ids = [rx.recv().unwrap(), rx.recv().unwrap()];
+                let me = rt.attach().unwrap();
+                loop {
+                    let g = me.enter(&h).unwrap();
+                    if waiting.load(Ordering::SeqCst) == 2 {
+                        g.notify().unwrap();
+                        rt.interrupt(ids[0]).unwrap();
+                        break;
+                    }
+                    drop(g);
+                    thread::yield_now();
+                }
+                ids[0]
+            });
+            let results = results.into_inner().unwrap();
+            let notified = results.iter().filter(|r| r.2 == Ok(WaitOutcome::Notified)).count();
+            let interrupted =
+                results.iter().filter(|r| r.2 == Err(MonitorError::Interrupted)).count();
+            assert_eq!(notified, 1, "exactly one waiter has the notification: {results:?}");
+            for (_, id, r, pending) in &results {
+                if *id == first {
+                    match r {
+                        Ok(WaitOutcome::Notified) => assert!(*pending, "interrupt kept"),
+                        Err(MonitorError::Interrupted) => assert!(!*pending),
+                        other => panic!("interrupted waiter returned {other:?}"),
+                    }
+                }
+            }
+            assert!(interrupted <= 1);
+        }
+    }
+
+    pub fn invalid_timeouts<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        let _g = me.enter(&h).unwrap();
+        let bad = Err(MonitorError::InvalidTimeout);
+        assert_eq!(me.wait(&h, Some(Duration::MAX)), bad);
+        assert_eq!(me.wait_java(&h, -1, 0), bad);
+        assert_eq!(me.wait_java(&h, 0, -1), bad);
+        assert_eq!(me.wait_java(&h, 0, 1_000_000), bad);
+        assert_eq!(me.lock_count(&h), 1, "a rejected wait keeps the monitor");
+    }
+
+    pub fn unstructured_out_of_order<P: Protocol>() {
+        let rt = rt::<P>();
+        let (a, b) = (P::Header::default(), P::Header::default());
+        let me = rt.attach().unwrap();
+        me.monitor_enter(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        me.monitor_enter(&a).unwrap();
+        assert_eq!(me.lock_count(&a), 2);
+        me.monitor_exit(&a).unwrap();
+        me.monitor_exit(&b).unwrap();
+        assert_eq!(me.monitor_exit(&b), Err(MonitorError::IllegalMonitorState));
+        assert_eq!(rt.owner_of(&b), None);
+        assert_eq!(me.lock_count(&a), 1);
+        // Mixed with a guard on the same object.
+        let g = me.enter(&a).unwrap();
+        me.monitor_exit(&a).unwrap();
+        assert_eq!(me.lock_count(&a), 1);
+        drop(g);
+        assert_eq!(rt.owner_of(&a), None);
+    }
+
+    pub fn detach_releases_unstructured_locks<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let entered = Barrier::new(2);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                me.monitor_enter(&h).unwrap();
+                me.monitor_enter(&h).unwrap();
+                entered.wait();
+                // Give the other thread time to block on the lock.
+                thread::sleep(Duration::from_millis(20));
+                assert_eq!(me.detach(), 2);
+            });
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                entered.wait();
+                let g = me.enter(&h).unwrap(); // would hang forever if detach leaked the lock
+                assert_eq!(me.lock_count(&h), 1);
+                drop(g);
+            });
+        });
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    pub fn thread_ids_are_bounded_and_reused<P: Protocol>() {
+        let rt = Runtime::<P>::new(Config { max_threads: 3, ..Config::default() });
+        let a = rt.attach().unwrap();
+        let b = rt.attach().unwrap();
+        let c = rt.attach().unwrap();
+        let ids = [a.id().get(), b.id().get(), c.id().get()];
+        assert!(ids.iter().all(|&i| (1..=3).contains(&i)));
+        assert_eq!(rt.attach().map(|_| ()), Err(MonitorError::TooManyThreads));
+        let freed = b.id();
+        drop(b);
+        let d = rt.attach().unwrap();
+        assert_eq!(d.id(), freed, "ids are reused");
+        assert_eq!(rt.stats_snapshot().attached_threads, 3);
+        // Ids work for locking after reuse.
+        let h = P::Header::default();
+        drop(d.enter(&h).unwrap());
+        drop((a, c, d));
+        assert_eq!(rt.stats_snapshot().attached_threads, 0);
+    }
+
+    pub fn monitor_table_full_is_an_error<P: Protocol>() {
+        let rt = Runtime::<P>::new(Config { monitor_capacity: 2, ..Config::default() });
+        let hs: Vec<P::Header> = (0..8).map(|_| P::Header::default()).collect();
+        let me = rt.attach().unwrap();
+        // wait needs a wait set, so every protocol needs a monitor per waited-on object
+        // while it is held. Hold all of them so that none can be deflated.
+        let mut guards = Vec::new();
+        let mut full = false;
+        for h in &hs {
+            let g = match me.enter(h) {
+                Ok(g) => g,
+                Err(MonitorError::MonitorTableFull) => {
+                    full = true;
+                    break;
+                }
+                Err(e) => panic!("{e:?}"),
+            };
+            match g.wait(Some(Duration::ZERO)) {
+                Ok(_) => guards.push(g),
+                Err(MonitorError::MonitorTableFull) => {
+                    full = true;
+                    drop(g);
+                    break;
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        assert!(full, "8 objects with wait sets cannot fit in 2 monitors");
+        assert!(rt.stats_snapshot().live_monitors <= 2);
+        drop(guards);
+        // Nothing is left locked by the failures.
+        for h in &hs {
+            assert_eq!(rt.owner_of(h), None);
+        }
+    }
+
+    pub fn guard_releases_on_panic<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = me.enter(&h).unwrap();
+            let _g2 = me.enter(&h).unwrap();
+            panic!("critical section fails");
+        }));
+        assert!(r.is_err());
+        assert_eq!(me.lock_count(&h), 0);
+        assert_eq!(rt.owner_of(&h), None);
+        thread::scope(|s| {
+            s.spawn(|| drop(rt.attach().unwrap().enter(&h).unwrap()));
+        });
+    }
+
+    pub fn owner_of_from_other_threads<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let (locked, release) = (Barrier::new(2), Barrier::new(2));
+        thread::scope(|s| {
+            let owner = s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let g = me.enter(&h).unwrap();
+                locked.wait();
+                release.wait();
+                drop(g);
+                me.id()
+            });
+            locked.wait();
+            let seen = rt.owner_of(&h);
+            let me = rt.attach().unwrap();
+            assert!(!me.holds_lock(&h));
+            release.wait();
+            let id = owner.join().unwrap();
+            assert_eq!(seen, Some(id));
+        });
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    /// Liveness, not speed: a thread that wants the lock gets it while another thread
+    /// re-locks in a tight loop (seed 000 spins; the fat monitor hands off after ~1 ms).
+    pub fn waiter_gets_lock_despite_barging<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        let stop = AtomicBool::new(false);
+        let started = Barrier::new(2);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                started.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    let g = me.enter(&h).unwrap();
+                    for _ in 0..50 {
+                        std::hint::spin_loop();
+                    }
+                    drop(g);
+                }
+            });
+            let me = rt.attach().unwrap();
+            started.wait();
+            for _ in 0..200 {
+                drop(me.enter(&h).unwrap());
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+
+    pub fn producer_consumer_with_wait_notify_all<P: Protocol>() {
+        let rt = rt::<P>();
+        let h = P::Header::default();
+        // The buffer is only touched under the monitor; the atomics are for Sync, not sync.
+        let slot = AtomicUsize::new(0);
+        let sum = AtomicUsize::new(0);
+        let items = 2_000usize;
+        thread::scope(|s| {
+            for p in 0..2 {
+                let (rt, h, slot) = (&rt, &h, &slot);
+                s.spawn(move || {
+                    let me = rt.attach().unwrap();
+                    for i in 0..items / 2 {
+                        let g = me.enter(h).unwrap();
+                        while slot.load(Ordering::Relaxed) != 0 {
+                            g.wait(None).unwrap();
+                        }
+                        slot.store(1 + p * items + i, Ordering::Relaxed);
+                        g.notify_all().unwrap();
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let (rt, h, slot, sum) = (&rt, &h, &slot, &sum);
+                s.spawn(move || {
+                    let me = rt.attach().unwrap();
+                    for _ in 0..items / 2 {
+                        let g = me.enter(h).unwrap();
+                        let v = loop {
+                            let v = slot.load(Ordering::Relaxed);
+                            if v != 0 {
+                                break v;
+                            }
+                            g.wait(Some(Duration::from_millis(100))).unwrap();
+                        };
+                        slot.store(0, Ordering::Relaxed);
+                        sum.fetch_add(v, Ordering::Relaxed);
+                        g.notify_all().unwrap();
+                    }
+                });
+            }
+        });
+        let expect: usize = (0..2)
+            .flat_map(|p| (0..items / 2).map(move |i| 1 + p * items + i))
+            .sum();
+        assert_eq!(sum.into_inner(), expect, "every item consumed exactly once");
+    }
+
+    pub fn reclaim_returns_monitors<P: Protocol>() {
+        let rt = Runtime::<P>::new(Config {
+            monitor_capacity: 4,
+            system_lock: SystemLockConfig::default(),
+            ..Config::default()
+        });
+        let me = rt.attach().unwrap();
+        // Far more objects than monitors: each waited on, then declared dead by the "GC".
+        for _ in 0..50 {
+            let mut h = P::Header::default();
+            {
+                let g = me.enter(&h).unwrap();
+                g.wait(Some(Duration::ZERO)).unwrap();
+            }
+            rt.reclaim(&mut h);
+        }
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+    }
+}
