@@ -18,7 +18,7 @@
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{lock, AtomicU32, Arc, Mutex, Ordering};
+use crate::sync::{deadline_passed, lock, AtomicU32, Arc, Mutex, Ordering};
 use crate::tasuki::{SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
@@ -192,7 +192,7 @@ impl FatMonitor {
                 break Ok(WaitOutcome::Notified);
             }
             let interrupted = t.is_interrupted();
-            let expired = !interrupted && deadline.is_some_and(|d| Instant::now() >= d);
+            let expired = !interrupted && deadline_passed(deadline);
             if interrupted || expired {
                 let mut ws = lock(&self.waiters);
                 if t.wait_state.load(Ordering::Relaxed) == NOTIFIED {

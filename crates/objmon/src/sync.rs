@@ -2,16 +2,20 @@
 //! or loom's model-checked stand-ins (`RUSTFLAGS="--cfg loom"`). Everything else in the crate
 //! imports from here, so a loom model exercises exactly the code that ships.
 
+/// Reference counts are not what the models are about (and loom's `Arc` cannot be a method
+/// receiver), so std's `Arc` is used in both builds.
+pub(crate) use std::sync::Arc;
+
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
     atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
-    Arc, Mutex, MutexGuard,
+    Mutex, MutexGuard,
 };
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
     atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
-    Arc, Mutex, MutexGuard,
+    Mutex, MutexGuard,
 };
 
 /// Locks a mutex of this crate. Our mutexes guard only short bookkeeping sections that do not
@@ -45,4 +49,34 @@ pub(crate) fn yield_now() {
     std::thread::yield_now();
     #[cfg(loom)]
     loom::thread::yield_now();
+}
+
+/// Whether `deadline` has passed. Under loom the real clock would make executions differ, so
+/// it never has: a timeout fires only through the parker's modelled timed park.
+#[inline]
+pub(crate) fn deadline_passed(deadline: Option<std::time::Instant>) -> bool {
+    #[cfg(not(loom))]
+    {
+        deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    }
+    #[cfg(loom)]
+    {
+        let _ = deadline;
+        false
+    }
+}
+
+/// Whether at least `nanos` have passed since `since`. Under loom: always (deterministic, and
+/// it makes the models explore the paths taken after a long wait).
+#[inline]
+pub(crate) fn waited_at_least(since: std::time::Instant, nanos: u32) -> bool {
+    #[cfg(not(loom))]
+    {
+        since.elapsed().as_nanos() >= u128::from(nanos)
+    }
+    #[cfg(loom)]
+    {
+        let _ = (since, nanos);
+        true
+    }
 }

@@ -34,7 +34,7 @@
 //!   waiter is overtaken for at most `fair_handoff` plus one critical section.
 //!   `fair_handoff: None` gives the seed's unfair lock.
 
-use crate::sync::{fence, lock, spin_hint, AtomicU32, Arc, Mutex, Ordering};
+use crate::sync::{fence, lock, spin_hint, waited_at_least, AtomicU32, Arc, Mutex, Ordering};
 use crate::thread::ThreadCore;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -194,7 +194,7 @@ impl TasukiLock {
             // mutex held, any other requester is parked in the slot).
             if !requested
                 && w.handoff.is_none()
-                && since.is_some_and(|s| s.elapsed().as_nanos() >= u128::from(self.handoff_nanos))
+                && since.is_some_and(|s| waited_at_least(s, self.handoff_nanos))
             {
                 requested = true;
                 // Set before the CAS, so that the holder we fail against must see it.
