@@ -35,6 +35,10 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 mod error;
 pub mod monitor;
 pub mod park;

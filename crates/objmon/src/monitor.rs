@@ -18,7 +18,7 @@
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{deadline_passed, lock, AtomicU32, Arc, Mutex, Ordering};
+use crate::sync::{deadline_passed, lock, Arc, AtomicU32, Mutex, Ordering};
 use crate::tasuki::{SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;

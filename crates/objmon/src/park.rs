@@ -37,7 +37,9 @@ mod imp {
     impl Parker {
         /// A parker with no token.
         pub fn new() -> Self {
-            Self { state: AtomicU32::new(EMPTY) }
+            Self {
+                state: AtomicU32::new(EMPTY),
+            }
         }
 
         /// Sleeps until unparked, until `deadline` (if any), or spuriously. Consumes the token.
@@ -140,7 +142,10 @@ mod imp {
                     None => self.cv.wait(token).unwrap_or_else(|e| e.into_inner()),
                     Some(d) => {
                         let left = d.saturating_duration_since(Instant::now());
-                        self.cv.wait_timeout(token, left).unwrap_or_else(|e| e.into_inner()).0
+                        self.cv
+                            .wait_timeout(token, left)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
                     }
                 };
             }
@@ -169,7 +174,9 @@ mod loom_imp {
     impl Parker {
         /// A parker for the calling thread (loom needs the handle of the thread to unpark).
         pub fn new() -> Self {
-            Self { thread: loom::thread::current() }
+            Self {
+                thread: loom::thread::current(),
+            }
         }
 
         /// Untimed: loom's park. Timed: the timeout may fire at any moment, so yield and report

@@ -4,7 +4,7 @@
 use crate::monitor::WaitOutcome;
 use crate::park::deadline_after;
 use crate::protocol::Protocol;
-use crate::sync::{AtomicU64, Arc, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::table::{MonitorTable, MAX_MONITOR_INDEX};
 use crate::tasuki::SystemLockConfig;
 use crate::thread::{Registry, ThreadContext, ThreadId, MAX_THREAD_ID};
@@ -132,7 +132,9 @@ impl<P: Protocol> Runtime<P> {
     /// ([`ThreadHandle::monitor_enter`]): they must outlive the handle, because a detach
     /// releases them.
     pub fn attach<'env>(self: &Arc<Self>) -> Result<ThreadHandle<'env, P>, MonitorError> {
-        let cx = self.threads.attach(|id| P::new_thread_state(id, &self.config))?;
+        let cx = self
+            .threads
+            .attach(|id| P::new_thread_state(id, &self.config))?;
         Ok(ThreadHandle {
             rt: self.clone(),
             cx,
@@ -300,7 +302,10 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     pub fn monitor_exit(&self, h: &'env P::Header) -> Result<(), MonitorError> {
         let mut u = self.unstructured.borrow_mut();
         let p = h as *const P::Header;
-        let i = u.iter().position(|(q, _)| *q == p).ok_or(MonitorError::IllegalMonitorState)?;
+        let i = u
+            .iter()
+            .position(|(q, _)| *q == p)
+            .ok_or(MonitorError::IllegalMonitorState)?;
         P::exit(&self.rt, &self.cx, h)?;
         u[i].1 -= 1;
         if u[i].1 == 0 {

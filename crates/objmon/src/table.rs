@@ -63,10 +63,15 @@ impl MonitorTable {
         let capacity = capacity.clamp(1, MAX_MONITOR_INDEX);
         let n_chunks = (capacity as usize + 1).div_ceil(CHUNK);
         Self {
-            chunks: (0..n_chunks).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            chunks: (0..n_chunks)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             capacity,
             config,
-            free: Mutex::new(FreeList { free: Vec::new(), high_water: 0 }),
+            free: Mutex::new(FreeList {
+                free: Vec::new(),
+                high_water: 0,
+            }),
             live: AtomicUsize::new(0),
             allocations: AtomicU64::new(0),
         }

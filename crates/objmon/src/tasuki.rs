@@ -34,7 +34,7 @@
 //!   waiter is overtaken for at most `fair_handoff` plus one critical section.
 //!   `fair_handoff: None` gives the seed's unfair lock.
 
-use crate::sync::{fence, lock, spin_hint, waited_at_least, AtomicU32, Arc, Mutex, Ordering};
+use crate::sync::{fence, lock, spin_hint, waited_at_least, Arc, AtomicU32, Mutex, Ordering};
 use crate::thread::ThreadCore;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -118,7 +118,10 @@ impl TasukiLock {
             },
             spin_limit: config.spin_limit.min(u16::MAX as u32) as u16,
             figure7,
-            waiters: Mutex::new(Waiters { queue: VecDeque::new(), handoff: None }),
+            waiters: Mutex::new(Waiters {
+                queue: VecDeque::new(),
+                handoff: None,
+            }),
         }
     }
 
@@ -203,7 +206,9 @@ impl TasukiLock {
                 self.wcount.fetch_add(1, Ordering::Relaxed);
             }
             fence(Ordering::SeqCst);
-            match self.lock.compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            match self
+                .lock
+                .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => {
                     let undo = if requested { 1 | HANDOFF } else { 1 };

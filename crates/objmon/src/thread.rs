@@ -9,7 +9,7 @@
 
 use crate::park::Parker;
 use crate::protocol::Protocol;
-use crate::sync::{lock, AtomicBool, AtomicU32, Arc, Mutex, Ordering};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU32, Mutex, Ordering};
 use crate::MonitorError;
 use std::fmt;
 use std::num::NonZeroU16;
@@ -166,7 +166,9 @@ impl<P: Protocol> ThreadContext<P> {
 
 impl<P: Protocol> fmt::Debug for ThreadContext<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadContext").field("id", &self.core.id).finish_non_exhaustive()
+        f.debug_struct("ThreadContext")
+            .field("id", &self.core.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -242,12 +244,21 @@ impl<P: Protocol> Registry<P> {
 
     /// The context of the thread attached under `id`, if any.
     pub fn get(&self, id: ThreadId) -> Option<Arc<ThreadContext<P>>> {
-        lock(&self.slots).threads.get(id.get() as usize).cloned().flatten()
+        lock(&self.slots)
+            .threads
+            .get(id.get() as usize)
+            .cloned()
+            .flatten()
     }
 
     /// Every attached thread's context, in id order.
     pub fn snapshot(&self) -> Vec<Arc<ThreadContext<P>>> {
-        lock(&self.slots).threads.iter().flatten().cloned().collect()
+        lock(&self.slots)
+            .threads
+            .iter()
+            .flatten()
+            .cloned()
+            .collect()
     }
 
     /// The number of attached threads.

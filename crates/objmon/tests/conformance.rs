@@ -245,14 +245,7 @@ mod checks {
                 let _b = me.enter(&h).unwrap();
                 let c = me.enter(&h).unwrap();
                 ready.store(true, Ordering::SeqCst);
-                while !ready.load(Ordering::SeqCst) {}
-                let r = loop {
-                    // Loop until notified: the notifier sets `ready` back to false first.
-                    match c.wait(Some(Duration::from_secs(10))).unwrap() {
-                        WaitOutcome::Notified => break WaitOutcome::Notified,
-                        WaitOutcome::TimedOut => panic!("never notified"),
-                    }
-                };
+                let r = c.wait(Some(Duration::from_secs(20))).unwrap();
                 assert_eq!(r, WaitOutcome::Notified);
                 assert_eq!(me.lock_count(&h), 3, "depth restored after wait");
                 assert_eq!(rt.owner_of(&h), Some(me.id()));
@@ -320,7 +313,12 @@ mod checks {
             let d = Duration::from_millis(ms);
             let t0 = Instant::now();
             assert_eq!(g.wait(Some(d)).unwrap(), WaitOutcome::TimedOut);
-            assert!(t0.elapsed() >= d, "returned after {:?} < {:?}", t0.elapsed(), d);
+            assert!(
+                t0.elapsed() >= d,
+                "returned after {:?} < {:?}",
+                t0.elapsed(),
+                d
+            );
             assert_eq!(me.lock_count(&h), 1);
         }
         let t0 = Instant::now();
@@ -334,7 +332,10 @@ mod checks {
         let me = rt.attach().unwrap();
         let _g1 = me.enter(&h).unwrap();
         let g2 = me.enter(&h).unwrap();
-        assert_eq!(g2.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(
+            g2.wait(Some(Duration::ZERO)).unwrap(),
+            WaitOutcome::TimedOut
+        );
         assert_eq!(me.lock_count(&h), 2);
     }
 
@@ -358,7 +359,10 @@ mod checks {
             drop(me.enter(&h).unwrap());
             rt.interrupt(id).unwrap();
         });
-        assert_eq!(rt.interrupt(ThreadId::new(7).unwrap()), Err(MonitorError::NoSuchThread));
+        assert_eq!(
+            rt.interrupt(ThreadId::new(7).unwrap()),
+            Err(MonitorError::NoSuchThread)
+        );
     }
 
     pub fn interrupt_before_wait<P: Protocol>() {
@@ -369,14 +373,20 @@ mod checks {
         assert!(me.is_interrupted());
         let g = me.enter(&h).unwrap();
         let t0 = Instant::now();
-        assert_eq!(g.wait(Some(Duration::from_secs(30))), Err(MonitorError::Interrupted));
+        assert_eq!(
+            g.wait(Some(Duration::from_secs(30))),
+            Err(MonitorError::Interrupted)
+        );
         assert!(t0.elapsed() < Duration::from_secs(10), "returned at once");
         assert!(!me.is_interrupted());
         assert_eq!(me.lock_count(&h), 1);
         // Without ownership the ownership error comes first and the status stays set.
         drop(g);
         rt.interrupt(me.id()).unwrap();
-        assert_eq!(me.wait(&h, None).map(|_| ()), Err(MonitorError::IllegalMonitorState));
+        assert_eq!(
+            me.wait(&h, None).map(|_| ()),
+            Err(MonitorError::IllegalMonitorState)
+        );
         assert!(me.interrupted());
     }
 
@@ -419,10 +429,18 @@ mod checks {
                 ids[0]
             });
             let results = results.into_inner().unwrap();
-            let notified = results.iter().filter(|r| r.2 == Ok(WaitOutcome::Notified)).count();
-            let interrupted =
-                results.iter().filter(|r| r.2 == Err(MonitorError::Interrupted)).count();
-            assert_eq!(notified, 1, "exactly one waiter has the notification: {results:?}");
+            let notified = results
+                .iter()
+                .filter(|r| r.2 == Ok(WaitOutcome::Notified))
+                .count();
+            let interrupted = results
+                .iter()
+                .filter(|r| r.2 == Err(MonitorError::Interrupted))
+                .count();
+            assert_eq!(
+                notified, 1,
+                "exactly one waiter has the notification: {results:?}"
+            );
             for (_, id, r, pending) in &results {
                 if *id == first {
                     match r {
@@ -496,7 +514,10 @@ mod checks {
     }
 
     pub fn thread_ids_are_bounded_and_reused<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config { max_threads: 3, ..Config::default() });
+        let rt = Runtime::<P>::new(Config {
+            max_threads: 3,
+            ..Config::default()
+        });
         let a = rt.attach().unwrap();
         let b = rt.attach().unwrap();
         let c = rt.attach().unwrap();
@@ -516,7 +537,10 @@ mod checks {
     }
 
     pub fn monitor_table_full_is_an_error<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config { monitor_capacity: 2, ..Config::default() });
+        let rt = Runtime::<P>::new(Config {
+            monitor_capacity: 2,
+            ..Config::default()
+        });
         let hs: Vec<P::Header> = (0..8).map(|_| P::Header::default()).collect();
         let me = rt.attach().unwrap();
         // wait needs a wait set, so every protocol needs a monitor per waited-on object

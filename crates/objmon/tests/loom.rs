@@ -18,17 +18,28 @@ use std::time::Duration;
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(
-        std::env::var("LOOM_MAX_PREEMPTIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(3),
+        std::env::var("LOOM_MAX_PREEMPTIONS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3),
     );
     b.check(f);
 }
 
 fn config(system_lock: SystemLockConfig) -> Config {
-    Config { max_threads: 4, monitor_capacity: 2, system_lock }
+    Config {
+        max_threads: 4,
+        monitor_capacity: 2,
+        system_lock,
+    }
 }
 
 fn sys(variant: SystemLockVariant, fair_handoff: Option<Duration>) -> SystemLockConfig {
-    SystemLockConfig { variant, spin_limit: 0, fair_handoff }
+    SystemLockConfig {
+        variant,
+        spin_limit: 0,
+        fair_handoff,
+    }
 }
 
 /// Two (or three) threads lock and unlock one tasuki lock: never two inside, nobody parked
@@ -82,7 +93,10 @@ fn tasuki_figure7_three_threads() {
 /// model explores grant, retry-after-resume and the empty-slot release.
 #[test]
 fn tasuki_handoff_three_threads() {
-    tasuki_model(3, sys(SystemLockVariant::Figure7, Some(Duration::from_nanos(1))));
+    tasuki_model(
+        3,
+        sys(SystemLockVariant::Figure7, Some(Duration::from_nanos(1))),
+    );
 }
 
 /// The lock is taken twice by one thread in a row while another contends (barging).

@@ -40,7 +40,8 @@ impl Fat {
         let w = h.0.load(Ordering::Acquire);
         (w & INSTALLED != 0).then(|| {
             let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
-            rt.monitors().get(idx.expect("installed header holds an index"))
+            rt.monitors()
+                .get(idx.expect("installed header holds an index"))
         })
     }
 
@@ -63,7 +64,10 @@ impl Fat {
                 return Ok(Self::installed(rt, h).expect("installed"));
             }
             let new = INSTALLED | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK);
-            match h.0.compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Relaxed) {
+            match h
+                .0
+                .compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
                 Ok(_) => {
                     rt.stats().inflated(InflationCause::FirstUse);
                     return Ok(rt.monitors().get(idx));
@@ -87,7 +91,11 @@ impl Protocol for Fat {
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
     #[inline]
-    fn enter(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         Self::monitor(rt, h)?.enter(t.core_arc())
     }
 

@@ -47,8 +47,11 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     fn new_thread_state(id: ThreadId, config: &Config) -> Self::ThreadState;
 
     /// monitorenter: acquires, blocking while another thread owns the object.
-    fn enter(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &Self::Header)
-        -> Result<(), MonitorError>;
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError>;
     /// Acquires if that needs no waiting for another thread; `Ok(false)` otherwise.
     fn try_enter(
         rt: &Runtime<Self>,
@@ -56,8 +59,11 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         h: &Self::Header,
     ) -> Result<bool, MonitorError>;
     /// monitorexit: releases one level; `IllegalMonitorState` if `t` does not own the object.
-    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &Self::Header)
-        -> Result<(), MonitorError>;
+    fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError>;
     /// Object.wait with an optional deadline.
     fn wait(
         rt: &Runtime<Self>,

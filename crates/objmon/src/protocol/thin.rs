@@ -55,7 +55,8 @@ pub enum Thin {}
 #[inline]
 fn monitor_of(rt: &Runtime<Thin>, w: u32) -> &FatMonitor {
     let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
-    rt.monitors().get(idx.expect("inflated lock word holds a monitor index"))
+    rt.monitors()
+        .get(idx.expect("inflated lock word holds a monitor index"))
 }
 
 /// Locks held in a thin word owned by the caller: count + 1.
@@ -80,7 +81,10 @@ impl Thin {
         let m = rt.monitors().get(idx);
         m.enter_inflated(t.core_arc(), count)?;
         // Release: whoever reads the new word with Acquire sees the monitor set up.
-        h.0.store(SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK), Ordering::Release);
+        h.0.store(
+            SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
+            Ordering::Release,
+        );
         rt.stats().inflated(cause);
         Ok(m)
     }
@@ -183,10 +187,17 @@ impl Protocol for Thin {
 
     /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`.
     #[inline]
-    fn enter(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         let old = h.0.load(Ordering::Relaxed) & HOST_BITS_MASK;
         let new = old | t.core().id_shifted16();
-        if h.0.compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+        if h.0
+            .compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
             return Ok(());
         }
         Self::enter_slow(rt, t, h)
@@ -204,7 +215,10 @@ impl Protocol for Thin {
                 return monitor_of(rt, w).try_enter(t.core());
             }
             if w & LOCK_MASK == 0 {
-                match h.0.compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed) {
+                match h
+                    .0
+                    .compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed)
+                {
                     Ok(_) => return Ok(true),
                     // Lost to another locker or the word changed: look again.
                     Err(_) => continue,
