@@ -2,6 +2,7 @@
 //!
 //! Each `#[test]` runs one check against every protocol in turn (naming the protocol on
 //! failure) under a watchdog, so a hang fails the test instead of stalling CI.
+#![cfg(not(loom))]
 
 use objmon::{
     Config, MonitorError, Protocol, ProtocolVisitor, Runtime, SystemLockConfig, ThreadId,

@@ -314,3 +314,98 @@ impl Backoff {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    fn parts(w: u32) -> (u32, u32, u32, u32) {
+        (
+            w >> 31,
+            (w & OWNER_MASK) >> OWNER_SHIFT,
+            (w & COUNT_MASK) >> COUNT_SHIFT,
+            w & 0xff,
+        )
+    }
+
+    /// Seed 000 §2.3: "When the object is locked, the count field represents the number of
+    /// locks minus one"; unlocked, the whole lock field is 0.
+    #[test]
+    fn count_field_is_locks_minus_one() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = LockWord::new(0x5a);
+        assert_eq!(h.raw(), 0x5a);
+        let mut gs = Vec::new();
+        for locks in 1..=256u32 {
+            gs.push(me.enter(&h).unwrap());
+            assert_eq!(
+                parts(h.raw()),
+                (0, u32::from(me.id().get()), locks - 1, 0x5a)
+            );
+        }
+        drop(gs);
+        assert_eq!(h.raw(), 0x5a, "unlocked: lock field 0, host bits kept");
+    }
+
+    /// §2.3: "excessive" nesting is 257 — the 257th lock inflates, carrying the count over.
+    #[test]
+    fn lock_257_inflates_and_stays_fat() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = LockWord::new(0xa5);
+        let mut gs: Vec<_> = (0..256).map(|_| me.enter(&h).unwrap()).collect();
+        assert_eq!(h.raw() >> 31, 0);
+        gs.push(me.enter(&h).unwrap());
+        assert_eq!(h.raw() >> 31, 1, "shape bit set");
+        assert_eq!(h.raw() & 0xff, 0xa5);
+        assert_eq!(me.lock_count(&h), 257);
+        assert_eq!(rt.stats_snapshot().inflations_recursion, 1);
+        drop(gs);
+        // §2.3: "Once an object's lock is inflated, it remains inflated".
+        assert_eq!(h.raw() >> 31, 1);
+        assert_eq!(rt.owner_of(&h), None);
+        drop(me.enter(&h).unwrap());
+        assert_eq!(rt.stats_snapshot().inflations(), 1);
+    }
+
+    /// §2.3.4: a contender inflates after the owner releases; host bits survive.
+    #[test]
+    fn contention_inflates() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let h = LockWord::new(0x3c);
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                drop(other.enter(&h).unwrap());
+            });
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(
+                h.raw() >> 31,
+                0,
+                "the contender never writes an owned thin lock"
+            );
+            drop(g);
+        });
+        assert_eq!(h.raw() >> 31, 1);
+        assert_eq!(h.raw() & 0xff, 0x3c);
+        assert_eq!(rt.stats_snapshot().inflations_contention, 1);
+    }
+
+    /// wait and notify inflate (a thin lock has no wait set), keeping the count.
+    #[test]
+    fn wait_inflates_with_count() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = LockWord::new(0);
+        let _a = me.enter(&h).unwrap();
+        let b = me.enter(&h).unwrap();
+        b.notify().unwrap();
+        assert_eq!(h.raw() >> 31, 1);
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(rt.stats_snapshot().inflations_wait_notify, 1);
+    }
+}
