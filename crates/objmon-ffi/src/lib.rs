@@ -1,0 +1,736 @@
+//! C ABI for objmon. The header `include/objmon.h` is generated from this file by cbindgen
+//! (the test `header_is_in_sync` keeps them equal).
+//!
+//! Model: a C runtime creates one `objmon_runtime` with a protocol chosen by name, attaches
+//! each of its threads (`objmon_thread`, used only by the thread that attached it), and embeds
+//! one `objmon_header` (8 bytes, 8-aligned) in each object, initialised with
+//! `objmon_header_init` before first use. Every function returns an `objmon_status`; no Rust
+//! panic crosses the boundary (it becomes `OBJMON_E_PANIC`).
+//!
+//! Two ways to lock: `objmon_enter` / `objmon_exit` for structured locking (a `synchronized`
+//! block: the host guarantees every enter is exited by the same thread), and
+//! `objmon_monitor_enter` / `objmon_monitor_exit` for JNI-style unstructured locking, which
+//! `objmon_thread_detach` releases (as `DetachCurrentThread` does).
+//!
+//! Safety contract of the pointer arguments (the C caller's side): a runtime pointer comes
+//! from `objmon_runtime_new` and is not used after `objmon_runtime_free`; a thread pointer comes
+//! from `objmon_thread_attach` of that runtime, is used only by the thread that attached it and
+//! not after `objmon_thread_detach`; a header pointer points to an `objmon_header` initialised by
+//! `objmon_header_init` of that runtime, that stays at its address and alive while any thread
+//! holds or waits on it. Null pointers are detected and reported (`OBJMON_E_NULL`).
+#![allow(non_camel_case_types)]
+
+use objmon::{
+    Config, MonitorError, Protocol, ProtocolVisitor, Runtime, StatsSnapshot, ThreadHandle,
+    ThreadId, WaitOutcome,
+};
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Result of every call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum objmon_status {
+    /// Success.
+    OBJMON_OK = 0,
+    /// The thread does not own the monitor (Java's IllegalMonitorStateException).
+    OBJMON_E_ILLEGAL_MONITOR_STATE = 1,
+    /// The wait was interrupted; the interrupt status is cleared.
+    OBJMON_E_INTERRUPTED = 2,
+    /// Timeout out of range (negative).
+    OBJMON_E_INVALID_TIMEOUT = 3,
+    /// Every thread id is in use.
+    OBJMON_E_TOO_MANY_THREADS = 4,
+    /// Every monitor-table slot is in use.
+    OBJMON_E_MONITOR_TABLE_FULL = 5,
+    /// Recursion count overflow.
+    OBJMON_E_RECURSION_OVERFLOW = 6,
+    /// No attached thread has the given id.
+    OBJMON_E_NO_SUCH_THREAD = 7,
+    /// A required pointer argument was null.
+    OBJMON_E_NULL = 8,
+    /// No protocol has that name.
+    OBJMON_E_UNKNOWN_PROTOCOL = 9,
+    /// The protocol's header does not fit an `objmon_header`.
+    OBJMON_E_UNSUPPORTED = 10,
+    /// objmon panicked (a bug); the operation did not complete.
+    OBJMON_E_PANIC = 11,
+}
+
+use objmon_status::*;
+
+impl From<MonitorError> for objmon_status {
+    fn from(e: MonitorError) -> Self {
+        match e {
+            MonitorError::IllegalMonitorState => OBJMON_E_ILLEGAL_MONITOR_STATE,
+            MonitorError::Interrupted => OBJMON_E_INTERRUPTED,
+            MonitorError::InvalidTimeout => OBJMON_E_INVALID_TIMEOUT,
+            MonitorError::TooManyThreads => OBJMON_E_TOO_MANY_THREADS,
+            MonitorError::MonitorTableFull => OBJMON_E_MONITOR_TABLE_FULL,
+            MonitorError::RecursionOverflow => OBJMON_E_RECURSION_OVERFLOW,
+            MonitorError::NoSuchThread => OBJMON_E_NO_SUCH_THREAD,
+        }
+    }
+}
+
+/// How a successful wait ended.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum objmon_wait_outcome {
+    /// Picked by notify / notifyAll.
+    OBJMON_NOTIFIED = 0,
+    /// The timeout elapsed.
+    OBJMON_TIMED_OUT = 1,
+}
+
+/// The per-object header slot: 8 bytes, 8-aligned, opaque. Initialise with
+/// `objmon_header_init` before first use. (Its one field is private: never read or write it.)
+#[repr(C)]
+pub struct objmon_header {
+    _opaque: u64,
+}
+
+// Every protocol header we accept must fit this slot (checked per protocol at runtime creation).
+const _: () = assert!(std::mem::align_of::<objmon_header>() == 8);
+
+/// Runtime settings; a zero field means "the default".
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct objmon_config {
+    /// Most threads attached at once (default and maximum 32767).
+    pub max_threads: u16,
+    /// Most fat monitors alive at once (default and maximum 2^23 - 1).
+    pub monitor_capacity: u32,
+}
+
+/// Counters of a runtime.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct objmon_stats {
+    /// Inflations to a fat monitor, all causes.
+    pub inflations: u64,
+    /// Inflations because of contention.
+    pub inflations_contention: u64,
+    /// Inflations for wait / notify.
+    pub inflations_wait_notify: u64,
+    /// Deflations.
+    pub deflations: u64,
+    /// Fat monitors alive now.
+    pub live_monitors: u64,
+    /// Threads attached now.
+    pub attached_threads: u64,
+}
+
+/// A runtime (opaque).
+pub struct objmon_runtime {
+    inner: Box<dyn DynRuntime>,
+}
+
+/// An attached thread (opaque); used only by the thread that attached it.
+pub struct objmon_thread {
+    inner: Box<dyn DynThread>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Type erasure: one vtable call per operation, then the protocol's own (inlined) paths.
+
+trait DynRuntime: Send + Sync {
+    fn name(&self) -> &'static str;
+    unsafe fn header_init(&self, h: *mut objmon_header);
+    fn attach(&self) -> Result<Box<dyn DynThread>, MonitorError>;
+    unsafe fn owner_of(&self, h: *const objmon_header) -> Option<ThreadId>;
+    fn interrupt(&self, id: ThreadId) -> Result<(), MonitorError>;
+    fn stats(&self) -> StatsSnapshot;
+    unsafe fn reclaim(&self, h: *mut objmon_header);
+}
+
+trait DynThread {
+    fn id(&self) -> u16;
+    unsafe fn enter(&self, h: *const objmon_header) -> Result<(), MonitorError>;
+    unsafe fn try_enter(&self, h: *const objmon_header) -> Result<bool, MonitorError>;
+    unsafe fn exit(&self, h: *const objmon_header) -> Result<(), MonitorError>;
+    unsafe fn monitor_enter(&self, h: *const objmon_header) -> Result<(), MonitorError>;
+    unsafe fn monitor_exit(&self, h: *const objmon_header) -> Result<(), MonitorError>;
+    unsafe fn wait(
+        &self,
+        h: *const objmon_header,
+        timeout: Option<Duration>,
+    ) -> Result<WaitOutcome, MonitorError>;
+    unsafe fn notify(&self, h: *const objmon_header, all: bool) -> Result<(), MonitorError>;
+    unsafe fn lock_count(&self, h: *const objmon_header) -> u32;
+    fn interrupted(&self) -> bool;
+    fn detach(self: Box<Self>) -> usize;
+}
+
+struct Rt<P: Protocol>(Arc<Runtime<P>>);
+struct Th<P: Protocol>(ThreadHandle<'static, P>);
+
+/// # Safety
+/// `h` points to an `objmon_header` initialised for protocol `P` (the module's contract), so
+/// it holds a valid `P::Header` (size and alignment checked at runtime creation).
+unsafe fn hdr<'a, P: Protocol>(h: *const objmon_header) -> &'a P::Header {
+    // SAFETY: see the function's contract.
+    unsafe { &*(h as *const P::Header) }
+}
+
+impl<P: Protocol> DynRuntime for Rt<P> {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+    unsafe fn header_init(&self, h: *mut objmon_header) {
+        // SAFETY: `h` is valid for writes of 8 bytes, 8-aligned (caller's contract), and
+        // P::Header fits (checked in `objmon_runtime_new`); it holds no live header yet.
+        unsafe { std::ptr::write(h as *mut P::Header, P::Header::default()) }
+    }
+    fn attach(&self) -> Result<Box<dyn DynThread>, MonitorError> {
+        Ok(Box::new(Th(self.0.attach()?)))
+    }
+    unsafe fn owner_of(&self, h: *const objmon_header) -> Option<ThreadId> {
+        // SAFETY: forwarded contract.
+        self.0.owner_of(unsafe { hdr::<P>(h) })
+    }
+    fn interrupt(&self, id: ThreadId) -> Result<(), MonitorError> {
+        self.0.interrupt(id)
+    }
+    fn stats(&self) -> StatsSnapshot {
+        self.0.stats_snapshot()
+    }
+    unsafe fn reclaim(&self, h: *mut objmon_header) {
+        // SAFETY: forwarded contract; the host declares the object dead, so nobody else uses
+        // the header now and a unique reference is sound.
+        self.0.reclaim(unsafe { &mut *(h as *mut P::Header) })
+    }
+}
+
+impl<P: Protocol> DynThread for Th<P> {
+    fn id(&self) -> u16 {
+        self.0.id().get()
+    }
+    unsafe fn enter(&self, h: *const objmon_header) -> Result<(), MonitorError> {
+        // SAFETY (all `hdr` calls below): forwarded contract.
+        P::enter(self.0.runtime(), self.0.context(), unsafe { hdr::<P>(h) })
+    }
+    unsafe fn try_enter(&self, h: *const objmon_header) -> Result<bool, MonitorError> {
+        P::try_enter(self.0.runtime(), self.0.context(), unsafe { hdr::<P>(h) })
+    }
+    unsafe fn exit(&self, h: *const objmon_header) -> Result<(), MonitorError> {
+        P::exit(self.0.runtime(), self.0.context(), unsafe { hdr::<P>(h) })
+    }
+    unsafe fn monitor_enter(&self, h: *const objmon_header) -> Result<(), MonitorError> {
+        // The contract keeps the header alive while held, which is what 'static stands for.
+        self.0.monitor_enter(unsafe { hdr::<P>(h) })
+    }
+    unsafe fn monitor_exit(&self, h: *const objmon_header) -> Result<(), MonitorError> {
+        self.0.monitor_exit(unsafe { hdr::<P>(h) })
+    }
+    unsafe fn wait(
+        &self,
+        h: *const objmon_header,
+        timeout: Option<Duration>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        self.0.wait(unsafe { hdr::<P>(h) }, timeout)
+    }
+    unsafe fn notify(&self, h: *const objmon_header, all: bool) -> Result<(), MonitorError> {
+        let h = unsafe { hdr::<P>(h) };
+        if all {
+            self.0.notify_all(h)
+        } else {
+            self.0.notify(h)
+        }
+    }
+    unsafe fn lock_count(&self, h: *const objmon_header) -> u32 {
+        self.0.lock_count(unsafe { hdr::<P>(h) })
+    }
+    fn interrupted(&self) -> bool {
+        self.0.interrupted()
+    }
+    fn detach(self: Box<Self>) -> usize {
+        self.0.detach()
+    }
+}
+
+struct Make<'a> {
+    name: &'a str,
+    config: Config,
+    out: Option<Result<Box<dyn DynRuntime>, objmon_status>>,
+}
+
+impl ProtocolVisitor for Make<'_> {
+    fn visit<P: Protocol>(&mut self) {
+        if self.out.is_some() || P::NAME != self.name {
+            return;
+        }
+        let fits = std::mem::size_of::<P::Header>() <= std::mem::size_of::<objmon_header>()
+            && std::mem::align_of::<P::Header>() <= std::mem::align_of::<objmon_header>();
+        self.out = Some(if fits {
+            Ok(Box::new(Rt::<P>(Runtime::new(self.config.clone()))))
+        } else {
+            Err(OBJMON_E_UNSUPPORTED)
+        });
+    }
+}
+
+fn guarded(f: impl FnOnce() -> objmon_status) -> objmon_status {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(OBJMON_E_PANIC)
+}
+
+fn status(r: Result<(), MonitorError>) -> objmon_status {
+    match r {
+        Ok(()) => OBJMON_OK,
+        Err(e) => e.into(),
+    }
+}
+
+macro_rules! nonnull {
+    ($($p:expr),+) => { $( if $p.is_null() { return OBJMON_E_NULL; } )+ };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The C functions.
+
+/// Number of protocols available (names via `objmon_protocol_name`).
+#[no_mangle]
+pub extern "C" fn objmon_protocol_count() -> usize {
+    objmon::protocol::names().len()
+}
+
+/// The protocol names as C strings, built once from `objmon::protocol::names()`.
+fn c_names() -> &'static [CString] {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        objmon::protocol::names()
+            .into_iter()
+            .map(|n| CString::new(n).expect("protocol names have no NUL"))
+            .collect()
+    })
+}
+
+/// The name of protocol `i` (a static NUL-terminated string), or NULL if out of range.
+#[no_mangle]
+pub extern "C" fn objmon_protocol_name(i: usize) -> *const c_char {
+    c_names().get(i).map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
+/// A human-readable description of `s` (static string).
+#[no_mangle]
+pub extern "C" fn objmon_strerror(s: objmon_status) -> *const c_char {
+    let m: &CStr = match s {
+        OBJMON_OK => c"ok",
+        OBJMON_E_ILLEGAL_MONITOR_STATE => c"current thread does not own the monitor",
+        OBJMON_E_INTERRUPTED => c"wait interrupted",
+        OBJMON_E_INVALID_TIMEOUT => c"timeout value is out of range",
+        OBJMON_E_TOO_MANY_THREADS => c"no free thread id",
+        OBJMON_E_MONITOR_TABLE_FULL => c"monitor table is full",
+        OBJMON_E_RECURSION_OVERFLOW => c"recursion count overflow",
+        OBJMON_E_NO_SUCH_THREAD => c"no attached thread has this id",
+        OBJMON_E_NULL => c"null pointer argument",
+        OBJMON_E_UNKNOWN_PROTOCOL => c"unknown protocol name",
+        OBJMON_E_UNSUPPORTED => c"protocol header does not fit objmon_header",
+        OBJMON_E_PANIC => c"internal error (panic)",
+    };
+    m.as_ptr()
+}
+
+/// Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
+///
+/// # Safety
+/// `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_runtime_new(
+    protocol: *const c_char,
+    config: *const objmon_config,
+    out: *mut *mut objmon_runtime,
+) -> objmon_status {
+    nonnull!(protocol, out);
+    guarded(|| {
+        // SAFETY: non-null and NUL-terminated by contract.
+        let Ok(name) = unsafe { CStr::from_ptr(protocol) }.to_str() else {
+            return OBJMON_E_UNKNOWN_PROTOCOL;
+        };
+        // SAFETY: NULL or valid by contract.
+        let c = unsafe { config.as_ref() }.copied().unwrap_or_default();
+        let mut cfg = Config::default();
+        if c.max_threads != 0 {
+            cfg.max_threads = c.max_threads;
+        }
+        if c.monitor_capacity != 0 {
+            cfg.monitor_capacity = c.monitor_capacity;
+        }
+        let mut make = Make {
+            name,
+            config: cfg,
+            out: None,
+        };
+        objmon::visit_all(&mut make);
+        match make.out {
+            None => OBJMON_E_UNKNOWN_PROTOCOL,
+            Some(Err(s)) => s,
+            Some(Ok(inner)) => {
+                let rt = Box::into_raw(Box::new(objmon_runtime { inner }));
+                // SAFETY: `out` is valid for writes by contract.
+                unsafe { out.write(rt) };
+                OBJMON_OK
+            }
+        }
+    })
+}
+
+/// Frees a runtime. Threads still attached keep it alive until they detach.
+///
+/// # Safety
+/// `rt` comes from `objmon_runtime_new` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_runtime_free(rt: *mut objmon_runtime) -> objmon_status {
+    nonnull!(rt);
+    // SAFETY: allocated by `objmon_runtime_new` with Box, freed once (contract).
+    guarded(|| {
+        drop(unsafe { Box::from_raw(rt) });
+        OBJMON_OK
+    })
+}
+
+/// The protocol name of a runtime (static string).
+///
+/// # Safety
+/// `rt` is a live runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_runtime_protocol(rt: *const objmon_runtime) -> *const c_char {
+    if rt.is_null() {
+        return std::ptr::null();
+    }
+    // SAFETY: live runtime by contract.
+    let name = unsafe { &*rt }.inner.name();
+    c_names()
+        .iter()
+        .find(|c| c.to_str() == Ok(name))
+        .map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
+/// Initialises an object's header (unlocked) for this runtime's protocol.
+///
+/// # Safety
+/// `rt` is live; `h` is valid for writes and not in use.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_header_init(
+    rt: *const objmon_runtime,
+    h: *mut objmon_header,
+) -> objmon_status {
+    nonnull!(rt, h);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        (*rt).inner.header_init(h);
+        OBJMON_OK
+    })
+}
+
+/// GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header.
+///
+/// # Safety
+/// `rt` is live; `h` was initialised by it and no thread uses it any more.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_header_reclaim(
+    rt: *const objmon_runtime,
+    h: *mut objmon_header,
+) -> objmon_status {
+    nonnull!(rt, h);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        (*rt).inner.reclaim(h);
+        OBJMON_OK
+    })
+}
+
+/// Attaches the calling thread.
+///
+/// # Safety
+/// `rt` is live; `out` is valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_thread_attach(
+    rt: *const objmon_runtime,
+    out: *mut *mut objmon_thread,
+) -> objmon_status {
+    nonnull!(rt, out);
+    guarded(|| {
+        // SAFETY: contract.
+        match unsafe { &*rt }.inner.attach() {
+            Ok(inner) => {
+                // SAFETY: contract.
+                unsafe { out.write(Box::into_raw(Box::new(objmon_thread { inner }))) };
+                OBJMON_OK
+            }
+            Err(e) => e.into(),
+        }
+    })
+}
+
+/// Detaches the calling thread, releasing its unstructured (`objmon_monitor_enter`) locks;
+/// writes how many lock levels it released to `released` (may be NULL).
+///
+/// # Safety
+/// `t` comes from `objmon_thread_attach` on this thread and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_thread_detach(
+    t: *mut objmon_thread,
+    released: *mut usize,
+) -> objmon_status {
+    nonnull!(t);
+    guarded(|| {
+        // SAFETY: allocated by objmon_thread_attach, freed once (contract).
+        let n = unsafe { Box::from_raw(t) }.inner.detach();
+        if !released.is_null() {
+            // SAFETY: non-null and valid for writes by contract.
+            unsafe { released.write(n) };
+        }
+        OBJMON_OK
+    })
+}
+
+/// The thread's id (1..=32767).
+///
+/// # Safety
+/// `t` is a live thread.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_thread_id(t: *const objmon_thread) -> u16 {
+    if t.is_null() {
+        return 0;
+    }
+    // SAFETY: contract.
+    unsafe { &*t }.inner.id()
+}
+
+/// Runs `op` on the thread's handle after the null checks, catching panics.
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+unsafe fn thread_op(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+    op: impl FnOnce(&dyn DynThread, *const objmon_header) -> Result<(), MonitorError>,
+) -> objmon_status {
+    nonnull!(t, h);
+    // SAFETY: contract.
+    guarded(|| status(op(unsafe { &*(*t).inner }, h)))
+}
+
+/// monitorenter (structured: pair it with `objmon_exit` on the same thread).
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_enter(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+) -> objmon_status {
+    // SAFETY: forwarded contract (the header pointer is valid for the call).
+    unsafe { thread_op(t, h, |t, h| t.enter(h)) }
+}
+
+/// monitorexit of an `objmon_enter`.
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_exit(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+) -> objmon_status {
+    // SAFETY: forwarded contract (the header pointer is valid for the call).
+    unsafe { thread_op(t, h, |t, h| t.exit(h)) }
+}
+
+/// JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or detach).
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_monitor_enter(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+) -> objmon_status {
+    // SAFETY: forwarded contract (the header pointer is valid for the call).
+    unsafe { thread_op(t, h, |t, h| t.monitor_enter(h)) }
+}
+
+/// JNI MonitorExit of an `objmon_monitor_enter`.
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_monitor_exit(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+) -> objmon_status {
+    // SAFETY: forwarded contract (the header pointer is valid for the call).
+    unsafe { thread_op(t, h, |t, h| t.monitor_exit(h)) }
+}
+
+/// Object.notify.
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_notify(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+) -> objmon_status {
+    // SAFETY: forwarded contract (the header pointer is valid for the call).
+    unsafe { thread_op(t, h, |t, h| t.notify(h, false)) }
+}
+
+/// Object.notifyAll.
+///
+/// # Safety
+/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_notify_all(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+) -> objmon_status {
+    // SAFETY: forwarded contract (the header pointer is valid for the call).
+    unsafe { thread_op(t, h, |t, h| t.notify(h, true)) }
+}
+
+/// Locks `h` if no other thread owns it; `*acquired` says whether it did (structured).
+///
+/// # Safety
+/// As `objmon_enter`; `acquired` is valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_try_enter(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+    acquired: *mut bool,
+) -> objmon_status {
+    nonnull!(t, h, acquired);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        match (*t).inner.try_enter(h) {
+            Ok(b) => {
+                acquired.write(b);
+                OBJMON_OK
+            }
+            Err(e) => e.into(),
+        }
+    })
+}
+
+/// Object.wait with Java's timeout convention: `timeout_ns == 0` waits until notified or
+/// interrupted, a positive value at most that long, a negative one is
+/// `OBJMON_E_INVALID_TIMEOUT`. `outcome` (may be NULL) says whether it was notified.
+///
+/// # Safety
+/// As `objmon_enter`; `outcome` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_wait(
+    t: *const objmon_thread,
+    h: *mut objmon_header,
+    timeout_ns: i64,
+    outcome: *mut objmon_wait_outcome,
+) -> objmon_status {
+    nonnull!(t, h);
+    if timeout_ns < 0 {
+        return OBJMON_E_INVALID_TIMEOUT;
+    }
+    let timeout = (timeout_ns > 0).then(|| Duration::from_nanos(timeout_ns as u64));
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        match (*t).inner.wait(h, timeout) {
+            Ok(o) => {
+                if !outcome.is_null() {
+                    outcome.write(match o {
+                        WaitOutcome::Notified => objmon_wait_outcome::OBJMON_NOTIFIED,
+                        WaitOutcome::TimedOut => objmon_wait_outcome::OBJMON_TIMED_OUT,
+                    });
+                }
+                OBJMON_OK
+            }
+            Err(e) => e.into(),
+        }
+    })
+}
+
+/// How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument.
+///
+/// # Safety
+/// As `objmon_enter`.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_lock_count(
+    t: *const objmon_thread,
+    h: *const objmon_header,
+) -> u32 {
+    if t.is_null() || h.is_null() {
+        return 0;
+    }
+    // SAFETY: contract.
+    catch_unwind(AssertUnwindSafe(|| unsafe { (*t).inner.lock_count(h) })).unwrap_or(0)
+}
+
+/// Reads and clears the calling thread's interrupt status (Java's Thread.interrupted()).
+///
+/// # Safety
+/// `t` is the calling thread's live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_thread_interrupted(t: *const objmon_thread) -> bool {
+    // SAFETY: contract.
+    !t.is_null() && unsafe { &*t }.inner.interrupted()
+}
+
+/// Interrupts thread `id`: sets its interrupt status and wakes it from a wait.
+///
+/// # Safety
+/// `rt` is live.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_interrupt(rt: *const objmon_runtime, id: u16) -> objmon_status {
+    nonnull!(rt);
+    let Some(id) = ThreadId::new(id) else {
+        return OBJMON_E_NO_SUCH_THREAD;
+    };
+    // SAFETY: contract.
+    guarded(|| status(unsafe { &*rt }.inner.interrupt(id)))
+}
+
+/// The owner of `h`'s lock: writes its thread id to `owner`, or 0 if unowned (a snapshot).
+///
+/// # Safety
+/// `rt` is live; `h` an initialised header of it; `owner` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_owner_of(
+    rt: *const objmon_runtime,
+    h: *const objmon_header,
+    owner: *mut u16,
+) -> objmon_status {
+    nonnull!(rt, h, owner);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        owner.write((*rt).inner.owner_of(h).map_or(0, ThreadId::get));
+        OBJMON_OK
+    })
+}
+
+/// Copies the runtime's counters to `out`.
+///
+/// # Safety
+/// `rt` is live; `out` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_stats_get(
+    rt: *const objmon_runtime,
+    out: *mut objmon_stats,
+) -> objmon_status {
+    nonnull!(rt, out);
+    guarded(|| {
+        // SAFETY: contract.
+        let s = unsafe { &*rt }.inner.stats();
+        let v = objmon_stats {
+            inflations: s.inflations(),
+            inflations_contention: s.inflations_contention,
+            inflations_wait_notify: s.inflations_wait_notify,
+            deflations: s.deflations,
+            live_monitors: s.live_monitors as u64,
+            attached_threads: s.attached_threads as u64,
+        };
+        // SAFETY: contract.
+        unsafe { out.write(v) };
+        OBJMON_OK
+    })
+}

@@ -1,0 +1,191 @@
+/* A toy object model on the objmon C ABI: a few thousand objects with headers, several
+ * pthreads locking, nesting, waiting and notifying, run once per protocol.
+ * Exit status 0 iff every check passed. Usage: toy_vm [protocol...] (default: all). */
+#include "objmon.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_OBJECTS 4096
+#define N_WORKERS 4
+#define ROUNDS 20000
+#define N_ITEMS 2000
+
+typedef struct object {
+    objmon_header header; /* the VM's header slot */
+    int64_t value;        /* only touched while holding the object's monitor */
+} object;
+
+static object *heap;
+static objmon_runtime *rt;
+static object queue_obj; /* a one-slot queue guarded by its own monitor */
+static int64_t queue_slot, consumed_sum;
+static int failures;
+
+#define CHECK(call)                                                                         \
+    do {                                                                                    \
+        objmon_status s_ = (call);                                                          \
+        if (s_ != OBJMON_OK) {                                                              \
+            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call,                 \
+                    objmon_strerror(s_));                                                   \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+            return NULL;                                                                    \
+        }                                                                                   \
+    } while (0)
+
+#define EXPECT(cond)                                                                        \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);             \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+        }                                                                                   \
+    } while (0)
+
+static uint32_t next_rand(uint32_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+/* Random pairs of objects, locked in address order (no deadlock), the first one nested. */
+static void *worker(void *arg) {
+    uint32_t seed = (uint32_t)(uintptr_t)arg * 2654435761u + 1;
+    objmon_thread *me;
+    CHECK(objmon_thread_attach(rt, &me));
+    for (int r = 0; r < ROUNDS; r++) {
+        object *a = &heap[next_rand(&seed) % N_OBJECTS];
+        object *b = &heap[next_rand(&seed) % N_OBJECTS];
+        if (a > b) { object *t = a; a = b; b = t; }
+        CHECK(objmon_enter(me, &a->header));
+        CHECK(objmon_enter(me, &a->header)); /* nested */
+        if (objmon_lock_count(me, &a->header) != 2) {
+            fprintf(stderr, "lock count %u != 2\n", objmon_lock_count(me, &a->header));
+            failures++;
+        }
+        if (b != a) CHECK(objmon_enter(me, &b->header));
+        a->value += 1;
+        if (b != a) b->value += 1; else a->value += 1;
+        if (b != a) CHECK(objmon_exit(me, &b->header));
+        CHECK(objmon_exit(me, &a->header));
+        CHECK(objmon_exit(me, &a->header));
+    }
+    CHECK(objmon_thread_detach(me, NULL));
+    return NULL;
+}
+
+static void *producer(void *arg) {
+    objmon_thread *me;
+    (void)arg;
+    CHECK(objmon_thread_attach(rt, &me));
+    for (int64_t i = 1; i <= N_ITEMS; i++) {
+        CHECK(objmon_monitor_enter(me, &queue_obj.header)); /* JNI style */
+        while (queue_slot != 0) CHECK(objmon_wait(me, &queue_obj.header, 0, NULL));
+        queue_slot = i;
+        CHECK(objmon_notify_all(me, &queue_obj.header));
+        CHECK(objmon_monitor_exit(me, &queue_obj.header));
+    }
+    CHECK(objmon_thread_detach(me, NULL));
+    return NULL;
+}
+
+static void *consumer(void *arg) {
+    objmon_thread *me;
+    (void)arg;
+    CHECK(objmon_thread_attach(rt, &me));
+    for (int i = 0; i < N_ITEMS; i++) {
+        CHECK(objmon_enter(me, &queue_obj.header));
+        while (queue_slot == 0) {
+            objmon_wait_outcome o;
+            CHECK(objmon_wait(me, &queue_obj.header, 50 * 1000 * 1000, &o)); /* 50 ms */
+        }
+        consumed_sum += queue_slot;
+        queue_slot = 0;
+        CHECK(objmon_notify(me, &queue_obj.header));
+        CHECK(objmon_exit(me, &queue_obj.header));
+    }
+    CHECK(objmon_thread_detach(me, NULL));
+    return NULL;
+}
+
+static int run(const char *protocol) {
+    objmon_config cfg = {0};
+    objmon_status s = objmon_runtime_new(protocol, &cfg, &rt);
+    if (s == OBJMON_E_UNSUPPORTED) {
+        printf("%-18s skipped: %s\n", protocol, objmon_strerror(s));
+        return 0;
+    }
+    if (s != OBJMON_OK) {
+        fprintf(stderr, "runtime_new(%s): %s\n", protocol, objmon_strerror(s));
+        return 1;
+    }
+    failures = 0;
+    heap = calloc(N_OBJECTS, sizeof(object));
+    for (int i = 0; i < N_OBJECTS; i++) objmon_header_init(rt, &heap[i].header);
+    objmon_header_init(rt, &queue_obj.header);
+    queue_slot = consumed_sum = 0;
+
+    /* Misuse is an error code, not a crash. */
+    objmon_thread *me;
+    if (objmon_thread_attach(rt, &me) != OBJMON_OK) return 1;
+    EXPECT(objmon_exit(me, &heap[0].header) == OBJMON_E_ILLEGAL_MONITOR_STATE);
+    EXPECT(objmon_notify(me, &heap[0].header) == OBJMON_E_ILLEGAL_MONITOR_STATE);
+    EXPECT(objmon_wait(me, &heap[0].header, -1, NULL) == OBJMON_E_INVALID_TIMEOUT);
+    EXPECT(objmon_enter(NULL, &heap[0].header) == OBJMON_E_NULL);
+    uint16_t owner = 99;
+    EXPECT(objmon_enter(me, &heap[0].header) == OBJMON_OK);
+    EXPECT(objmon_owner_of(rt, &heap[0].header, &owner) == OBJMON_OK);
+    EXPECT(owner == objmon_thread_id(me));
+    /* A timed wait that nobody notifies times out. */
+    objmon_wait_outcome o = OBJMON_NOTIFIED;
+    EXPECT(objmon_wait(me, &heap[0].header, 1000000, &o) == OBJMON_OK && o == OBJMON_TIMED_OUT);
+    /* Interrupt before wait: returns at once with OBJMON_E_INTERRUPTED. */
+    EXPECT(objmon_interrupt(rt, objmon_thread_id(me)) == OBJMON_OK);
+    EXPECT(objmon_wait(me, &heap[0].header, 0, NULL) == OBJMON_E_INTERRUPTED);
+    EXPECT(!objmon_thread_interrupted(me));
+    EXPECT(objmon_exit(me, &heap[0].header) == OBJMON_OK);
+    /* Detach releases unstructured locks. */
+    EXPECT(objmon_monitor_enter(me, &heap[1].header) == OBJMON_OK);
+    size_t released = 0;
+    EXPECT(objmon_thread_detach(me, &released) == OBJMON_OK && released == 1);
+    EXPECT(objmon_owner_of(rt, &heap[1].header, &owner) == OBJMON_OK && owner == 0);
+
+    pthread_t th[N_WORKERS + 2];
+    for (uintptr_t i = 0; i < N_WORKERS; i++) pthread_create(&th[i], NULL, worker, (void *)i);
+    pthread_create(&th[N_WORKERS], NULL, producer, NULL);
+    pthread_create(&th[N_WORKERS + 1], NULL, consumer, NULL);
+    for (int i = 0; i < N_WORKERS + 2; i++) pthread_join(th[i], NULL);
+
+    int64_t total = 0;
+    for (int i = 0; i < N_OBJECTS; i++) {
+        total += heap[i].value;
+        EXPECT(objmon_owner_of(rt, &heap[i].header, &owner) == OBJMON_OK && owner == 0);
+    }
+    EXPECT(total == (int64_t)N_WORKERS * ROUNDS * 2);
+    EXPECT(consumed_sum == (int64_t)N_ITEMS * (N_ITEMS + 1) / 2);
+
+    objmon_stats st;
+    EXPECT(objmon_stats_get(rt, &st) == OBJMON_OK && st.attached_threads == 0);
+    for (int i = 0; i < N_OBJECTS; i++) objmon_header_reclaim(rt, &heap[i].header);
+    objmon_header_reclaim(rt, &queue_obj.header);
+    EXPECT(objmon_stats_get(rt, &st) == OBJMON_OK && st.live_monitors == 0);
+    printf("%-18s ok: %lld increments, %d items, %llu inflations\n", protocol,
+           (long long)total, N_ITEMS, (unsigned long long)st.inflations);
+    free(heap);
+    objmon_runtime_free(rt);
+    return failures != 0;
+}
+
+int main(int argc, char **argv) {
+    int bad = 0;
+    EXPECT(objmon_runtime_new("no-such-protocol", NULL, &rt) == OBJMON_E_UNKNOWN_PROTOCOL);
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) bad |= run(argv[i]);
+    } else {
+        for (size_t i = 0; i < objmon_protocol_count(); i++) bad |= run(objmon_protocol_name(i));
+    }
+    return bad || failures;
+}
