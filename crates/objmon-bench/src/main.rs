@@ -3,6 +3,8 @@
 //! `objmon-bench report` runs a short multi-threaded workload (lock, nested lock, contention,
 //! wait/notify) over every protocol in `objmon::visit_all` and prints ns per lock+unlock pair.
 
+mod stress;
+
 use clap::{Parser, Subcommand};
 use objmon::{Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
@@ -28,6 +30,27 @@ enum Command {
         /// Repetitions per figure; the median is shown.
         #[arg(long, default_value_t = 5)]
         reps: usize,
+    },
+    /// Random mixes of every monitor operation with invariants checked continuously.
+    Stress {
+        /// Protocol name, or `all`.
+        #[arg(long, default_value = "all")]
+        protocol: String,
+        /// Seconds per protocol.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Worker threads (default: 4 per core, at least 8).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Objects.
+        #[arg(long, default_value_t = 64)]
+        objects: usize,
+        /// Seed of the random streams (default: from the clock; printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Seconds without progress after which a worker counts as stuck.
+        #[arg(long, default_value_t = 20)]
+        watchdog: u64,
     },
 }
 
@@ -200,5 +223,46 @@ fn report(quick: bool, reps: usize) {
 fn main() {
     match Cli::parse().command {
         Command::Report { quick, reps } => report(quick, reps),
+        Command::Stress {
+            protocol,
+            seconds,
+            threads,
+            objects,
+            seed,
+            watchdog,
+        } => {
+            let cores = thread::available_parallelism().map_or(1, |n| n.get());
+            let seed = seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+            let config = stress::StressConfig {
+                protocol,
+                duration: Duration::from_secs(seconds),
+                threads: threads.unwrap_or((4 * cores).max(8)),
+                objects,
+                seed,
+                watchdog: Duration::from_secs(watchdog),
+            };
+            println!(
+                "stress: {} threads, {} objects, seed {}",
+                config.threads, config.objects, seed
+            );
+            match stress::run(&config) {
+                Ok(reports) => {
+                    for (name, r) in reports {
+                        println!(
+                            "{name:<14} ok: {} lock ops, {} waits, {} tokens, {} interrupts, {} re-attaches, {} live monitors",
+                            r.locks, r.waits, r.tokens, r.interrupts, r.reattaches, r.live_monitors
+                        );
+                    }
+                }
+                Err(v) => {
+                    eprintln!("{v}");
+                    std::process::exit(1);
+                }
+            }
+        }
     }
 }
