@@ -336,15 +336,13 @@ fn worker<P: Protocol>(s: &Shared<P>, w: usize, seed: u64) {
                 // Misuse must be an error: exit / notify something we do not hold.
                 85..=89 => {
                     let i = rng.below(plain);
-                    if !me.holds_lock(&s.headers[i]) {
-                        if me.monitor_exit(&s.headers[i]) != Err(MonitorError::IllegalMonitorState)
-                            || me.notify(&s.headers[i]) != Err(MonitorError::IllegalMonitorState)
-                        {
-                            s.fail(
-                                "misuse",
-                                format!("object {i}: exit/notify without owning did not fail"),
-                            );
-                        }
+                    let h = &s.headers[i];
+                    let ims = Err(MonitorError::IllegalMonitorState);
+                    if !me.holds_lock(h) && (me.monitor_exit(h) != ims || me.notify(h) != ims) {
+                        s.fail(
+                            "misuse",
+                            format!("object {i}: exit/notify without owning did not fail"),
+                        );
                     }
                 }
                 // Try-lock.
