@@ -13,6 +13,7 @@ use crate::MonitorError;
 use std::time::Instant;
 
 pub mod fat;
+pub mod tasuki_bimodal;
 pub mod thin;
 mod word;
 
@@ -106,6 +107,7 @@ pub trait ProtocolVisitor {
 pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fat::Fat>();
     v.visit::<thin::Thin>();
+    v.visit::<tasuki_bimodal::Tasuki>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.
