@@ -1,0 +1,136 @@
+//! Loom models of the issue-5 protocols: the bimodal `tasuki` lock (the FLC-bit race between
+//! the owner's plain-store unlock and a contender setting FLC; deflation against a concurrent
+//! enter; a waiter re-acquiring after a deflation) and the external monitors of `cacao` and
+//! `monitor-cache` (bucket / cache locking, entry reuse and freeing against a blocked enter).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
+//! --test loom_external`. A lost wake-up shows up as loom's "deadlock" (every thread parked).
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use objmon::{Config, Protocol, Runtime, SystemLockConfig, SystemLockVariant, Tasuki};
+use std::time::Duration;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(
+        std::env::var("LOOM_MAX_PREEMPTIONS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2),
+    );
+    b.check(f);
+}
+
+fn config() -> Config {
+    Config {
+        max_threads: 4,
+        monitor_capacity: 2,
+        system_lock: SystemLockConfig {
+            variant: SystemLockVariant::Figure7,
+            spin_limit: 0,
+            fair_handoff: None,
+        },
+    }
+}
+
+/// Locks `obj` (unstructured, so that a failing exit is seen even in release builds), checks
+/// that nobody else is inside and that the protocol names us as the owner, unlocks.
+fn critical_section<'e, P: Protocol>(
+    me: &objmon::ThreadHandle<'e, P>,
+    obj: &'e P::Header,
+    inside: &AtomicBool,
+) {
+    me.monitor_enter(obj).unwrap();
+    assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+    assert_eq!(me.runtime().owner_of(obj), Some(me.id()));
+    assert_eq!(me.lock_count(obj), 1);
+    inside.store(false, Ordering::Relaxed);
+    me.monitor_exit(obj).unwrap();
+}
+
+/// Two threads lock one object once each: mutually exclusive, nobody parked forever, the
+/// object free afterwards.
+fn two_lockers<P: Protocol>() {
+    model(|| {
+        let rt = Runtime::<P>::new(config());
+        let obj = Arc::new(P::Header::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let (rt2, obj2, inside2) = (rt.clone(), obj.clone(), inside.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            critical_section(&me, &obj2, &inside2);
+        });
+        let me = rt.attach().unwrap();
+        critical_section(&me, &obj, &inside);
+        other.join().unwrap();
+        assert_eq!(rt.owner_of(&obj), None);
+    });
+}
+
+/// The FLC race of [19]: the owner's flat unlock (store free, fence, test FLC) against the
+/// contender's "set FLC, fence, compare-and-swap, else wait on the monitor". If the owner
+/// misses FLC while the contender's compare-and-swap saw the lock held, the contender waits
+/// forever: loom reports a deadlock.
+#[test]
+fn tasuki_flc_vs_plain_store_unlock() {
+    two_lockers::<Tasuki>();
+}
+
+/// Deflation against a concurrent enter: the owner of an inflated lock exits (deflating if it
+/// sees nobody queued) while another thread enters through the monitor or the flat word.
+#[test]
+fn tasuki_deflation_vs_enter() {
+    model(|| {
+        let rt = Runtime::<Tasuki>::new(config());
+        let obj = Arc::new(objmon::TasukiHeader::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        me.monitor_enter(&obj).unwrap();
+        me.notify(&obj).unwrap(); // inflates (wait / notify need the wait set)
+        assert!(obj.is_inflated());
+        inside.store(true, Ordering::Relaxed);
+        let (rt2, obj2, inside2) = (rt.clone(), obj.clone(), inside.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            critical_section(&me, &obj2, &inside2);
+        });
+        inside.store(false, Ordering::Relaxed);
+        me.monitor_exit(&obj).unwrap();
+        other.join().unwrap();
+        assert_eq!(rt.owner_of(&obj), None);
+        assert!(!obj.flc());
+    });
+}
+
+/// A timed waiter re-acquires the monitor while the notifier's exit may deflate: the waiter
+/// must win the flat lock again before it owns the object (never two owners).
+#[test]
+fn tasuki_wait_return_vs_deflation() {
+    model(|| {
+        let rt = Runtime::<Tasuki>::new(config());
+        let obj = Arc::new(objmon::TasukiHeader::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let (rt2, obj2, inside2) = (rt.clone(), obj.clone(), inside.clone());
+        let waiter = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            me.monitor_enter(&obj2).unwrap();
+            let _ = me.wait(&obj2, Some(Duration::from_secs(1))).unwrap();
+            assert_eq!(me.lock_count(&obj2), 1);
+            assert_eq!(me.runtime().owner_of(&obj2), Some(me.id()));
+            assert!(!inside2.swap(true, Ordering::Relaxed), "mutual exclusion");
+            inside2.store(false, Ordering::Relaxed);
+            me.monitor_exit(&obj2).unwrap();
+        });
+        let me = rt.attach().unwrap();
+        me.monitor_enter(&obj).unwrap();
+        assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+        let _ = me.notify(&obj);
+        inside.store(false, Ordering::Relaxed);
+        me.monitor_exit(&obj).unwrap();
+        waiter.join().unwrap();
+        assert_eq!(rt.owner_of(&obj), None);
+    });
+}
