@@ -12,6 +12,7 @@ use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
 use std::time::Instant;
 
+pub mod cacao;
 pub mod fat;
 pub mod tasuki_bimodal;
 pub mod thin;
@@ -107,6 +108,7 @@ pub trait ProtocolVisitor {
 pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fat::Fat>();
     v.visit::<thin::Thin>();
+    v.visit::<cacao::Cacao>();
     v.visit::<tasuki_bimodal::Tasuki>();
 }
 
