@@ -118,25 +118,38 @@ impl TasLock {
 
     #[inline]
     pub(crate) fn lock(&self) -> TasGuard<'_> {
-        if self.0.swap(true, Ordering::Acquire) {
+        if self
+            .0
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             self.lock_slow();
         }
         TasGuard(self)
     }
 
+    /// Retries the test-and-set itself (a read-modify-write reads the latest value, where a
+    /// plain load may read an old one for a while), with exponential back-off between tries
+    /// and yielding once the holder looks preempted. The test-and-set is a compare-and-swap
+    /// (same cost as an exchange on x86 and ARMv8.1; with `AtomicBool::swap` the loom models
+    /// of this loop never saw the holder's release, for a reason we did not pin down).
     #[cold]
     fn lock_slow(&self) {
-        let mut spins = 0u32;
+        let mut step = 0u32;
         loop {
-            while self.0.load(Ordering::Relaxed) {
-                if spins < 64 {
+            if step < 6 {
+                for _ in 0..(1u32 << step) {
                     spin_hint();
-                    spins += 1;
-                } else {
-                    yield_now();
                 }
+                step += 1;
+            } else {
+                yield_now();
             }
-            if !self.0.swap(true, Ordering::Acquire) {
+            if !self
+                .0
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
                 return;
             }
         }
@@ -186,9 +199,11 @@ impl Entry {
     fn users(&self) -> u32 {
         self.users.load(Ordering::Relaxed)
     }
+    /// Acquire, pairing with the Release stores of `mon`: a reader without the bucket lock
+    /// (the fast paths) then also sees the monitor table's chunk that holds the monitor.
     #[inline]
     fn index(&self) -> Option<MonitorIndex> {
-        MonitorIndex::new(self.mon.load(Ordering::Relaxed))
+        MonitorIndex::new(self.mon.load(Ordering::Acquire))
     }
     fn set_users(&self, n: u32) {
         self.users.store(n, Ordering::Relaxed);
@@ -286,7 +301,7 @@ impl CacaoState {
             if f.index().is_none() {
                 // The location's first use: the only time it gets a monitor.
                 let idx = rt.monitors().allocate()?;
-                f.mon.store(idx.get(), Ordering::Relaxed);
+                f.mon.store(idx.get(), Ordering::Release);
             }
             f.obj.store(o, Ordering::Relaxed);
             return Ok(f);
@@ -301,7 +316,7 @@ impl CacaoState {
         };
         let e = &self.pool[i as usize];
         e.obj.store(o, Ordering::Relaxed);
-        e.mon.store(idx.get(), Ordering::Relaxed);
+        e.mon.store(idx.get(), Ordering::Release);
         e.set_users(0);
         e.next.store(f.next(), Ordering::Relaxed);
         f.next.store(i, Ordering::Relaxed);
