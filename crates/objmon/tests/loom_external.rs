@@ -11,7 +11,8 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use objmon::{
-    Cacao, Config, HostWord, Protocol, Runtime, SystemLockConfig, SystemLockVariant, Tasuki,
+    Cacao, Config, HostWord, MonitorCache, Protocol, Runtime, SystemLockConfig, SystemLockVariant,
+    Tasuki,
 };
 use std::time::Duration;
 
@@ -180,5 +181,35 @@ fn cacao_collision_claim_and_free() {
         assert_eq!(rt.owner_of(&objs[a]), None);
         assert_eq!(rt.owner_of(&objs[b]), None);
         assert_eq!(rt.state().overflow_in_use(), 0);
+    });
+}
+
+/// `monitor-cache`: two threads lock one object through the cache (look-up, pin, block in the
+/// monitor with the cache lock released, unpin).
+#[test]
+fn monitor_cache_two_lockers() {
+    two_lockers::<MonitorCache>();
+}
+
+/// `monitor-cache` sweeping (the cache holds one binding under loom): each thread locks a
+/// different object, so binding one sweeps the other's binding if — and only if — nobody
+/// uses it, also while its owner is between look-up and monitor enter.
+#[test]
+fn monitor_cache_sweep_vs_enter() {
+    model(|| {
+        let rt = Runtime::<MonitorCache>::new(config());
+        let objs = Arc::new([HostWord::new(0), HostWord::new(1)]);
+        let inside = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let (rt2, objs2, inside2) = (rt.clone(), objs.clone(), inside.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            critical_section(&me, &objs2[1], &inside2[1]);
+            critical_section(&me, &objs2[0], &inside2[0]);
+        });
+        let me = rt.attach().unwrap();
+        critical_section(&me, &objs[0], &inside[0]);
+        other.join().unwrap();
+        assert_eq!(rt.owner_of(&objs[0]), None);
+        assert_eq!(rt.owner_of(&objs[1]), None);
     });
 }

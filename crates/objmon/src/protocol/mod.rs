@@ -14,6 +14,7 @@ use std::time::Instant;
 
 pub mod cacao;
 pub mod fat;
+pub mod monitor_cache;
 pub mod tasuki_bimodal;
 pub mod thin;
 mod word;
@@ -108,6 +109,7 @@ pub trait ProtocolVisitor {
 pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fat::Fat>();
     v.visit::<thin::Thin>();
+    v.visit::<monitor_cache::MonitorCache>();
     v.visit::<cacao::Cacao>();
     v.visit::<tasuki_bimodal::Tasuki>();
 }
