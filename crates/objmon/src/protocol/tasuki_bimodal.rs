@@ -1,5 +1,5 @@
 //! `tasuki`: the bimodal object lock of Onodera and Kawachiya ("A Study of Locking Objects with
-//! Bimodal Fields", OOPSLA'99; reference [19] of seed 004, which summarises it in §6): a thin
+//! Bimodal Fields", OOPSLA'99; reference \[19\] of seed 004, which summarises it in §6): a thin
 //! lock whose *contention* is flagged by a bit outside the lock field, so that
 //!
 //! - the owner still unlocks with a plain store (the nonlockers' discipline of seed 004 §3.1:
@@ -23,14 +23,16 @@
 //! | aux  | 7..0   | host bits (never touched)             | host bits                      |
 //!
 //! Lock bits per object: 24 in the lock word + 1 FLC bit + 23 index bits in the aux word = 48
-//! ([`Tasuki::HEADER_LOCK_BITS`]); the host keeps 8 + 8 bits. [19] finds the object's monitor
+//! ([`Tasuki::HEADER_LOCK_BITS`]); the host keeps 8 + 8 bits. \[19\] finds the object's monitor
 //! while the lock is flat (the lock word then names the owner, not a monitor) through the JDK's
 //! monitor look-up; we keep its index in the aux word instead, installed by the first
 //! contender with one compare-and-swap and kept until [`reclaim`](crate::Runtime::reclaim),
 //! so the contended path does no table search and a re-inflation allocates nothing. Memory
 //! when many objects are locked at once: nothing beyond the header for flat locks; one
 //! monitor ([`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) per
-//! object that has ever been contended, waited on or nested beyond 256, until reclaimed.
+//! object that has ever been contended, waited on or nested beyond 256 (112 bytes on x86-64),
+//! until reclaimed — a lock that deflates keeps its monitor in the aux word for the next
+//! inflation. The header is 8 bytes, twice `thin`'s word.
 //!
 //! Atomic operations per fast path:
 //! - lock an unlocked flat object: one load, one compare-and-swap (as `thin`);
@@ -39,7 +41,7 @@
 //!   orders "store free" before "test FLC" (seed 004 §4's barrier after the release store);
 //! - nested lock / unlock: as `thin` (one store of `word ± 256`).
 //!
-//! The protocol, as in [19]:
+//! The protocol, as in \[19\]:
 //! - **contention**: the contender enters the object's monitor, and while the lock is flat:
 //!   sets FLC, fence, tries the compare-and-swap; on failure it `wait`s on the monitor
 //!   (suspended); on success it owns the flat lock and inflates it: clears FLC, `notifyAll`s
@@ -52,7 +54,7 @@
 //! - **deflation**: the fat owner's last exit stores the flat free word if the monitor's wait
 //!   set and entry queue are empty. Whoever acquires the monitor afterwards finds a flat word
 //!   and competes for it as a contender, so a racing enter is never lost; this holds also for a
-//!   waiter that re-acquires the monitor after a deflation (see [`Tasuki::contend`]).
+//!   waiter that re-acquires the monitor after a deflation (see `Tasuki::contend`).
 //!
 //! Contention with a full monitor table falls back to spinning with back-off on the flat lock
 //! (still correct); wait / notify and count overflow then fail with `MonitorTableFull`.
@@ -238,7 +240,7 @@ impl Tasuki {
         Ok(m)
     }
 
-    /// The inflation loop of [19], run while owning the object's monitor `m` (entered by a
+    /// The inflation loop of \[19\], run while owning the object's monitor `m` (entered by a
     /// contender, or re-acquired by a waiter): returns once the object's lock is ours — either
     /// the word is inflated (then `m` is the lock) or we won the flat lock and inflated it.
     /// While the word is flat and owned by another thread: set FLC, fence, compare-and-swap;
@@ -617,7 +619,7 @@ mod tests {
         assert_eq!(rt.stats_snapshot().live_monitors, 0);
     }
 
-    /// [19]: the contender sets FLC and waits suspended in the monitor's wait set; the owner
+    /// \[19\]: the contender sets FLC and waits suspended in the monitor's wait set; the owner
     /// never sees its lock field written; the contender inflates once it wins, and its last
     /// exit deflates (nobody waits).
     #[test]
