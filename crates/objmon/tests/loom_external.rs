@@ -156,17 +156,7 @@ fn cacao_collision_claim_and_free() {
     model(|| {
         let rt = Runtime::<Cacao>::new(config());
         let objs = Arc::new([HostWord::new(0), HostWord::new(1), HostWord::new(2)]);
-        let bucket = |i: usize| {
-            objmon::protocol::cacao::CacaoState::bucket_of(&objs[i] as *const HostWord as usize)
-        };
-        let (a, b) = if bucket(0) == bucket(1) {
-            (0, 1)
-        } else if bucket(1) == bucket(2) {
-            (1, 2)
-        } else {
-            (0, 2)
-        };
-        assert_eq!(bucket(a), bucket(b));
+        let (a, b) = colliding_pair(&objs);
         let inside = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
         let (rt2, objs2, inside2) = (rt.clone(), objs.clone(), inside.clone());
         let other = thread::spawn(move || {
@@ -211,5 +201,70 @@ fn monitor_cache_sweep_vs_enter() {
         other.join().unwrap();
         assert_eq!(rt.owner_of(&objs[0]), None);
         assert_eq!(rt.owner_of(&objs[1]), None);
+    });
+}
+
+/// Two adjacent words of `objs` that share a bucket of the (2-bucket) loom table.
+fn colliding_pair(objs: &[HostWord; 3]) -> (usize, usize) {
+    let bucket =
+        |i: usize| objmon::protocol::cacao::CacaoState::bucket_of(&objs[i] as *const _ as usize);
+    if bucket(0) == bucket(1) {
+        (0, 1)
+    } else if bucket(1) == bucket(2) {
+        (1, 2)
+    } else {
+        (0, 2)
+    }
+}
+
+/// `cacao`'s sticky holder: after its first lock of `a` the main thread keeps its pin on the
+/// first entry and relocks `a` without the bucket lock, while the other thread locks `b`
+/// (same bucket), which revokes that pin to claim the entry if the main thread is not
+/// holding the monitor. The relock must validate its pin after taking the monitor.
+#[test]
+fn cacao_sticky_relock_vs_claim() {
+    model(|| {
+        let rt = Runtime::<Cacao>::new(config());
+        let objs = Arc::new([HostWord::new(0), HostWord::new(1), HostWord::new(2)]);
+        let (a, b) = colliding_pair(&objs);
+        let inside = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let me = rt.attach().unwrap();
+        critical_section(&me, &objs[a], &inside[0]); // leaves the sticky pin
+        let (rt2, objs2, inside2) = (rt.clone(), objs.clone(), inside.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            critical_section(&me, &objs2[b], &inside2[1]);
+        });
+        critical_section(&me, &objs[a], &inside[0]);
+        other.join().unwrap();
+        assert_eq!(rt.owner_of(&objs[a]), None);
+        assert_eq!(rt.owner_of(&objs[b]), None);
+        assert_eq!(rt.state().overflow_in_use(), 0);
+    });
+}
+
+/// `cacao`: a thread waiting on `a` (first entry, sticky pin from an earlier lock) must keep
+/// the entry while another thread locks `b` in the same bucket.
+#[test]
+fn cacao_wait_vs_claim() {
+    model(|| {
+        let rt = Runtime::<Cacao>::new(config());
+        let objs = Arc::new([HostWord::new(0), HostWord::new(1), HostWord::new(2)]);
+        let (a, b) = colliding_pair(&objs);
+        let inside = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        critical_section(&me, &objs[a], &inside); // leaves the sticky pin
+        let (rt2, objs2, inside2) = (rt.clone(), objs.clone(), inside.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            critical_section(&me, &objs2[b], &inside2);
+        });
+        me.monitor_enter(&objs[a]).unwrap();
+        let _ = me.wait(&objs[a], Some(Duration::from_secs(1))).unwrap();
+        assert_eq!(me.lock_count(&objs[a]), 1);
+        assert_eq!(rt.owner_of(&objs[a]), Some(me.id()));
+        me.monitor_exit(&objs[a]).unwrap();
+        other.join().unwrap();
+        assert_eq!(rt.owner_of(&objs[b]), None);
     });
 }
