@@ -22,7 +22,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
         std::env::var("LOOM_MAX_PREEMPTIONS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(2),
+            .unwrap_or(3),
     );
     // The bucket locks spin (yielding) while their holder works: allow the extra branches.
     b.max_branches = 100_000;
