@@ -715,4 +715,48 @@ mod tests {
         });
         assert!(!h.is_inflated(), "the notified waiter's exit deflates");
     }
+
+    /// Inflation, deflation and re-inflation racing for real: four threads lock two objects,
+    /// nested, sometimes waiting with a zero timeout or notifying (which inflate), so locks
+    /// keep changing mode under contention. Any lost update means two owners at once.
+    #[test]
+    fn mode_changes_under_contention_keep_mutual_exclusion() {
+        use std::sync::atomic::{AtomicU64, Ordering as O};
+        let rt = Runtime::<Tasuki>::with_defaults();
+        let hs = [TasukiHeader::default(), TasukiHeader::default()];
+        let counters = [AtomicU64::new(0), AtomicU64::new(0)];
+        let iters = 20_000u64;
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (rt, hs, counters) = (&rt, &hs, &counters);
+                s.spawn(move || {
+                    let me = rt.attach().unwrap();
+                    for i in 0..iters {
+                        let k = ((i + t) % 2) as usize;
+                        let g = me.enter(&hs[k]).unwrap();
+                        let g2 = (i % 3 == 0).then(|| me.enter(&hs[k]).unwrap());
+                        let c = counters[k].load(O::Relaxed);
+                        std::hint::spin_loop();
+                        counters[k].store(c + 1, O::Relaxed);
+                        match i % 7 {
+                            0 => drop(g.wait(Some(Duration::ZERO)).unwrap()),
+                            1 => g.notify_all().unwrap(),
+                            _ => {}
+                        }
+                        assert_eq!(me.lock_count(&hs[k]), 1 + u32::from(g2.is_some()));
+                        drop(g2);
+                        drop(g);
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            counters[0].load(O::Relaxed) + counters[1].load(O::Relaxed),
+            4 * iters
+        );
+        assert_eq!(rt.owner_of(&hs[0]), None);
+        assert_eq!(rt.owner_of(&hs[1]), None);
+        let st = rt.stats_snapshot();
+        assert!(st.deflations > 0 && st.inflations() > 0);
+    }
 }
