@@ -23,9 +23,10 @@
 //! | aux  | 7..0   | host bits (never touched)             | host bits                      |
 //!
 //! Lock bits per object: 24 in the lock word + 1 FLC bit + 23 index bits in the aux word = 48
-//! ([`Tasuki::HEADER_LOCK_BITS`]); the host keeps 8 + 8 bits. \[19\] finds the object's monitor
-//! while the lock is flat (the lock word then names the owner, not a monitor) through the JDK's
-//! monitor look-up; we keep its index in the aux word instead, installed by the first
+//! ([`Tasuki::HEADER_LOCK_BITS`]); the host keeps 8 + 8 bits. While the lock is flat, its word
+//! names the owner, not a monitor, so a contender needs another way to the object's monitor.
+//! The paper is not among our seeds and seed 004 §6 does not say how \[19\] finds it; we keep
+//! its index in the aux word (a design choice, not the paper's), installed by the first
 //! contender with one compare-and-swap and kept until [`reclaim`](crate::Runtime::reclaim),
 //! so the contended path does no table search and a re-inflation allocates nothing. Memory
 //! when many objects are locked at once: nothing beyond the header for flat locks; one
@@ -41,13 +42,16 @@
 //!   orders "store free" before "test FLC" (seed 004 §4's barrier after the release store);
 //! - nested lock / unlock: as `thin` (one store of `word ± 256`).
 //!
-//! The protocol, as in \[19\]:
+//! The protocol (seed 004 §6's summary of \[19\]: "converted the spin-wait into a suspend-wait
+//! by introducing an extra bit in an object to indicate whether or not contention has
+//! occurred"; removes spin-wait from inflation; supports deflation), in our reconstruction:
 //! - **contention**: the contender enters the object's monitor, and while the lock is flat:
 //!   sets FLC, fence, tries the compare-and-swap; on failure it `wait`s on the monitor
 //!   (suspended); on success it owns the flat lock and inflates it: clears FLC, `notifyAll`s
 //!   the other contenders, stores the inflated word — it already owns the monitor, so there is
 //!   nothing to wait for;
-//! - **flat unlock with FLC set**: the unlocker enters the monitor and `notify`s one contender.
+//! - **flat unlock with FLC set**: the unlocker enters the monitor and `notify`s one contender
+//!   (one is enough: it either wins and wakes all, or sets FLC again before it waits).
 //!   It takes the monitor with `try_enter` and, while that fails, looks whether an inflater has
 //!   cleared FLC (who then wakes everybody) — so an unlock never waits for another thread's
 //!   critical section, only for a contender's few instructions between its enter and its wait;
