@@ -51,6 +51,9 @@ pub mod thread;
 
 pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
+pub use protocol::cacao::{Cacao, HostWord};
+pub use protocol::monitor_cache::MonitorCache;
+pub use protocol::tasuki_bimodal::{Tasuki, TasukiHeader};
 pub use protocol::{fat::Fat, thin::Thin, visit_all, LockWord, Protocol, ProtocolVisitor};
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};

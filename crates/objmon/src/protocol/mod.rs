@@ -12,7 +12,10 @@ use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
 use std::time::Instant;
 
+pub mod cacao;
 pub mod fat;
+pub mod monitor_cache;
+pub mod tasuki_bimodal;
 pub mod thin;
 mod word;
 
@@ -106,6 +109,9 @@ pub trait ProtocolVisitor {
 pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fat::Fat>();
     v.visit::<thin::Thin>();
+    v.visit::<monitor_cache::MonitorCache>();
+    v.visit::<cacao::Cacao>();
+    v.visit::<tasuki_bimodal::Tasuki>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

@@ -1,0 +1,895 @@
+//! `cacao`: the monitors of CACAO (Krall and Probst, seed 003, §'Mutex implementation' to
+//! §'Results'): no lock bits in the object at all; a hash table indexed by the object's
+//! address holds the mutexes of the objects that are locked.
+//!
+//! Header ([`HostWord`]): one 32-bit word the protocol never reads or writes.
+//!
+//! | bits  | meaning                                                                  |
+//! |-------|--------------------------------------------------------------------------|
+//! | 31..0 | host bits (all 32: class pointer half, hash, GC state — the host's)      |
+//!
+//! Lock bits per object: 0 ([`Cacao::HEADER_LOCK_BITS`]). The word exists only to give each
+//! object a distinct, stable address, which is the hash key: a zero-sized header would not
+//! (zero-sized values share addresses), and a host always has some header word to lend.
+//!
+//! Layout, as in the seed: a table of 2^n entries ([`BUCKET_BITS`]; the hash folds the 2n
+//! least significant bits of the address above its alignment into n bits, "four RISC
+//! instructions": shift, shift, xor, and), external chaining through a preallocated pool of
+//! [`POOL_ENTRIES`] overflow entries on a free list, and `struct entry { obj; mutex; next }`
+//! where the mutex (holder, count, waiters) is a [`FatMonitor`] from the runtime's monitor
+//! table (owner, count, entry queue, and the wait set Java needs besides). The first chain
+//! entry keeps its monitor when its count drops to zero ("the decision is deferred until a
+//! mutex with the same hash code gets locked"), so the common monitorenter needs no free-slot
+//! check and allocates nothing; an overflow entry gives its monitor and itself back when its
+//! count drops to zero (`freeEntry`).
+//!
+//! Space when many objects are locked at once: per bucket 32 bytes (a one-byte test-and-set
+//! lock and a 24-byte entry, padded), per pool entry 24 bytes, all preallocated (2^10 buckets
+//! and 1024 pool entries: 56 KiB, [`CacaoState::table_bytes`]), plus one monitor (112 bytes
+//! on x86-64, [`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) per
+//! bucket ever used (kept until a reclaim) and per overflow entry in use. So k objects locked
+//! at once cost at most 56 KiB + 112 · (buckets used + k) bytes; objects that are never locked
+//! cost nothing beyond the host's word — the seed's point: javac would carry nearly 1 MB of
+//! mutexes if each of its 111 504 objects had one, but never locks more than 5 at a time.
+//!
+//! **What changed for OS threads on several cores, and why.** CACAO ran user-level threads
+//! and made each routine atomic by disabling preemption. Here that role is played by a
+//! per-bucket test-and-set lock (the seed: "on a multiprocessor system this would need to be
+//! implemented using a test-and-set instruction"), held only for the chain work, never while
+//! blocking: a thread that must wait for the monitor *pins* the entry (a `users` count under
+//! the bucket lock: owner, blocked entrants, waiters) so that it is neither reused for
+//! another object (`claimEntry`) nor freed, lets go of the bucket lock, and blocks in the
+//! monitor. The seed's fast paths keep their shape and need no bucket lock: monitorenter
+//! reads the first entry and, if it is `o`'s and its holder is the current thread, counts up;
+//! monitorexit, if it is `o`'s and the current thread holds it, counts down. The seed's
+//! monitorexit leaves `holder` set at count 0, so that the same thread's next lock of the
+//! object is line 10 again (92–97 % of all monitorenters in its table of execution statistics);
+//! we keep that: the last holder keeps its pin on the first entry (`sticky`) and relocks by
+//! taking the monitor with one compare-and-swap, then checking under it that its pin is still
+//! there. A thread that wants the entry for another object (`claimEntry`) revokes the pin only
+//! while holding the monitor itself; a waiter turns its sticky pin into an ordinary one first,
+//! because others hold the monitor while it waits. One departure: `lockMutexForObject` as
+//! printed claims a free first entry for `o` without looking down the chain, which would give
+//! `o` two mutexes if `o` already had an overflow entry (locked by another thread while the
+//! first entry was busy); we search the chain first.
+//!
+//! Atomic operations per path: nested enter / exit: none (loads, and the monitor's plain
+//! count store); the last holder's relock and unlock (the seed's line 10 and line 8 at count
+//! 0): the monitor's compare-and-swap, and its release (one SeqCst fence, no read-modify-
+//! write), no bucket lock; any other thread's first-level enter: bucket compare-and-swap,
+//! release store, the monitor's compare-and-swap; its last-level exit: bucket
+//! compare-and-swap, the monitor's release, release store.
+//!
+//! A full pool or monitor table makes monitorenter fail with `MonitorTableFull`.
+
+use super::Protocol;
+use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::runtime::{Config, Runtime};
+use crate::sync::{spin_hint, yield_now, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+/// n: the hash table has 2^n buckets.
+#[cfg(not(loom))]
+pub const BUCKET_BITS: u32 = 10;
+/// n: the hash table has 2^n buckets (tiny under loom, so that the models collide).
+#[cfg(loom)]
+pub const BUCKET_BITS: u32 = 1;
+/// Preallocated overflow entries.
+#[cfg(not(loom))]
+pub const POOL_ENTRIES: u32 = 1024;
+/// Preallocated overflow entries (tiny under loom).
+#[cfg(loom)]
+pub const POOL_ENTRIES: u32 = 2;
+
+/// End of a chain / of the free list.
+const NIL: u32 = u32::MAX;
+
+/// A header word left entirely to the host: the protocols that keep monitors outside the
+/// object (`cacao`, `monitor-cache`) never read or write it; its address is the object's
+/// identity for their hash tables.
+#[derive(Debug, Default)]
+pub struct HostWord(u32);
+
+impl HostWord {
+    /// A header carrying `bits` for the host.
+    pub fn new(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    /// The host's bits.
+    pub fn bits(&self) -> u32 {
+        self.0
+    }
+
+    /// The key of this object in an external monitor table.
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+}
+
+/// A test-and-set lock: the multiprocessor stand-in for CACAO's `disablePreemption()`.
+/// Held for a few instructions; a waiter spins, then yields (the holder may be preempted).
+pub(crate) struct TasLock(AtomicBool);
+
+pub(crate) struct TasGuard<'a>(&'a TasLock);
+
+impl TasLock {
+    pub(crate) fn new() -> Self {
+        Self(AtomicBool::new(false))
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> TasGuard<'_> {
+        if self
+            .0
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_slow();
+        }
+        TasGuard(self)
+    }
+
+    /// Retries the test-and-set itself (a read-modify-write reads the latest value, where a
+    /// plain load may read an old one for a while), with exponential back-off between tries
+    /// and yielding once the holder looks preempted. The test-and-set is a compare-and-swap
+    /// (same cost as an exchange on x86 and ARMv8.1; with `AtomicBool::swap` the loom models
+    /// of this loop never saw the holder's release, for a reason we did not pin down).
+    #[cold]
+    fn lock_slow(&self) {
+        let mut step = 0u32;
+        loop {
+            if step < 6 {
+                for _ in 0..(1u32 << step) {
+                    spin_hint();
+                }
+                step += 1;
+            } else {
+                yield_now();
+            }
+            if self
+                .0
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for TasGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0 .0.store(false, Ordering::Release);
+    }
+}
+
+/// `struct entry { object *obj; struct mutex mux; struct entry *next; }`, plus the pin count.
+/// Written only under the bucket lock (pool entries on the free list: under the pool lock);
+/// atomics so that the fast paths may read without it (and so that loom sees every access).
+struct Entry {
+    /// The object's address; 0 = empty.
+    obj: AtomicUsize,
+    /// Monitor index; 0 = none.
+    mon: AtomicU32,
+    /// Threads that own the monitor, are blocked entering it, or wait in its wait set
+    /// through this entry. An entry with users is neither claimed nor freed.
+    users: AtomicU32,
+    /// Next pool entry in the chain (or on the free list); `NIL` = end.
+    next: AtomicU32,
+    /// The seed's `holder` left set at count 0 (first entries only): the raw id of the last
+    /// holder, whose pin stays counted in `users` after its last exit, so that its next lock
+    /// needs no bucket lock; 0 = none. Set under the bucket lock by that holder while it owns
+    /// the monitor; revoked only by a thread that holds the monitor (see
+    /// `CacaoState::revoke_sticky`) or by a reclaim.
+    sticky: AtomicU32,
+}
+
+impl Entry {
+    fn new(next: u32) -> Self {
+        Self {
+            obj: AtomicUsize::new(0),
+            mon: AtomicU32::new(0),
+            users: AtomicU32::new(0),
+            next: AtomicU32::new(next),
+            sticky: AtomicU32::new(0),
+        }
+    }
+    #[inline]
+    fn obj(&self) -> usize {
+        self.obj.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn next(&self) -> u32 {
+        self.next.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn users(&self) -> u32 {
+        self.users.load(Ordering::Relaxed)
+    }
+    /// Acquire, pairing with the Release stores of `mon`: a reader without the bucket lock
+    /// (the fast paths) then also sees the monitor table's chunk that holds the monitor.
+    #[inline]
+    fn index(&self) -> Option<MonitorIndex> {
+        MonitorIndex::new(self.mon.load(Ordering::Acquire))
+    }
+    #[inline]
+    fn sticky(&self) -> u32 {
+        self.sticky.load(Ordering::Relaxed)
+    }
+    fn set_sticky(&self, id: u32) {
+        self.sticky.store(id, Ordering::Relaxed);
+    }
+    fn set_users(&self, n: u32) {
+        self.users.store(n, Ordering::Relaxed);
+    }
+}
+
+struct Bucket {
+    lock: TasLock,
+    first: Entry,
+}
+
+/// The runtime-wide state of `cacao`: the hash table and the overflow pool.
+pub struct CacaoState {
+    buckets: Box<[Bucket]>,
+    pool: Box<[Entry]>,
+    pool_lock: TasLock,
+    free_head: AtomicU32,
+}
+
+impl CacaoState {
+    fn new() -> Self {
+        Self {
+            buckets: (0..1usize << BUCKET_BITS)
+                .map(|_| Bucket {
+                    lock: TasLock::new(),
+                    first: Entry::new(NIL),
+                })
+                .collect(),
+            pool: (0..POOL_ENTRIES)
+                .map(|i| Entry::new(if i + 1 < POOL_ENTRIES { i + 1 } else { NIL }))
+                .collect(),
+            pool_lock: TasLock::new(),
+            free_head: AtomicU32::new(if POOL_ENTRIES > 0 { 0 } else { NIL }),
+        }
+    }
+
+    /// The bucket of an address: the 2n low bits above the alignment, folded into n.
+    #[inline]
+    pub fn bucket_of(addr: usize) -> usize {
+        let a = addr >> std::mem::align_of::<HostWord>().trailing_zeros();
+        (a ^ (a >> BUCKET_BITS)) & ((1 << BUCKET_BITS) - 1)
+    }
+
+    #[inline]
+    fn bucket(&self, o: usize) -> &Bucket {
+        &self.buckets[Self::bucket_of(o)]
+    }
+
+    /// Overflow entries in use (for tests and reports).
+    pub fn overflow_in_use(&self) -> usize {
+        let _g = self.pool_lock.lock();
+        let mut free = 0;
+        let mut i = self.free_head.load(Ordering::Relaxed);
+        while i != NIL {
+            free += 1;
+            i = self.pool[i as usize].next();
+        }
+        POOL_ENTRIES as usize - free
+    }
+
+    /// Bytes of the preallocated table and pool (monitors not included).
+    pub fn table_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.buckets) + std::mem::size_of_val(&*self.pool)
+    }
+
+    /// Under `b`'s lock: the entry of `o` in `b`'s chain.
+    fn find<'s>(&'s self, b: &'s Bucket, o: usize) -> Option<&'s Entry> {
+        if b.first.obj() == o {
+            return Some(&b.first);
+        }
+        let mut i = b.first.next();
+        while i != NIL {
+            let e = &self.pool[i as usize];
+            if e.obj() == o {
+                return Some(e);
+            }
+            i = e.next();
+        }
+        None
+    }
+
+    /// Under `b`'s lock: `lockMutexForObject`'s search — `o`'s entry, else the first entry if
+    /// it is free (claimEntry, keeping its monitor), else a new overflow entry (allocEntry).
+    fn entry_for<'s>(
+        &'s self,
+        rt: &Runtime<Cacao>,
+        t: &ThreadContext<Cacao>,
+        b: &'s Bucket,
+        o: usize,
+    ) -> Result<&'s Entry, MonitorError> {
+        if let Some(e) = self.find(b, o) {
+            return Ok(e);
+        }
+        let f = &b.first;
+        if f.users() == 0 || Self::revoke_sticky(rt, t, f) {
+            if f.index().is_none() {
+                // The location's first use: the only time it gets a monitor.
+                let idx = rt.monitors().allocate()?;
+                f.mon.store(idx.get(), Ordering::Release);
+            }
+            f.obj.store(o, Ordering::Relaxed);
+            return Ok(f);
+        }
+        let i = self.alloc_entry().ok_or(MonitorError::MonitorTableFull)?;
+        let idx = match rt.monitors().allocate() {
+            Ok(idx) => idx,
+            Err(e) => {
+                self.free_entry(i);
+                return Err(e);
+            }
+        };
+        let e = &self.pool[i as usize];
+        e.obj.store(o, Ordering::Relaxed);
+        e.mon.store(idx.get(), Ordering::Release);
+        e.set_users(0);
+        e.next.store(f.next(), Ordering::Relaxed);
+        f.next.store(i, Ordering::Relaxed);
+        Ok(e)
+    }
+
+    /// Under `b`'s lock: drops the first entry's sticky pin if it is its only user, so that
+    /// the entry can be claimed for another object. The sticky holder may be between its
+    /// lock-free check and its `try_enter`; taking the monitor ourselves excludes it, and it
+    /// validates `sticky` after its `try_enter`, so it sees the revocation (our release of
+    /// the monitor orders it) and backs off to the bucket lock.
+    fn revoke_sticky(rt: &Runtime<Cacao>, t: &ThreadContext<Cacao>, f: &Entry) -> bool {
+        if f.users() != 1 || f.sticky() == 0 {
+            return false;
+        }
+        let Some(m) = f.index().map(|i| rt.monitors().get(i)) else {
+            return false;
+        };
+        if m.is_owned_by(t.core()) || m.try_enter(t.core()) != Ok(true) {
+            return false;
+        }
+        f.set_sticky(0);
+        f.set_users(0);
+        m.exit(t.core()).is_ok()
+    }
+
+    /// Gives a monitor nobody uses back to the table. A sticky holder's stale lock-free read
+    /// may still make it hold the monitor for the few instructions of its validation: wait
+    /// for that to end.
+    fn free_monitor(rt: &Runtime<Cacao>, idx: MonitorIndex) {
+        while !rt.monitors().get(idx).is_idle() {
+            yield_now();
+        }
+        rt.monitors().free(idx);
+    }
+
+    fn alloc_entry(&self) -> Option<u32> {
+        let _g = self.pool_lock.lock();
+        let i = self.free_head.load(Ordering::Relaxed);
+        if i == NIL {
+            return None;
+        }
+        self.free_head
+            .store(self.pool[i as usize].next(), Ordering::Relaxed);
+        Some(i)
+    }
+
+    fn free_entry(&self, i: u32) {
+        let e = &self.pool[i as usize];
+        e.obj.store(0, Ordering::Relaxed);
+        e.mon.store(0, Ordering::Relaxed);
+        let _g = self.pool_lock.lock();
+        e.next
+            .store(self.free_head.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.free_head.store(i, Ordering::Relaxed);
+    }
+
+    /// Under `b`'s lock: takes `o`'s entry out of the table. Its monitor goes back to the
+    /// monitor table if nobody uses it, else it is leaked (it is still someone's lock). The
+    /// first entry is refilled from the chain, so the chain invariant "first is used if any
+    /// is" holds for `entry_for`.
+    fn remove(&self, rt: &Runtime<Cacao>, b: &Bucket, o: usize) {
+        let Some(e) = self.find(b, o) else { return };
+        if e.sticky() != 0 {
+            // Nobody is inside an operation on a dead object: the pin is idle.
+            e.set_sticky(0);
+            e.set_users(e.users() - 1);
+        }
+        if let Some(idx) = e.index() {
+            if e.users() == 0 {
+                Self::free_monitor(rt, idx);
+            }
+        }
+        e.mon.store(0, Ordering::Relaxed);
+        e.obj.store(0, Ordering::Relaxed);
+        e.set_users(0);
+        if std::ptr::eq(e, &b.first) {
+            let n = b.first.next();
+            if n != NIL {
+                let ne = &self.pool[n as usize];
+                let f = &b.first;
+                f.obj.store(ne.obj(), Ordering::Relaxed);
+                f.mon
+                    .store(ne.mon.load(Ordering::Relaxed), Ordering::Release);
+                f.set_users(ne.users());
+                f.next.store(ne.next(), Ordering::Relaxed);
+                self.free_entry(n);
+            }
+        } else {
+            self.unlink(b, e);
+        }
+    }
+
+    /// Under `b`'s lock: unlinks overflow entry `e` and returns it to the pool.
+    fn unlink(&self, b: &Bucket, e: &Entry) {
+        let mut prev = &b.first;
+        loop {
+            let i = prev.next();
+            debug_assert_ne!(i, NIL, "overflow entry is in its chain");
+            if i == NIL {
+                return;
+            }
+            let cur = &self.pool[i as usize];
+            if std::ptr::eq(cur, e) {
+                prev.next.store(cur.next(), Ordering::Relaxed);
+                self.free_entry(i);
+                return;
+            }
+            prev = cur;
+        }
+    }
+
+    /// Under `b`'s lock: one user of `e` is gone; an overflow entry nobody uses is freed with
+    /// its monitor (`freeEntry`), the first entry keeps its monitor.
+    fn unpin(&self, rt: &Runtime<Cacao>, b: &Bucket, e: &Entry) {
+        let n = e.users() - 1;
+        e.set_users(n);
+        if n == 0 && !std::ptr::eq(e, &b.first) {
+            if let Some(idx) = e.index() {
+                Self::free_monitor(rt, idx);
+            }
+            self.unlink(b, e);
+        }
+    }
+}
+
+impl std::fmt::Debug for CacaoState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacaoState")
+            .field("buckets", &self.buckets.len())
+            .field("pool", &self.pool.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `cacao` protocol (see the module documentation).
+#[derive(Debug)]
+pub enum Cacao {}
+
+impl Cacao {
+    /// The first chain entry's monitor if the entry is `o`'s, read without the bucket lock.
+    ///
+    /// Sound for the fast paths, which act only if the current thread owns the monitor: then
+    /// it is a user of the entry holding that monitor, which nobody changes while it has
+    /// users, and which it has seen under the bucket lock; a monitor index is bound to one
+    /// entry at a time and passes from one to another only through the bucket and table
+    /// locks (a happens-before chain), so a stale `(obj, mon)` pair naming a monitor the
+    /// thread owns through another entry cannot be read.
+    ///
+    /// The sticky holder's lock acts on a check that may be stale; it validates it after
+    /// taking the monitor (see `sticky_lock`).
+    #[inline]
+    fn first_if(rt: &Runtime<Self>, o: usize) -> Option<(&Entry, MonitorIndex)> {
+        let f = &rt.state().bucket(o).first;
+        if f.obj() != o {
+            return None;
+        }
+        f.index().map(|i| (f, i))
+    }
+
+    /// The seed's line 10 for the last holder (count 0 → 1 with `holder` still set): take the
+    /// monitor without waiting, then check under it that our sticky pin on `o`'s entry and
+    /// its monitor are still there (only a thread holding the monitor revokes the pin).
+    #[inline]
+    fn sticky_lock(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+        f: &Entry,
+        idx: MonitorIndex,
+    ) -> Result<bool, MonitorError> {
+        let m = rt.monitors().get(idx);
+        if f.sticky() != t.core().raw_id() || !m.try_enter(t.core())? {
+            return Ok(false);
+        }
+        if f.sticky() == t.core().raw_id() && f.obj() == o && f.index() == Some(idx) {
+            return Ok(true);
+        }
+        m.exit(t.core())?;
+        Ok(false)
+    }
+
+    /// Under the bucket lock: `o`'s monitor if `t` owns it.
+    fn owned<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let st = rt.state();
+        let b = st.bucket(o);
+        let _g = b.lock.lock();
+        st.find(b, o)
+            .and_then(Entry::index)
+            .map(|i| rt.monitors().get(i))
+            .filter(|m| m.is_owned_by(t.core()))
+            .ok_or(MonitorError::IllegalMonitorState)
+    }
+
+    /// `lockMutexForObject`: find or make `o`'s entry, pin it, then take its monitor with the
+    /// bucket lock released (`try_only`: without waiting).
+    #[cold]
+    fn lock_for_object(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+        try_only: bool,
+    ) -> Result<bool, MonitorError> {
+        let st = rt.state();
+        let b = st.bucket(o);
+        let m = {
+            let _g = b.lock.lock();
+            let e = st.entry_for(rt, t, b, o)?;
+            let m = rt
+                .monitors()
+                .get(e.index().expect("a used entry has a monitor"));
+            if m.is_owned_by(t.core()) {
+                // Nested lock of an object whose entry is not first in its chain.
+                return m.enter(t.core_arc()).map(|()| true);
+            }
+            if e.sticky() == t.core().raw_id() {
+                // Our sticky pin becomes this lock's pin (a blocked entrant must hold a pin
+                // nobody can revoke).
+                e.set_sticky(0);
+            } else {
+                e.set_users(e.users() + 1);
+            }
+            m
+        };
+        if !try_only {
+            m.enter(t.core_arc())?;
+            return Ok(true);
+        }
+        if m.try_enter(t.core())? {
+            return Ok(true);
+        }
+        let _g = b.lock.lock();
+        // Still pinned by us, so still in the chain (maybe moved into the first slot).
+        let e = st.find(b, o).expect("a pinned entry stays in its chain");
+        st.unpin(rt, b, e);
+        Ok(false)
+    }
+
+    /// `unlockMutexForObject`: the last level (or any level of a non-first entry).
+    #[cold]
+    fn unlock_for_object(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+    ) -> Result<(), MonitorError> {
+        let st = rt.state();
+        let b = st.bucket(o);
+        let _g = b.lock.lock();
+        let e = st.find(b, o).ok_or(MonitorError::IllegalMonitorState)?;
+        let m = e
+            .index()
+            .map(|i| rt.monitors().get(i))
+            .ok_or(MonitorError::IllegalMonitorState)?;
+        m.exit(t.core())?;
+        if !m.is_owned_by(t.core()) {
+            if std::ptr::eq(e, &b.first) && e.sticky() == 0 {
+                // The seed's monitorexit leaves `holder` set: keep our pin as the sticky one.
+                e.set_sticky(t.core().raw_id());
+            } else {
+                st.unpin(rt, b, e);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Protocol for Cacao {
+    const NAME: &'static str = "cacao";
+    const SUMMARY: &'static str =
+        "no header bits: address-hashed monitor table, first entry kept at count 0";
+    const HEADER_LOCK_BITS: u32 = 0;
+
+    type Header = HostWord;
+    type State = CacaoState;
+    type ThreadState = ();
+
+    fn new_state(_: &Config) -> CacaoState {
+        CacaoState::new()
+    }
+    fn new_thread_state(_: ThreadId, _: &Config) {}
+
+    /// Figure `monitorenter()`: first entry is `o`'s and held by us → count + 1.
+    #[inline]
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<(), MonitorError> {
+        let o = h.addr();
+        if let Some((f, idx)) = Self::first_if(rt, o) {
+            let m = rt.monitors().get(idx);
+            if m.is_owned_by(t.core()) {
+                return m.enter(t.core_arc());
+            }
+            if Self::sticky_lock(rt, t, o, f, idx)? {
+                return Ok(());
+            }
+        }
+        Self::lock_for_object(rt, t, o, false).map(|_| ())
+    }
+
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<bool, MonitorError> {
+        let o = h.addr();
+        if let Some((f, idx)) = Self::first_if(rt, o) {
+            let m = rt.monitors().get(idx);
+            if m.is_owned_by(t.core()) {
+                return m.enter(t.core_arc()).map(|()| true);
+            }
+            if Self::sticky_lock(rt, t, o, f, idx)? {
+                return Ok(true);
+            }
+        }
+        Self::lock_for_object(rt, t, o, true)
+    }
+
+    /// Figure `monitorexit()`: first entry is `o`'s (and the count stays above 0) → count − 1.
+    #[inline]
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &HostWord) -> Result<(), MonitorError> {
+        let o = h.addr();
+        if let Some((f, idx)) = Self::first_if(rt, o) {
+            let m = rt.monitors().get(idx);
+            let c = m.count_for(t.core());
+            // Count stays above 0, or we hold the sticky pin, which outlives the lock.
+            if c > 1 || (c == 1 && f.sticky() == t.core().raw_id()) {
+                return m.exit(t.core());
+            }
+        }
+        Self::unlock_for_object(rt, t, o)
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        // We stay a user of the entry while in the wait set, so it stays ours; but a sticky
+        // pin can be revoked by whoever holds the monitor, which others will while we wait:
+        // turn it into an ordinary pin first.
+        let o = h.addr();
+        let st = rt.state();
+        let b = st.bucket(o);
+        let m = {
+            let _g = b.lock.lock();
+            let e = st.find(b, o).ok_or(MonitorError::IllegalMonitorState)?;
+            let m = e
+                .index()
+                .map(|i| rt.monitors().get(i))
+                .filter(|m| m.is_owned_by(t.core()))
+                .ok_or(MonitorError::IllegalMonitorState)?;
+            if e.sticky() == t.core().raw_id() {
+                e.set_sticky(0);
+            }
+            m
+        };
+        m.wait(t.core_arc(), deadline)
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        Self::owned(rt, t, h.addr())?.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &HostWord) -> u32 {
+        Self::owned(rt, t, h.addr()).map_or(0, |m| m.count_for(t.core()))
+    }
+
+    fn owner_of(rt: &Runtime<Self>, h: &HostWord) -> Option<ThreadId> {
+        let st = rt.state();
+        let o = h.addr();
+        let b = st.bucket(o);
+        let _g = b.lock.lock();
+        st.find(b, o)
+            .and_then(Entry::index)
+            .and_then(|i| rt.monitors().get(i).owner())
+    }
+
+    /// Drops `o`'s entry: the address may be reused by a new object, which must not inherit
+    /// the lock. The entry's monitor is freed (or leaked if still owned).
+    fn reclaim(rt: &Runtime<Self>, h: &mut HostWord) {
+        let st = rt.state();
+        let o = h.addr();
+        let b = st.bucket(o);
+        let _g = b.lock.lock();
+        st.remove(rt, b, o);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    /// Two headers of `hs` that hash to the same bucket.
+    fn colliding(hs: &[HostWord]) -> (usize, usize) {
+        let mut seen = std::collections::HashMap::new();
+        for (i, h) in hs.iter().enumerate() {
+            if let Some(&j) = seen.get(&CacaoState::bucket_of(h.addr())) {
+                return (j, i);
+            }
+            seen.insert(CacaoState::bucket_of(h.addr()), i);
+        }
+        panic!("no collision among {} headers", hs.len());
+    }
+
+    /// The header carries no lock state at all.
+    #[test]
+    fn header_is_left_to_the_host() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = HostWord::new(0xdead_beef);
+        let g = me.enter(&h).unwrap();
+        assert_eq!(h.bits(), 0xdead_beef);
+        assert_eq!(me.lock_count(&h), 1);
+        drop(g);
+        assert_eq!(h.bits(), 0xdead_beef);
+    }
+
+    /// "Not destroying the associated mutex when the count goes down to zero": the first
+    /// entry keeps its monitor, and relocking allocates nothing.
+    #[test]
+    fn first_entry_keeps_its_monitor() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = HostWord::default();
+        drop(me.enter(&h).unwrap());
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        for _ in 0..100 {
+            drop(me.enter(&h).unwrap());
+        }
+        assert_eq!(rt.monitors().allocations(), 1);
+        // Another object with the same hash claims the idle first entry and its monitor.
+        let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
+        let (i, j) = colliding(&hs);
+        drop(me.enter(&hs[i]).unwrap());
+        let before = rt.monitors().allocations();
+        drop(me.enter(&hs[j]).unwrap());
+        assert_eq!(
+            rt.monitors().allocations(),
+            before,
+            "claimEntry reuses the mutex"
+        );
+    }
+
+    /// A collision while the first entry is busy takes an overflow entry from the pool,
+    /// which is freed with its monitor when its count drops to zero.
+    #[test]
+    fn overflow_entries_come_from_the_pool_and_go_back() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
+        let (i, j) = colliding(&hs);
+        let a = me.enter(&hs[i]).unwrap();
+        let b = me.enter(&hs[j]).unwrap();
+        let b2 = me.enter(&hs[j]).unwrap();
+        assert_eq!(rt.state().overflow_in_use(), 1);
+        assert_eq!(rt.stats_snapshot().live_monitors, 2);
+        assert_eq!(me.lock_count(&hs[j]), 2);
+        drop(b2);
+        drop(b);
+        assert_eq!(rt.state().overflow_in_use(), 0);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        // The first entry is still busy; the other object is free.
+        assert_eq!(rt.owner_of(&hs[j]), None);
+        assert_eq!(rt.owner_of(&hs[i]), Some(me.id()));
+        drop(a);
+    }
+
+    /// The seed's `lockMutexForObject` would claim a free first entry for an object that
+    /// already has an overflow entry; we must find that entry instead (one mutex per object).
+    #[test]
+    fn an_object_in_the_chain_is_not_given_a_second_mutex() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
+        let (i, j) = colliding(&hs);
+        let me = rt.attach().unwrap();
+        let a = me.enter(&hs[i]).unwrap();
+        let b = me.enter(&hs[j]).unwrap(); // overflow entry
+        drop(a); // first entry idle now
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                assert!(other.try_enter(&hs[j]).unwrap().is_none(), "held by `me`");
+            });
+        });
+        assert_eq!(me.lock_count(&hs[j]), 1);
+        drop(b);
+    }
+
+    /// The seed keeps `holder` at count 0: after its last unlock the holder still pins the
+    /// first entry, relocks without the bucket lock, and loses the pin to a colliding object
+    /// only when that one needs the entry.
+    #[test]
+    fn last_holder_stays_sticky() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
+        let (i, j) = colliding(&hs);
+        let f = &rt.state().bucket(hs[i].addr()).first;
+        drop(me.enter(&hs[i]).unwrap());
+        assert_eq!((f.sticky(), f.users()), (me.context().core().raw_id(), 1));
+        let g = me.enter(&hs[i]).unwrap();
+        assert_eq!(f.users(), 1, "the relock used the sticky pin");
+        drop(g);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                drop(other.enter(&hs[j]).unwrap()); // revokes our pin and claims the entry
+                assert_eq!(f.obj(), hs[j].addr());
+                assert_eq!(f.sticky(), other.context().core().raw_id());
+            });
+        });
+        assert_eq!(rt.state().overflow_in_use(), 0);
+        assert_eq!(rt.monitors().allocations(), 1, "claimEntry kept the mutex");
+        drop(me.enter(&hs[i]).unwrap());
+        assert_eq!(rt.owner_of(&hs[i]), None);
+    }
+
+    /// The figures of the module documentation (64-bit targets).
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn space_figures() {
+        assert_eq!(std::mem::size_of::<Bucket>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        assert_eq!(CacaoState::new().table_bytes(), 56 * 1024);
+    }
+
+    /// The GC hook drops the entry: a new object at the same address starts unlocked, even if
+    /// the dead one was left locked (its monitor is leaked, not freed).
+    #[test]
+    fn reclaim_forgets_the_address() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let mut h = HostWord::default();
+        std::mem::forget(me.enter(&h).unwrap());
+        rt.reclaim(&mut h);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(me.lock_count(&h), 0);
+        drop(me.enter(&h).unwrap());
+        rt.reclaim(&mut h);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1, "only the leaked one");
+    }
+}

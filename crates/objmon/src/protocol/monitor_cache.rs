@@ -1,0 +1,340 @@
+//! `monitor-cache`: the JDK 1.1 design that seed 000 measures thin locks against (§1: "Monitors
+//! are kept outside of the objects to avoid the space cost, and are looked up in a monitor
+//! cache ... the monitor cache itself must be locked during lookups to prevent race conditions
+//! with concurrent modifiers"; §3: "JDK111"). It is the historical baseline for the papers'
+//! ratios, so it is built the way a careful VM would build it, not as a strawman:
+//!
+//! - one cache lock (a futex mutex: one compare-and-swap to lock, one exchange to unlock when
+//!   uncontended), held only for the look-up and the pin bookkeeping, never while blocking;
+//! - the cache is a hash map from the object's address to its monitor binding with a cheap
+//!   multiplicative hash of the address (no SipHash), so a look-up is a few instructions;
+//! - a monitor stays bound to its object after the last unlock (cached: relocking the same
+//!   object allocates nothing); bindings are swept back to the monitor table's free list only
+//!   when the cache holds [`CACHE_SIZE`] bindings and a new object needs one — which is the
+//!   behaviour seed 000 §3 observes ("the monitor cache thrashes its free list when the
+//!   working set of monitors exceeds the size of the monitor cache") — or when the monitor
+//!   table is full;
+//! - every operation, nested ones included, looks the monitor up under the cache lock (§3:
+//!   "The vanilla JDK111 is still much slower, because it must perform a lookup in the monitor
+//!   cache"); the monitor itself is the same [`FatMonitor`] every protocol uses (tasuki entry
+//!   lock, JLS wait set), so the comparison isolates the cost of the cache.
+//!
+//! Header ([`HostWord`]): one 32-bit word the protocol never reads or writes.
+//!
+//! | bits  | meaning                                                                  |
+//! |-------|--------------------------------------------------------------------------|
+//! | 31..0 | host bits — the word only gives the object a distinct, stable address    |
+//!
+//! Lock bits per object: 0. Memory when many objects are locked at once: per bound object one
+//! monitor (112 bytes on x86-64,
+//! [`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) and one cache
+//! slot (16 bytes, [`MonitorCacheState::slot_bytes`], plus the map's control byte, at a load
+//! factor of at most 7/8); unlocked objects stay bound until a sweep, so the cache holds up to
+//! `max(CACHE_SIZE, objects locked at once)` bindings: k objects locked at once cost about
+//! 130 · max(128, k) bytes.
+//!
+//! A thread that must wait for the monitor *pins* the binding (a `users` count under the cache
+//! lock: owner, blocked entrants, waiters), so a sweep or a reclaim never unbinds a monitor in
+//! use. Atomic operations per path: every enter and exit: the cache lock's compare-and-swap
+//! and exchange, plus the monitor's (enter: one compare-and-swap; nested: none; last exit:
+//! one SeqCst fence).
+
+use super::cacao::HostWord;
+use super::Protocol;
+use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::runtime::{Config, Runtime};
+use crate::sync::{lock, Mutex, MutexGuard};
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::time::Instant;
+
+/// Bindings the cache holds before binding a new object sweeps the unused ones away.
+#[cfg(not(loom))]
+pub const CACHE_SIZE: usize = 128;
+/// Bindings the cache holds before a sweep (tiny under loom, so that the models sweep).
+#[cfg(loom)]
+pub const CACHE_SIZE: usize = 1;
+
+/// Fibonacci hashing of an address: one shift, one multiply.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    #[inline]
+    fn write_usize(&mut self, a: usize) {
+        self.0 = ((a as u64) >> 2).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A cached monitor of one object.
+struct Binding {
+    idx: MonitorIndex,
+    /// Threads that own the monitor, are blocked entering it, or wait in its wait set.
+    users: u32,
+}
+
+type Map = HashMap<usize, Binding, BuildHasherDefault<AddrHasher>>;
+
+/// The runtime-wide state of `monitor-cache`: the cache and its lock.
+pub struct MonitorCacheState {
+    cache: Mutex<Map>,
+}
+
+impl MonitorCacheState {
+    /// Bytes of one cache slot (key and binding), not counting the map's control byte.
+    pub fn slot_bytes() -> usize {
+        std::mem::size_of::<(usize, Binding)>()
+    }
+
+    /// Objects with a monitor bound in the cache now.
+    pub fn bound(&self) -> usize {
+        lock(&self.cache).len()
+    }
+}
+
+impl std::fmt::Debug for MonitorCacheState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MonitorCacheState")
+            .field("bound", &self.bound())
+            .finish()
+    }
+}
+
+/// The `monitor-cache` protocol (see the module documentation).
+#[derive(Debug)]
+pub enum MonitorCache {}
+
+impl MonitorCache {
+    /// Gives every unused binding's monitor back to the monitor table.
+    fn sweep(rt: &Runtime<Self>, c: &mut Map) -> usize {
+        let before = c.len();
+        c.retain(|_, b| {
+            if b.users == 0 {
+                rt.monitors().free(b.idx);
+                false
+            } else {
+                true
+            }
+        });
+        before - c.len()
+    }
+
+    /// Under the cache lock: `o`'s binding, binding a monitor first if it has none.
+    fn binding<'c>(
+        rt: &Runtime<Self>,
+        c: &'c mut MutexGuard<'_, Map>,
+        o: usize,
+    ) -> Result<&'c mut Binding, MonitorError> {
+        if !c.contains_key(&o) {
+            if c.len() >= CACHE_SIZE {
+                Self::sweep(rt, c);
+            }
+            let idx = match rt.monitors().allocate() {
+                Ok(idx) => idx,
+                Err(MonitorError::MonitorTableFull) if Self::sweep(rt, c) > 0 => {
+                    rt.monitors().allocate()?
+                }
+                Err(e) => return Err(e),
+            };
+            c.insert(o, Binding { idx, users: 0 });
+        }
+        Ok(c.get_mut(&o).expect("just bound"))
+    }
+
+    /// Looks `o` up under the cache lock; pins it unless `t` already owns it.
+    fn lookup_and_pin<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let mut c = lock(&rt.state().cache);
+        let b = Self::binding(rt, &mut c, o)?;
+        let m = rt.monitors().get(b.idx);
+        if !m.is_owned_by(t.core()) {
+            b.users += 1;
+        }
+        Ok(m)
+    }
+
+    /// Under the cache lock: `o`'s monitor if `t` owns it.
+    fn owned<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let c = lock(&rt.state().cache);
+        c.get(&o)
+            .map(|b| rt.monitors().get(b.idx))
+            .filter(|m| m.is_owned_by(t.core()))
+            .ok_or(MonitorError::IllegalMonitorState)
+    }
+}
+
+impl Protocol for MonitorCache {
+    const NAME: &'static str = "monitor-cache";
+    const SUMMARY: &'static str =
+        "JDK 1.1: monitors outside the object, looked up in a cache locked on every operation";
+    const HEADER_LOCK_BITS: u32 = 0;
+
+    type Header = HostWord;
+    type State = MonitorCacheState;
+    type ThreadState = ();
+
+    fn new_state(_: &Config) -> MonitorCacheState {
+        MonitorCacheState {
+            cache: Mutex::new(Map::default()),
+        }
+    }
+    fn new_thread_state(_: ThreadId, _: &Config) {}
+
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<(), MonitorError> {
+        Self::lookup_and_pin(rt, t, h.addr())?.enter(t.core_arc())
+    }
+
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<bool, MonitorError> {
+        let o = h.addr();
+        let m = Self::lookup_and_pin(rt, t, o)?;
+        if m.is_owned_by(t.core()) {
+            return m.enter(t.core_arc()).map(|()| true);
+        }
+        if m.try_enter(t.core())? {
+            return Ok(true);
+        }
+        let mut c = lock(&rt.state().cache);
+        c.get_mut(&o).expect("a pinned binding stays").users -= 1;
+        Ok(false)
+    }
+
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &HostWord) -> Result<(), MonitorError> {
+        let mut c = lock(&rt.state().cache);
+        let b = c
+            .get_mut(&h.addr())
+            .ok_or(MonitorError::IllegalMonitorState)?;
+        let m = rt.monitors().get(b.idx);
+        m.exit(t.core())?;
+        if !m.is_owned_by(t.core()) {
+            b.users -= 1;
+        }
+        Ok(())
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        // The waiter stays a user of the binding, so no sweep takes the monitor away.
+        Self::owned(rt, t, h.addr())?.wait(t.core_arc(), deadline)
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        Self::owned(rt, t, h.addr())?.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &HostWord) -> u32 {
+        Self::owned(rt, t, h.addr()).map_or(0, |m| m.count_for(t.core()))
+    }
+
+    fn owner_of(rt: &Runtime<Self>, h: &HostWord) -> Option<ThreadId> {
+        let c = lock(&rt.state().cache);
+        c.get(&h.addr())
+            .and_then(|b| rt.monitors().get(b.idx).owner())
+    }
+
+    /// Unbinds the dead object's monitor: its address may be reused by a new object. A
+    /// monitor still in use (a forgotten guard) is leaked, not freed.
+    fn reclaim(rt: &Runtime<Self>, h: &mut HostWord) {
+        let mut c = lock(&rt.state().cache);
+        if let Some(b) = c.remove(&h.addr()) {
+            if b.users == 0 {
+                rt.monitors().free(b.idx);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    /// A monitor stays cached after the last unlock: relocking allocates nothing.
+    #[test]
+    fn monitors_stay_cached() {
+        let rt = Runtime::<MonitorCache>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = HostWord::new(7);
+        for _ in 0..100 {
+            drop(me.enter(&h).unwrap());
+        }
+        assert_eq!(rt.monitors().allocations(), 1);
+        assert_eq!(rt.state().bound(), 1);
+        assert_eq!(h.bits(), 7);
+    }
+
+    /// Seed 000 §3: beyond the cache size, binding a new object sweeps the unused bindings
+    /// back to the free list (and the working set thrashes it); locked ones survive.
+    #[test]
+    fn full_cache_sweeps_unused_bindings() {
+        let rt = Runtime::<MonitorCache>::with_defaults();
+        let me = rt.attach().unwrap();
+        let hs: Vec<HostWord> = (0..CACHE_SIZE as u32 + 1).map(HostWord::new).collect();
+        let held = me.enter(&hs[0]).unwrap();
+        for h in &hs[1..CACHE_SIZE] {
+            drop(me.enter(h).unwrap());
+        }
+        assert_eq!(rt.state().bound(), CACHE_SIZE);
+        drop(me.enter(&hs[CACHE_SIZE]).unwrap());
+        assert_eq!(rt.state().bound(), 2, "the held one and the new one");
+        assert_eq!(rt.stats_snapshot().live_monitors, 2);
+        assert_eq!(rt.owner_of(&hs[0]), Some(me.id()));
+        drop(held);
+    }
+
+    /// A full monitor table is relieved by sweeping unused bindings before giving up.
+    #[test]
+    fn full_table_sweeps_before_failing() {
+        let rt = Runtime::<MonitorCache>::new(crate::Config {
+            monitor_capacity: 2,
+            ..crate::Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let hs: Vec<HostWord> = (0..3).map(HostWord::new).collect();
+        let a = me.enter(&hs[0]).unwrap();
+        drop(me.enter(&hs[1]).unwrap());
+        drop(me.enter(&hs[2]).unwrap()); // sweeps hs[1]'s binding
+        let _b = me.enter(&hs[1]).unwrap(); // sweeps hs[2]'s
+        assert_eq!(
+            me.enter(&hs[2]).map(|_| ()),
+            Err(MonitorError::MonitorTableFull)
+        );
+        drop(a);
+    }
+}
