@@ -6,8 +6,8 @@
 //! spuriously; every caller re-checks its own condition in a loop.
 //!
 //! On Linux the parker is one 32-bit futex word (the shape of Rust std's futex parker); under
-//! `cfg(loom)` it is loom's own thread park, and a timed park is modelled as a timeout that may
-//! fire at any moment, so the models cover every interleaving of timeout against wake-up.
+//! `cfg(loom)` it is a token under a loom mutex and condition variable, and a timed park is
+//! modelled as a timeout that may fire at any moment, so the models cover every interleaving of timeout against wake-up.
 
 use std::time::Instant;
 
@@ -163,40 +163,47 @@ mod imp {
 
 #[cfg(loom)]
 mod loom_imp {
+    use loom::sync::{Condvar, Mutex};
     use std::time::Instant;
 
-    /// The loom model of a parker: loom's thread park, whose token semantics match ours.
+    /// The loom model of a parker: a token under a loom mutex and condition variable. (Not
+    /// loom's own thread park: its unpark also wakes a thread blocked on some loom `Mutex`,
+    /// which loom then reports as a failure of that mutex.)
     #[derive(Debug)]
     pub struct Parker {
-        thread: loom::thread::Thread,
+        token: Mutex<bool>,
+        cv: Condvar,
     }
 
     impl Parker {
-        /// A parker for the calling thread (loom needs the handle of the thread to unpark).
+        /// A parker with no token.
         pub fn new() -> Self {
-            Self {
-                thread: loom::thread::current(),
-            }
+            Self { token: Mutex::new(false), cv: Condvar::new() }
         }
 
-        /// Untimed: loom's park. Timed: the timeout may fire at any moment, so yield and report
-        /// it as expired; the caller's loop then explores the timeout path.
+        /// Untimed: wait for the token. Timed: take a token if there is one; otherwise the
+        /// timeout may fire at any moment, so yield and report it as expired, and the caller's
+        /// loop explores the timeout path.
         pub fn park(&self, deadline: Option<Instant>) -> bool {
-            match deadline {
-                None => {
-                    loom::thread::park();
-                    false
-                }
-                Some(_) => {
-                    loom::thread::yield_now();
-                    true
+            let mut token = self.token.lock().unwrap();
+            if deadline.is_none() {
+                while !*token {
+                    token = self.cv.wait(token).unwrap();
                 }
             }
+            let had = std::mem::replace(&mut *token, false);
+            drop(token);
+            if had {
+                return false;
+            }
+            loom::thread::yield_now();
+            true
         }
 
         /// Wakes the owner if it is parked, or makes its next park return at once.
         pub fn unpark(&self) {
-            self.thread.unpark();
+            *self.token.lock().unwrap() = true;
+            self.cv.notify_one();
         }
     }
 }
