@@ -39,6 +39,7 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
+pub mod deflate;
 mod error;
 pub mod monitor;
 pub mod park;
@@ -49,9 +50,13 @@ pub mod table;
 pub mod tasuki;
 pub mod thread;
 
+pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
-pub use protocol::{fat::Fat, thin::Thin, visit_all, LockWord, Protocol, ProtocolVisitor};
+pub use protocol::{
+    fat::Fat, lightweight::Lightweight, mark::MarkWord, stack::Stack, thin::Thin, visit_all,
+    LockWord, Protocol, ProtocolVisitor,
+};
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};
 pub use thread::{ThreadContext, ThreadCore, ThreadId};

@@ -13,6 +13,9 @@ use crate::MonitorError;
 use std::time::Instant;
 
 pub mod fat;
+pub mod lightweight;
+pub mod mark;
+pub mod stack;
 pub mod thin;
 mod word;
 
@@ -106,6 +109,8 @@ pub trait ProtocolVisitor {
 pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fat::Fat>();
     v.visit::<thin::Thin>();
+    v.visit::<stack::Stack>();
+    v.visit::<lightweight::Lightweight>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

@@ -1,0 +1,236 @@
+//! Deflation: giving an idle fat monitor back to its object, for the protocols whose header can
+//! return from the monitor state (`stack` and `lightweight`; seed 001's HotSpot deflates
+//! asynchronously, seed 000's thin locks never do).
+//!
+//! **The race.** A thread reads the monitor index from a header and then uses the monitor; in
+//! between, a deflater may restore the header and put the monitor back on the table's free
+//! list, and another object may get it. HotSpot's answer (`ObjectMonitor::deflate_monitor`)
+//! is kept, with the crate's pieces:
+//!
+//! | step | HotSpot                                   | here                                        |
+//! |------|-------------------------------------------|---------------------------------------------|
+//! | 1    | CAS `owner` null → `DEFLATER_MARKER`       | `try_lock` of the monitor's system lock    |
+//! | 2    | wait set empty, `contentions == 0`         | wait set empty                              |
+//! | 3    | CAS `contentions` 0 → `-max_jint`          | CAS `contentions` 0 → `DEFLATING` (bit 31)  |
+//! | 4    | restore the header (CAS)                   | CAS monitor word → `host | 01`             |
+//! | 5    | free after a handshake                     | unlock, clear `DEFLATING`, free at once     |
+//!
+//! A thread that found the monitor and does not own it announces itself first
+//! ([`FatMonitor::add_contention`]): if `DEFLATING` is already set it backs off and re-reads
+//! the header; otherwise step 3 fails until it is done. Having announced itself it re-reads
+//! the header: if the header no longer names the monitor, the monitor was deflated (and maybe
+//! reused) before the announcement, and it backs off. Otherwise the monitor is the object's and
+//! stays so until the announcement ends. Waiters stay announced for their whole wait (a
+//! notified waiter is out of the wait set but not yet back in the monitor). Step 5 may free
+//! at once, without HotSpot's handshake, because the table is type-stable: a late reader of
+//! the index finds *a* monitor and the re-check above sends it away.
+//!
+//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter).
+
+use crate::monitor::FatMonitor;
+use crate::protocol::mark::{index_of, names, MARK_HOST_BITS, UNLOCKED};
+use crate::protocol::Protocol;
+use crate::runtime::Runtime;
+use crate::sync::{yield_now, AtomicU64, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::ThreadContext;
+use crate::MonitorError;
+
+/// When an idle fat monitor goes back to its object (see [`Config`](crate::Config)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeflationPolicy {
+    /// Never: a fat lock stays fat until the object is reclaimed (as seed 000's thin locks).
+    Never,
+    /// When the last owner exits and nobody enters or waits, provided more than `keep`
+    /// monitors are live. `keep` plays HotSpot's `MonitorUsedDeflationThreshold`: a reserve
+    /// of monitors that churn (inflate, deflate, inflate) would otherwise cost.
+    AtExit {
+        /// Live monitors left alone.
+        keep: u32,
+    },
+    /// Only when the host asks, per object, through `deflate_idle` of the protocol
+    /// ([`Stack::deflate_idle`](crate::Stack::deflate_idle),
+    /// [`Lightweight::deflate_idle`](crate::Lightweight::deflate_idle)) — e.g. from its GC's
+    /// object walk, which plays HotSpot's background deflation thread (a library cannot walk
+    /// the host's heap itself).
+    OnRequest,
+}
+
+impl Default for DeflationPolicy {
+    /// [`AtExit`](Self::AtExit) with `keep: 0`: live monitors fall to zero once contention
+    /// ends.
+    fn default() -> Self {
+        Self::AtExit { keep: 0 }
+    }
+}
+
+/// Deflates the monitor of header word `h` if nobody owns, enters or waits on it (the
+/// protocols' public `deflate_idle`).
+pub(crate) fn deflate_idle<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64) -> bool {
+    let w = h.load(Ordering::Acquire);
+    w & 0b11 == 0b10 && try_deflate(rt, h, index_of(w))
+}
+
+/// Steps 1–5 of the module documentation for monitor `idx`, which `h` named when read.
+pub(crate) fn try_deflate<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) -> bool {
+    let m = rt.monitors().get(idx);
+    if !m.try_begin_deflation() {
+        return false;
+    }
+    let mut cur = h.load(Ordering::Acquire);
+    let restored = loop {
+        if !names(cur, idx) {
+            // Deflated and reused by another object before we claimed it: not ours to undo.
+            break false;
+        }
+        // A CAS, not a store: the host may change its bits concurrently.
+        match h.compare_exchange(
+            cur,
+            (cur & MARK_HOST_BITS) | UNLOCKED,
+            Ordering::SeqCst,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => break true,
+            Err(now) => cur = now,
+        }
+    };
+    // Unlock before freeing: once free, the monitor may be taken and locked for another object.
+    m.finish_deflation();
+    if restored {
+        rt.monitors().free(idx);
+        rt.stats().deflated();
+    }
+    restored
+}
+
+/// The eager policy, after `t`'s exit of `idx` left it unowned.
+#[inline]
+pub(crate) fn after_release<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) {
+    if let DeflationPolicy::AtExit { keep } = rt.config().deflation {
+        if rt.monitors().live() > keep as usize {
+            try_deflate(rt, h, idx);
+        }
+    }
+}
+
+/// What happened on the monitor path of an enter.
+pub(crate) enum Via {
+    /// `t` holds the monitor (one more level).
+    Entered,
+    /// `try_enter` only: another thread holds it.
+    Busy,
+    /// The header changed under us (deflation): start again from the header.
+    Retry,
+}
+
+/// Enters the monitor named by `w` (read from `h`), for a thread that may or may not own it
+/// already. Blocks when `block`, else tries.
+pub(crate) fn enter_monitor<P: Protocol>(
+    rt: &Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    w: u64,
+    block: bool,
+) -> Result<Via, MonitorError> {
+    let idx = index_of(w);
+    let m = rt.monitors().get(idx);
+    if m.is_owned_by(t.core()) {
+        // Owned monitors are never deflated, so if `h` names it now it is `h`'s.
+        if !names(h.load(Ordering::Acquire), idx) {
+            return Ok(Via::Retry);
+        }
+        m.enter(t.core_arc())?;
+        return Ok(Via::Entered);
+    }
+    if !m.add_contention() {
+        yield_now();
+        return Ok(Via::Retry);
+    }
+    if !names(h.load(Ordering::SeqCst), idx) {
+        m.remove_contention();
+        return Ok(Via::Retry);
+    }
+    let r = if block {
+        m.enter(t.core_arc()).map(|()| true)
+    } else {
+        m.try_enter(t.core())
+    };
+    m.remove_contention();
+    match r {
+        Ok(true) => Ok(Via::Entered),
+        Ok(false) => Ok(Via::Busy),
+        Err(e) => Err(e),
+    }
+}
+
+/// The monitor named by `w` (read from `h`) if `t` owns it and it is `h`'s; `None` if `t` does
+/// not own it; `Err(())` if `h` no longer names it (re-read the header).
+#[inline]
+pub(crate) fn owned_monitor<'r, P: Protocol>(
+    rt: &'r Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    w: u64,
+) -> Result<Option<&'r FatMonitor>, ()> {
+    let idx = index_of(w);
+    let m = rt.monitors().get(idx);
+    if !m.is_owned_by(t.core()) {
+        // Possibly a stale index, but then `t` is not the owner of `h` either: `t`'s own
+        // ownership of `h` cannot change behind its back.
+        return if names(h.load(Ordering::Acquire), idx) {
+            Ok(None)
+        } else {
+            Err(())
+        };
+    }
+    if names(h.load(Ordering::Acquire), idx) {
+        Ok(Some(m))
+    } else {
+        Err(())
+    }
+}
+
+/// monitorexit through the monitor `m` (index `idx`) that `t` owns, then the eager policy.
+pub(crate) fn exit_owned<P: Protocol>(
+    rt: &Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    m: &FatMonitor,
+    idx: MonitorIndex,
+) -> Result<(), MonitorError> {
+    m.exit(t.core())?;
+    if !m.is_owned_by(t.core()) {
+        after_release(rt, h, idx);
+    }
+    Ok(())
+}
+
+/// Object.wait through the monitor `m` that `t` owns: announced for the whole wait, so that no
+/// deflater takes the monitor while `t` is between notification and re-entry.
+pub(crate) fn wait_owned<P: Protocol>(
+    t: &ThreadContext<P>,
+    m: &FatMonitor,
+    deadline: Option<std::time::Instant>,
+) -> Result<crate::WaitOutcome, MonitorError> {
+    // Cannot fail: `t` holds the system lock, which a deflater needs before setting DEFLATING.
+    let announced = m.add_contention();
+    debug_assert!(announced);
+    let r = m.wait(t.core_arc(), deadline);
+    m.remove_contention();
+    r
+}
+
+/// The raw owner of the monitor named by `w` (read from `h`) while `h` names it, or `None` if
+/// `h` changed (re-read). [`ANONYMOUS_OWNER`](crate::monitor::ANONYMOUS_OWNER) is returned as
+/// is.
+pub(crate) fn monitor_owner<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -> Option<u32> {
+    let idx = index_of(w);
+    let m = rt.monitors().get(idx);
+    if !m.add_contention() {
+        yield_now();
+        return None;
+    }
+    let r = names(h.load(Ordering::SeqCst), idx).then(|| m.owner_raw());
+    m.remove_contention();
+    r
+}

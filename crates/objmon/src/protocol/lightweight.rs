@@ -1,0 +1,604 @@
+//! `lightweight`: HotSpot's lock-stack fast-locking (seed 001, JDK-8291555,
+//! `-XX:LockingMode=2`), with the recursive fast-locking HotSpot added later (JDK-8319796).
+//!
+//! Header: [`MarkWord`] (bit table in [`mark`](super::mark)):
+//!
+//! | bits   | unlocked | fast-locked | monitor                          |
+//! |--------|----------|-------------|----------------------------------|
+//! | 63..32 | host     | host        | host                             |
+//! | 31..8  | 0        | 0           | monitor index (bit 31 = 0)       |
+//! | 7..2   | host     | host        | host                             |
+//! | 1..0   | `01`     | `00`        | `10`                             |
+//!
+//! Fast-locking "CASes the lowest two header bits to 00 … but does *not* overload the upper bits
+//! with a stack-pointer. Instead, it pushes the object-reference to a thread-local lock-stack"
+//! (seed 001). The lock stack ([`LockStack`]) holds [`LOCK_STACK_CAPACITY`] = 8 header
+//! addresses, as HotSpot's. Invariants (all writes by the owning thread):
+//! - an object is on a thread's lock stack only while that thread owns it (push after the
+//!   locking CAS, removal before the unlocking CAS), so "which thread owns X?" is a scan of every
+//!   thread's lock stack ([`owner_of`](Protocol::owner_of));
+//! - the entries of one object form one adjacent run; its length is the recursion count
+//!   (recursive fast-locking; the seed itself inflated on recursion);
+//! - a fast-locked object's monitor, once a contender installed one, is owned by
+//!   [`ANONYMOUS_OWNER`] until the real owner — the thread with the run — claims it ("fixes the
+//!   owner to be itself", seed 001) with the run's length as count and drops the run.
+//!
+//! Transitions: a contender inflates a fast-locked object with one CAS of the monitor word
+//! ("we can directly CAS the (tagged) ObjectMonitor pointer to the object header", seed 001)
+//! and blocks on the monitor, which the owner's exit hands over. The owner inflates its own lock
+//! for wait (notify on a fast-locked object is a no-op: it cannot have waiters, as HotSpot's
+//! `quick_notify`), for a recursive enter that is not adjacent (A, B, A), and when a recursive
+//! enter finds the stack full. A full lock stack and a new object: the new object is locked
+//! through a fresh monitor (the seed's fall-through to inflate-enter). HotSpot later inflates
+//! the *oldest* entry instead, which needs to dereference that entry; here entries are plain
+//! addresses that are not GC roots of anything, and after `mem::forget` of a guard the header
+//! behind an entry may be gone, so no entry is ever dereferenced. Exits may come in any order: an exit of an
+//! object that is not on top removes one entry of its run and closes the gap.
+//! Deflation: [`deflate`](crate::deflate), per [`Config::deflation`].
+//!
+//! Atomic operations per fast path:
+//! - lock an unlocked object: one load, one compare-and-swap (`01` → `00`), two stores (entry,
+//!   top) to the thread's own lock stack;
+//! - recursive lock (object on top): one load of the header, two stores; no read-modify-write;
+//! - unlock: one load, one compare-and-swap (`00` → `01`), two stores; recursive unlock: two
+//!   stores.
+//!
+//! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
+//! see [`Lightweight::locked_objects`] and [`Lightweight::relocate`].
+
+use super::mark::{index_of, monitor_word, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::Protocol;
+use crate::deflate::{self, Via};
+use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
+use crate::runtime::{Config, InflationCause, Runtime};
+use crate::sync::{yield_now, AtomicUsize, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+/// Entries of a lock stack (HotSpot's `LockStack::CAPACITY`).
+pub const LOCK_STACK_CAPACITY: usize = 8;
+
+/// How many rounds an owner query retries before concluding that a fast-locked object has no
+/// attached owner (its owner detached with a forgotten guard).
+const OWNER_QUERY_ROUNDS: u32 = 1 << 14;
+
+/// A thread's lock stack: the addresses of the headers it has fast-locked, oldest first.
+/// Written only by its thread; read by any thread (owner queries, GC root scans).
+pub struct LockStack {
+    entries: [AtomicUsize; LOCK_STACK_CAPACITY],
+    /// Entries in use; slots at and above `top` hold 0.
+    top: AtomicUsize,
+}
+
+impl LockStack {
+    fn new() -> Self {
+        Self {
+            entries: std::array::from_fn(|_| AtomicUsize::new(0)),
+            top: AtomicUsize::new(0),
+        }
+    }
+
+    /// Owner only.
+    #[inline]
+    fn top(&self) -> usize {
+        self.top.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        self.entries[i].load(Ordering::Relaxed)
+    }
+
+    /// Owner only; `top < LOCK_STACK_CAPACITY`.
+    #[inline]
+    fn push(&self, top: usize, a: usize) {
+        self.entries[top].store(a, Ordering::Release);
+        self.top.store(top + 1, Ordering::Release);
+    }
+
+    /// Owner only; removes the entry at `top - 1`.
+    #[inline]
+    fn pop(&self, top: usize) {
+        self.entries[top - 1].store(0, Ordering::Release);
+        self.top.store(top - 1, Ordering::Release);
+    }
+
+    /// Owner only: the run of `a`, as `lo..hi`.
+    fn run(&self, a: usize) -> Option<(usize, usize)> {
+        let top = self.top();
+        let lo = (0..top).find(|&i| self.at(i) == a)?;
+        let hi = (lo..top).find(|&i| self.at(i) != a).unwrap_or(top);
+        Some((lo, hi))
+    }
+
+    /// Owner only: removes entries `lo..hi`, closing the gap. Entries above move down one slot
+    /// at a time, written at the new slot before being cleared at the old, so a concurrent
+    /// scan may see an entry twice but sees `a` only while it is still owned.
+    fn remove(&self, lo: usize, hi: usize) {
+        let top = self.top();
+        let n = hi - lo;
+        for i in lo..top - n {
+            self.entries[i].store(self.at(i + n), Ordering::Release);
+        }
+        for i in top - n..top {
+            self.entries[i].store(0, Ordering::Release);
+        }
+        self.top.store(top - n, Ordering::Release);
+    }
+
+    /// Any thread: whether `a` is on this stack now (racy; exact for the owner).
+    pub fn contains(&self, a: *const MarkWord) -> bool {
+        let top = self.top.load(Ordering::Acquire);
+        (0..top.min(LOCK_STACK_CAPACITY))
+            .any(|i| self.entries[i].load(Ordering::Acquire) == a as usize)
+    }
+
+    /// Any thread: the entries, oldest first, one per lock level (a racy snapshot unless the
+    /// owner is stopped).
+    pub fn entries(&self) -> Vec<*const MarkWord> {
+        let top = self.top.load(Ordering::Acquire).min(LOCK_STACK_CAPACITY);
+        (0..top)
+            .map(|i| self.entries[i].load(Ordering::Acquire))
+            .filter(|&a| a != 0)
+            .map(|a| a as *const MarkWord)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for LockStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries()).finish()
+    }
+}
+
+/// The `lightweight` protocol (see the module documentation).
+#[derive(Debug)]
+pub enum Lightweight {}
+
+#[inline]
+fn addr(h: &MarkWord) -> usize {
+    h as *const MarkWord as usize
+}
+
+impl Lightweight {
+    /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
+    /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
+    /// policy). `true` if it did.
+    pub fn deflate_idle(rt: &Runtime<Self>, h: &MarkWord) -> bool {
+        deflate::deflate_idle(rt, &h.0)
+    }
+
+    /// GC hook: the objects `t` has fast-locked, one entry per lock level, oldest first. These
+    /// are GC roots ("the lock-stack is also a new set of GC roots", seed 001). Objects whose
+    /// monitor `t` owns are not listed: a GC finds them through its monitors (the table).
+    pub fn locked_objects(t: &ThreadContext<Self>) -> Vec<*const MarkWord> {
+        t.local().entries()
+    }
+
+    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
+    /// copied the word verbatim). Rewrites every lock-stack entry. Call only while every
+    /// attached thread is stopped outside this crate's calls (a safepoint): lock stacks are
+    /// otherwise written only by their own threads. Entries are never dereferenced, so a missed
+    /// relocation is a wrong answer (`IllegalMonitorState` on exit), never undefined behaviour.
+    pub fn relocate(rt: &Runtime<Self>, from: *const MarkWord, to: &MarkWord) {
+        for cx in rt.threads().snapshot() {
+            for e in &cx.local().entries {
+                if e.load(Ordering::Relaxed) == from as usize {
+                    e.store(addr(to), Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// `h` has a run on `t`'s stack and a contender installed an anonymous monitor: take it
+    /// over with the run's length and drop the run (claim before dropping, so that owner
+    /// queries always find `t` one way or the other).
+    fn claim(t: &ThreadContext<Self>, m: &FatMonitor, lo: usize, hi: usize) {
+        m.claim_anonymous(t.core(), (hi - lo) as u32);
+        t.local().remove(lo, hi);
+    }
+
+    /// Inflation by the owner of a fast-lock (run `lo..hi` on `t`'s stack): a fresh monitor
+    /// owned by `t` with the run's count, or the anonymous one a contender installed.
+    fn inflate_owned<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        cause: InflationCause,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let ls = t.local();
+        let (lo, hi) = ls.run(addr(h)).expect("caller holds a run");
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS == MONITOR {
+                let m = rt.monitors().get(index_of(w));
+                Self::claim(t, m, lo, hi);
+                return Ok(m);
+            }
+            debug_assert_eq!(w & LOCK_BITS, LOCKED);
+            let idx = rt.monitors().allocate()?;
+            let m = rt.monitors().get(idx);
+            m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
+            if h.0
+                .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                ls.remove(lo, hi);
+                rt.stats().inflated(cause);
+                return Ok(m);
+            }
+            // The host changed its bits, or a contender inflated first: look again.
+            m.abandon_fresh();
+            rt.monitors().free(idx);
+        }
+    }
+
+    /// A contender inflates the fast-lock `w` with an anonymous owner. `false` if the header
+    /// changed first or the table is full (then the caller spins on the header instead).
+    fn inflate_contended(rt: &Runtime<Self>, h: &MarkWord, w: u64) -> Result<bool, MonitorError> {
+        let Ok(idx) = rt.monitors().allocate() else {
+            return Ok(false);
+        };
+        let m = rt.monitors().get(idx);
+        m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
+        if h.0
+            .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            rt.stats().inflated(InflationCause::Contention);
+            return Ok(true);
+        }
+        m.abandon_fresh();
+        rt.monitors().free(idx);
+        Ok(false)
+    }
+
+    /// A full lock stack meets an unlocked object: lock it straight through a fresh monitor
+    /// owned by `t` (the seed's fall-through to inflate-enter). `false` if the header changed.
+    #[cold]
+    fn inflate_unlocked(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        w: u64,
+    ) -> Result<bool, MonitorError> {
+        let idx = rt.monitors().allocate()?;
+        let m = rt.monitors().get(idx);
+        m.enter_inflated_for(t.core().raw_id(), 1)?;
+        if h.0
+            .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            rt.stats().inflated(InflationCause::RecursionOverflow);
+            return Ok(true);
+        }
+        m.abandon_fresh();
+        rt.monitors().free(idx);
+        Ok(false)
+    }
+
+    #[cold]
+    fn enter_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        block: bool,
+    ) -> Result<bool, MonitorError> {
+        let ls = t.local();
+        let a = addr(h);
+        let mut spins = 0u32;
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            match w & LOCK_BITS {
+                LOCKED => {
+                    if let Some((_, hi)) = ls.run(a) {
+                        let top = ls.top();
+                        if hi == top && top < LOCK_STACK_CAPACITY {
+                            ls.push(top, a);
+                            return Ok(true);
+                        }
+                        // Recursion that the stack cannot hold as an adjacent run.
+                        Self::inflate_owned(rt, t, h, InflationCause::RecursionOverflow)?
+                            .enter(t.core_arc())?;
+                        return Ok(true);
+                    }
+                    if !block {
+                        return Ok(false);
+                    }
+                    if !Self::inflate_contended(rt, h, w)? {
+                        spins += 1;
+                        if spins > 16 {
+                            yield_now();
+                        }
+                    }
+                }
+                MONITOR => {
+                    let m = rt.monitors().get(index_of(w));
+                    if let Some((lo, hi)) = ls.run(a) {
+                        // A contender inflated our fast-lock: the anonymous owner is us.
+                        debug_assert!(m.is_anonymous());
+                        Self::claim(t, m, lo, hi);
+                    }
+                    match deflate::enter_monitor(rt, t, &h.0, w, block)? {
+                        Via::Entered => return Ok(true),
+                        Via::Busy => return Ok(false),
+                        Via::Retry => {}
+                    }
+                }
+                _ => {
+                    // Unlocked (the fast path found the stack full or lost a race).
+                    let top = ls.top();
+                    if top == LOCK_STACK_CAPACITY {
+                        if Self::inflate_unlocked(rt, t, h, w)? {
+                            return Ok(true);
+                        }
+                        continue;
+                    }
+                    if h.0
+                        .compare_exchange(w, w ^ 1, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        ls.push(top, a);
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes `t`'s last entry of `h` (at `i`) and releases the lock.
+    #[cold]
+    fn release_last(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        i: usize,
+    ) -> Result<(), MonitorError> {
+        t.local().remove(i, i + 1);
+        Self::finish_release(rt, t, h)
+    }
+
+    #[cold]
+    fn exit_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
+        let ls = t.local();
+        if let Some((lo, hi)) = ls.run(addr(h)) {
+            if hi - lo >= 2 {
+                ls.remove(hi - 1, hi);
+                return Ok(());
+            }
+            return Self::release_last(rt, t, h, lo);
+        }
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some(m)) => return deflate::exit_owned(rt, t, &h.0, m, index_of(w)),
+                Ok(None) => return Err(MonitorError::IllegalMonitorState),
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// The monitor `t` owns for `h` (inflating its fast-lock if needed), for wait / notify.
+    fn owned_for_wait<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(&'r FatMonitor, MonitorIndex), MonitorError> {
+        if t.local().run(addr(h)).is_some() {
+            Self::inflate_owned(rt, t, h, InflationCause::WaitNotify)?;
+        }
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some(m)) => return Ok((m, index_of(w))),
+                Ok(None) => return Err(MonitorError::IllegalMonitorState),
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// The attached thread with `a` on its lock stack, if any (a scan of every lock stack).
+    fn scan_owner(rt: &Runtime<Self>, a: *const MarkWord) -> Option<ThreadId> {
+        rt.threads()
+            .snapshot()
+            .iter()
+            .find(|cx| cx.local().contains(a))
+            .map(|cx| cx.id())
+    }
+}
+
+impl Protocol for Lightweight {
+    const NAME: &'static str = "lightweight";
+    const SUMMARY: &'static str =
+        "HotSpot fast-locking: CAS 01→00 + per-thread lock stack, anonymous owner, deflation";
+    const HEADER_LOCK_BITS: u32 = 26;
+
+    type Header = MarkWord;
+    type State = ();
+    type ThreadState = LockStack;
+
+    fn new_state(_: &Config) {}
+    fn new_thread_state(_: ThreadId, _: &Config) -> LockStack {
+        LockStack::new()
+    }
+
+    #[inline]
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
+        let ls = t.local();
+        let top = ls.top();
+        if top < LOCK_STACK_CAPACITY {
+            let w = h.0.load(Ordering::Relaxed);
+            if w & LOCK_BITS == 0b01 {
+                if h.0
+                    .compare_exchange(w, w ^ 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    ls.push(top, addr(h));
+                    return Ok(());
+                }
+            } else if top > 0 && ls.at(top - 1) == addr(h) {
+                // Recursive fast-lock: the run is on top, so the run's object is ours.
+                ls.push(top, addr(h));
+                return Ok(());
+            }
+        }
+        Self::enter_slow(rt, t, h, true).map(|_| ())
+    }
+
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<bool, MonitorError> {
+        Self::enter_slow(rt, t, h, false)
+    }
+
+    #[inline]
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &MarkWord) -> Result<(), MonitorError> {
+        let ls = t.local();
+        let top = ls.top();
+        if top > 0 && ls.at(top - 1) == addr(h) {
+            if top >= 2 && ls.at(top - 2) == addr(h) {
+                ls.pop(top);
+                return Ok(());
+            }
+            let w = h.0.load(Ordering::Relaxed);
+            if w & LOCK_BITS == LOCKED {
+                ls.pop(top);
+                if h.0
+                    .compare_exchange(w, w | 1, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                // Inflated (or host bits changed) after our load; the entry is gone already.
+                return Self::finish_release(rt, t, h);
+            }
+        }
+        Self::exit_slow(rt, t, h)
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        let (m, _) = Self::owned_for_wait(rt, t, h)?;
+        deflate::wait_owned(t, m, deadline)
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        if t.local().run(addr(h)).is_some() && h.0.load(Ordering::Acquire) & LOCK_BITS == LOCKED {
+            // HotSpot's quick_notify: a fast-locked object has no wait set, hence no waiters.
+            return Ok(());
+        }
+        let (m, _) = Self::owned_for_wait(rt, t, h)?;
+        m.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &MarkWord) -> u32 {
+        if let Some((lo, hi)) = t.local().run(addr(h)) {
+            return (hi - lo) as u32;
+        }
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return 0;
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some(m)) => return m.count_for(t.core()),
+                Ok(None) => return 0,
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// A linearizable answer: the returned thread owned `h` at some moment during the call,
+    /// and `None` means `h` was unlocked at some moment during the call — except for an object
+    /// fast-locked by a thread that detached with a forgotten guard (no attached owner), which
+    /// is reported as `None` after a bounded number of rescans.
+    ///
+    /// Why: an entry of `h` on a lock stack implies ownership (pushed after the locking CAS,
+    /// cleared before the unlocking one); an owner that is between its CAS and its push (or
+    /// its claim of an anonymous monitor) is not seen, so a fast-locked header with no entry
+    /// found is re-read and rescanned instead of answered.
+    fn owner_of(rt: &Runtime<Self>, h: &MarkWord) -> Option<ThreadId> {
+        for _ in 0..OWNER_QUERY_ROUNDS {
+            let w = h.0.load(Ordering::SeqCst);
+            match w & LOCK_BITS {
+                LOCKED => {}
+                MONITOR => match deflate::monitor_owner(rt, &h.0, w) {
+                    None => continue,
+                    Some(0) => return None,
+                    Some(ANONYMOUS_OWNER) => {}
+                    Some(raw) => return ThreadId::from_raw(raw),
+                },
+                _ => return None,
+            }
+            if let Some(id) = Self::scan_owner(rt, h) {
+                return Some(id);
+            }
+            yield_now();
+        }
+        None
+    }
+
+    fn reclaim(rt: &Runtime<Self>, h: &mut MarkWord) {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & LOCK_BITS == MONITOR {
+            let idx = index_of(w);
+            if rt.monitors().get(idx).is_idle() {
+                rt.monitors().free(idx);
+            }
+        }
+        h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+}
+
+impl Lightweight {
+    /// After the fast exit popped `t`'s last entry but its unlocking CAS failed.
+    #[cold]
+    fn finish_release(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
+        let mut w = h.0.load(Ordering::Acquire);
+        loop {
+            if w & LOCK_BITS == MONITOR {
+                let m = rt.monitors().get(index_of(w));
+                m.claim_anonymous(t.core(), 1);
+                return deflate::exit_owned(rt, t, &h.0, m, index_of(w));
+            }
+            match h
+                .0
+                .compare_exchange(w, w | 1, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(()),
+                Err(now) => w = now,
+            }
+        }
+    }
+}
