@@ -332,6 +332,11 @@ impl FatMonitor {
     /// `true` the caller holds the monitor exclusively and must call
     /// [`finish_deflation`](Self::finish_deflation).
     pub fn try_begin_deflation(&self) -> bool {
+        // Cheap refusal first: taking and dropping the system lock while threads queue on it
+        // would wake one of them for nothing.
+        if self.contentions.load(Ordering::Relaxed) != 0 || self.lock.has_waiters() {
+            return false;
+        }
         if !self.lock.try_lock() {
             return false;
         }

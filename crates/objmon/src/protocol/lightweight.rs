@@ -602,3 +602,292 @@ impl Lightweight {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{DeflationPolicy, Runtime};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Barrier;
+    use std::time::Duration;
+
+    const HOST: u64 = 0xdead_beef_0000_00a4;
+
+    fn rt_with(deflation: DeflationPolicy) -> std::sync::Arc<Runtime<Lightweight>> {
+        Runtime::new(Config {
+            deflation,
+            ..Config::default()
+        })
+    }
+
+    /// Seed 001: "It still CASes the lowest two header bits to 00 … but does *not* overload
+    /// the upper bits", "pushes the object-reference to a thread-local lock-stack".
+    #[test]
+    fn fast_lock_flips_low_bits_and_pushes() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        assert_eq!(h.raw(), HOST | 0b01);
+        let g = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), HOST, "lock bits 00, host bits in place");
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&h as *const _]
+        );
+        drop(g);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert!(Lightweight::locked_objects(me.context()).is_empty());
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// Recursion as adjacent duplicate entries (HotSpot JDK-8319796), no inflation.
+    #[test]
+    fn recursion_is_adjacent_entries() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        let gs: Vec<_> = (0..3).map(|_| me.enter(&h).unwrap()).collect();
+        assert_eq!(Lightweight::locked_objects(me.context()).len(), 3);
+        assert_eq!(me.lock_count(&h), 3);
+        assert_eq!(h.raw() & LOCK_BITS, LOCKED);
+        drop(gs);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
+    #[test]
+    fn non_adjacent_recursion_inflates() {
+        let rt = rt_with(DeflationPolicy::Never);
+        let me = rt.attach().unwrap();
+        let (a, b) = (MarkWord::new(HOST), MarkWord::default());
+        let ga = me.enter(&a).unwrap();
+        let gb = me.enter(&b).unwrap();
+        let ga2 = me.enter(&a).unwrap();
+        assert_eq!(a.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(a.raw() & MARK_HOST_BITS, HOST & MARK_HOST_BITS);
+        assert_eq!(me.lock_count(&a), 2);
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&b as *const _]
+        );
+        assert_eq!(rt.stats_snapshot().inflations_recursion, 1);
+        drop((ga2, gb, ga));
+        assert_eq!(rt.owner_of(&a), None);
+    }
+
+    /// Unstructured exit: A, B, exit A, exit B; B's entry slides down.
+    #[test]
+    fn out_of_order_exit_keeps_fast_locks() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (a, b) = (MarkWord::default(), MarkWord::default());
+        me.monitor_enter(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        me.monitor_exit(&a).unwrap();
+        assert_eq!(a.raw(), 0b01);
+        assert_eq!(b.raw(), 0b00);
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&b as *const _]
+        );
+        me.monitor_exit(&b).unwrap();
+        assert_eq!(b.raw(), 0b01);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// Capacity 8, as HotSpot's `LockStack`; the 9th distinct object goes through a monitor.
+    #[test]
+    fn ninth_object_is_inflated() {
+        let rt = rt_with(DeflationPolicy::Never);
+        let me = rt.attach().unwrap();
+        let hs: Vec<MarkWord> = (0..9).map(|_| MarkWord::default()).collect();
+        let gs: Vec<_> = hs.iter().map(|h| me.enter(h).unwrap()).collect();
+        assert!(hs[..8].iter().all(|h| h.raw() == 0));
+        assert_eq!(hs[8].raw() & LOCK_BITS, MONITOR);
+        assert_eq!(Lightweight::locked_objects(me.context()).len(), 8);
+        assert!(hs.iter().all(|h| rt.owner_of(h) == Some(me.id())));
+        drop(gs);
+        assert!(hs[..8].iter().all(|h| h.raw() == 0b01));
+    }
+
+    /// Seed 001's anonymous owner: the contender inflates a fast-locked object and records
+    /// ANONYMOUS_OWNER; the owner query still finds the real owner (by its lock stack); the
+    /// owner fixes the monitor at exit and hands over. Eager deflation then gives it back.
+    #[test]
+    fn contender_inflates_with_anonymous_owner() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let h = MarkWord::new(HOST);
+        let me = rt.attach().unwrap();
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                let g = other.enter(&h).unwrap();
+                assert_eq!(other.lock_count(&h), 1);
+                drop(g);
+            });
+            while h.raw() & LOCK_BITS != MONITOR {
+                std::thread::yield_now();
+            }
+            let m = rt.monitors().get(index_of(h.raw()));
+            assert!(m.is_anonymous());
+            assert_eq!(rt.owner_of(&h), Some(me.id()), "found on the lock stack");
+            assert_eq!(me.lock_count(&h), 2, "the run is the count");
+            drop(g2);
+            assert!(m.is_anonymous(), "a recursive exit only pops");
+            drop(g1);
+        });
+        let s = rt.stats_snapshot();
+        assert_eq!(
+            (s.inflations_contention, s.deflations, s.live_monitors),
+            (1, 1, 0)
+        );
+        assert_eq!(h.raw(), HOST | 0b01);
+    }
+
+    /// HotSpot's quick_notify: notify on a fast-locked object does not inflate; wait does.
+    #[test]
+    fn notify_on_fast_lock_is_free_wait_inflates() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::default();
+        let g = me.enter(&h).unwrap();
+        g.notify().unwrap();
+        g.notify_all().unwrap();
+        assert_eq!(h.raw(), 0);
+        assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(rt.stats_snapshot().inflations_wait_notify, 1);
+        drop(g);
+        assert_eq!(h.raw(), 0b01, "deflated at exit");
+    }
+
+    /// The policies: Never keeps the monitor; AtExit{keep} keeps up to `keep`; OnRequest
+    /// deflates only through `deflate_idle`.
+    #[test]
+    fn deflation_policies() {
+        let inflate = |rt: &std::sync::Arc<Runtime<Lightweight>>, h: &MarkWord| {
+            let me = rt.attach().unwrap();
+            me.enter(h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        };
+        let rt = rt_with(DeflationPolicy::Never);
+        let h = MarkWord::default();
+        inflate(&rt, &h);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        assert!(
+            Lightweight::deflate_idle(&rt, &h),
+            "on request, whatever the policy"
+        );
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+
+        let rt = rt_with(DeflationPolicy::AtExit { keep: 1 });
+        let hs = [MarkWord::default(), MarkWord::default()];
+        let me = rt.attach().unwrap();
+        let g0 = me.enter(&hs[0]).unwrap();
+        g0.wait(Some(Duration::ZERO)).unwrap();
+        let g1 = me.enter(&hs[1]).unwrap();
+        g1.wait(Some(Duration::ZERO)).unwrap();
+        drop(g1); // 2 live > keep 1: deflated
+        drop(g0); // 1 live, not above keep: stays
+        let s = rt.stats_snapshot();
+        assert_eq!((s.live_monitors, s.deflations), (1, 1));
+        assert_eq!(hs[0].raw() & LOCK_BITS, MONITOR);
+
+        let rt = rt_with(DeflationPolicy::OnRequest);
+        let h = MarkWord::default();
+        inflate(&rt, &h);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        assert!(!Lightweight::deflate_idle(&rt, &h), "owned: not idle");
+        drop(g);
+        assert!(Lightweight::deflate_idle(&rt, &h));
+        assert_eq!(h.raw(), 0b01);
+    }
+
+    /// GC hook: after the host moved an object (here: a second header holding the same word,
+    /// stood in while the thread is stopped between calls), `relocate` lets the owner exit it.
+    #[test]
+    fn relocate_rewrites_lock_stacks() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let old = MarkWord::new(HOST);
+        let new = MarkWord::new(HOST);
+        me.monitor_enter(&old).unwrap();
+        new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
+        Lightweight::relocate(&rt, &old, &new);
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&new as *const _]
+        );
+        assert_eq!(rt.owner_of(&new), Some(me.id()));
+        assert_eq!(P::exit(&rt, me.context(), &new), Ok(()));
+        assert_eq!(new.raw(), HOST | 0b01);
+        type P = Lightweight;
+    }
+
+    /// Owner queries under concurrent locking: an object its owner holds throughout is always
+    /// reported as held by it, however the owner reshuffles its lock stack around it (other
+    /// objects in and out of order, recursion, inflation by a third thread); an object that
+    /// only the churning thread locks is reported as that thread or as free, never another.
+    #[test]
+    fn owner_query_under_churn() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let held = MarkWord::default();
+        let (x, y) = (MarkWord::default(), MarkWord::default());
+        let stop = AtomicBool::new(false);
+        let ready = Barrier::new(3);
+        let owner_id = std::sync::OnceLock::new();
+        let rounds = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let owner = s.spawn(|| {
+                let me = rt.attach().unwrap();
+                owner_id.set(me.id()).unwrap();
+                me.monitor_enter(&x).unwrap();
+                me.monitor_enter(&held).unwrap();
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                    me.monitor_exit(&x).unwrap(); // out of order: `held` slides down
+                    me.monitor_enter(&y).unwrap();
+                    me.monitor_enter(&held).unwrap(); // recursive, adjacent? only if y exited
+                    me.monitor_enter(&x).unwrap();
+                    me.monitor_exit(&y).unwrap();
+                    me.monitor_exit(&held).unwrap();
+                }
+                let id = me.id();
+                me.monitor_exit(&held).unwrap();
+                me.monitor_exit(&x).unwrap();
+                id
+            });
+            // A contender on `x` forces anonymous inflations now and then.
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    drop(me.enter(&x).unwrap());
+                }
+            });
+            ready.wait();
+            let owner_id = *owner_id.get().unwrap();
+            // Stop the others even if an assertion fails, or the scope would never end.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut queries = 0;
+                while queries < 20_000 || rounds.load(Ordering::Relaxed) < 2_000 {
+                    assert_eq!(rt.owner_of(&held), Some(owner_id));
+                    let y_owner = rt.owner_of(&y);
+                    assert!(y_owner.is_none() || y_owner == Some(owner_id));
+                    queries += 1;
+                }
+            }));
+            stop.store(true, Ordering::Relaxed);
+            if let Err(p) = r {
+                std::panic::resume_unwind(p);
+            }
+            assert_eq!(owner.join().unwrap(), owner_id);
+        });
+        assert_eq!(rt.owner_of(&held), None);
+    }
+}

@@ -670,3 +670,172 @@ impl Protocol for Stack {
         h.0.store((host & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{DeflationPolicy, Runtime};
+    use std::time::Duration;
+
+    const HOST: u64 = 0xdead_beef_0000_00a4;
+
+    /// Seed 001: the header holds "a pointer to this stack location" with low bits 00, the
+    /// record holds the displaced header, and unlocking puts it back.
+    #[test]
+    fn header_points_at_record_with_displaced_header() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let g = me.enter(&h).unwrap();
+        let w = h.raw();
+        assert_eq!(w & LOCK_BITS, LOCKED);
+        assert!(me.context().local().owns_word(w));
+        let r = &me.context().local().records[me.context().local().index_of_word(w)];
+        assert_eq!(r.displaced.load(Ordering::Relaxed), HOST | 0b01);
+        assert_eq!(h.host_bits(), None, "displaced into the record");
+        assert_eq!(
+            rt.owner_of(&h),
+            Some(me.id()),
+            "owner from the record address"
+        );
+        drop(g);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
+    }
+
+    /// Recursion: a second record with an empty displaced header; the header is unchanged.
+    #[test]
+    fn recursion_pushes_empty_record() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let g1 = me.enter(&h).unwrap();
+        let w = h.raw();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), w);
+        let rs = me.context().local();
+        assert_eq!(rs.held(addr(&h)), (true, 1));
+        assert_eq!(Stack::locked_objects(me.context()).len(), 2);
+        drop(g2);
+        assert_eq!(h.raw(), w);
+        drop(g1);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// The contender's inflation through INFLATING: the monitor names the record's thread,
+    /// the host bits come back from the record, recursive records exit as no-ops and the
+    /// base record's exit hands over. Eager deflation restores the header.
+    #[test]
+    fn contender_inflates_through_inflating_marker() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let h = StackWord::new(HOST);
+        let me = rt.attach().unwrap();
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                let g = other.enter(&h).unwrap();
+                assert_eq!(other.lock_count(&h), 1);
+                drop(g);
+            });
+            while h.raw() & LOCK_BITS != MONITOR {
+                std::thread::yield_now();
+            }
+            assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
+            assert_eq!(rt.owner_of(&h), Some(me.id()));
+            assert_eq!(me.lock_count(&h), 2);
+            drop(g2);
+            assert_eq!(me.lock_count(&h), 1);
+            assert_eq!(rt.owner_of(&h), Some(me.id()));
+            drop(g1);
+        });
+        let s = rt.stats_snapshot();
+        assert_eq!(
+            (s.inflations_contention, s.deflations, s.live_monitors),
+            (1, 1, 0)
+        );
+        assert_eq!(h.raw(), HOST | 0b01);
+    }
+
+    /// More objects than records: the rest go through monitors; recursion past the last record
+    /// inflates the owner's own lock. Unstructured exits in any order.
+    #[test]
+    fn records_run_out() {
+        let rt = Runtime::<Stack>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let hs: Vec<StackWord> = (0..LOCK_RECORDS + 2)
+            .map(|_| StackWord::default())
+            .collect();
+        for h in &hs {
+            me.monitor_enter(h).unwrap();
+        }
+        assert_eq!(hs[LOCK_RECORDS].raw() & LOCK_BITS, MONITOR);
+        me.monitor_enter(&hs[0]).unwrap(); // no record left: the owner inflates
+        assert_eq!(hs[0].raw() & LOCK_BITS, MONITOR);
+        assert_eq!(me.lock_count(&hs[0]), 2);
+        for h in hs.iter().step_by(2).chain(hs.iter().skip(1).step_by(2)) {
+            me.monitor_exit(h).unwrap();
+        }
+        me.monitor_exit(&hs[0]).unwrap();
+        assert!(hs.iter().all(|h| rt.owner_of(h).is_none()));
+        assert_eq!(
+            me.monitor_exit(&hs[1]),
+            Err(MonitorError::IllegalMonitorState)
+        );
+    }
+
+    /// Quick notify on a stack-lock, wait inflates and keeps the recursion in the records.
+    #[test]
+    fn wait_inflates_keeping_records() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::default();
+        let _g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        g2.notify_all().unwrap();
+        assert_eq!(h.raw() & LOCK_BITS, LOCKED, "notify needs no monitor");
+        assert_eq!(
+            g2.wait(Some(Duration::ZERO)).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(me.context().local().held(addr(&h)), (true, 1));
+    }
+
+    /// A thread that detaches while a header points into its records (a forgotten guard)
+    /// leaves the array alive: a contender can still inflate, never reading freed memory.
+    #[test]
+    fn forgotten_stack_lock_survives_detach() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let h = StackWord::new(HOST);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                std::mem::forget(me.enter(&h).unwrap());
+            });
+        });
+        assert_eq!(h.raw() & LOCK_BITS, LOCKED);
+        assert_eq!(rt.owner_of(&h), None, "no attached owner");
+        let me = rt.attach().unwrap();
+        assert!(me.try_enter(&h).unwrap().is_none());
+        // A contender inflates (the record is read under INFLATING) and would block forever;
+        // a helper thread does the inflation and gives up through the stats.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let t = rt.attach().unwrap();
+                let _ = Stack::inflate_contended(&rt, &h, h.raw());
+                drop(t);
+            });
+        });
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
+        assert_eq!(rt.owner_of(&h), None);
+        assert!(me.try_enter(&h).unwrap().is_none());
+    }
+}
