@@ -8,6 +8,27 @@
 //! |---|---|---|
 //! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor |
 //! | [`Thin`] | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock |
+//! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker |
+//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack |
+//!
+//! [`Stack`] and [`Lightweight`] give idle monitors back to their objects ([`deflate`],
+//! [`DeflationPolicy`] in [`Config`]).
+//!
+//! ## Moving objects (GC)
+//!
+//! Every protocol identifies an object by its header's address while it is locked: `fat` and
+//! `thin` in a thread's unstructured-lock list, `lightweight` in its lock stack, `stack` in its
+//! lock records; and `stack` puts a record's address into the header. In safe Rust a locked
+//! header cannot move — a guard borrows it, [`ThreadHandle::monitor_enter`] borrows it for the
+//! handle's `'env` — and an unlocked header may move freely (all protocols: its word holds
+//! host bits, lock bits and at most a monitor index, no address). A host that moves locked
+//! objects behind the borrow checker's back (a copying GC over raw memory) must copy the word
+//! verbatim and, at a safepoint, report the move: [`Lightweight::relocate`],
+//! [`Stack::relocate`]; the lock stacks and records are the GC roots to scan
+//! ([`Lightweight::locked_objects`], [`Stack::locked_objects`]). `fat` and `thin` keep no
+//! per-thread record of guard-held locks and need nothing but the verbatim copy. In every
+//! protocol an object locked *unstructured* must not move at all: the handle dereferences
+//! its recorded address when the thread detaches.
 //!
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor

@@ -34,7 +34,7 @@
 //! addresses that are not GC roots of anything, and after `mem::forget` of a guard the header
 //! behind an entry may be gone, so no entry is ever dereferenced. Exits may come in any order: an exit of an
 //! object that is not on top removes one entry of its run and closes the gap.
-//! Deflation: [`deflate`](crate::deflate), per [`Config::deflation`].
+//! Deflation: [`crate::deflate`], per [`Config::deflation`].
 //!
 //! Atomic operations per fast path:
 //! - lock an unlocked object: one load, one compare-and-swap (`01` → `00`), two stores (entry,

@@ -30,7 +30,7 @@
 //! (whose count is 1 for all of them), as in HotSpot. No free record for a new object: it is
 //! locked straight through a fresh monitor. Exits may come in any order: the records of
 //! different objects are independent, and a freed record below the top is a hole until the
-//! records above it are freed. Deflation: [`deflate`](crate::deflate), per
+//! records above it are freed. Deflation: [`crate::deflate`], per
 //! [`Config::deflation`].
 //!
 //! Atomic operations per fast path:
@@ -77,8 +77,8 @@ impl Default for StackWord {
 }
 
 impl StackWord {
-    /// An unlocked header carrying `host_bits`; bits outside
-    /// [`MARK_HOST_BITS`](super::mark::MARK_HOST_BITS) are ignored.
+    /// An unlocked header carrying `host_bits`; bits outside [`super::mark::MARK_HOST_BITS`]
+    /// are ignored.
     pub fn new(host_bits: u64) -> Self {
         Self(AtomicU64::new((host_bits & MARK_HOST_BITS) | 0b01))
     }
