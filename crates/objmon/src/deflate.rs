@@ -234,3 +234,66 @@ pub(crate) fn monitor_owner<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, w: u64)
     m.remove_contention();
     r
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{Config, DeflationPolicy, Lightweight, Protocol, Runtime, Stack};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// "Live fat monitors fall back to near zero after contention ends" (issue 3): four
+    /// threads contend on four objects, with waits; once they are done, the eager policy has
+    /// given every monitor back and the books balance. `Never` keeps them all.
+    fn falls_back_to_zero<P: Protocol>(policy: DeflationPolicy) -> (u64, u64, usize) {
+        let rt = Runtime::<P>::new(Config {
+            deflation: policy,
+            ..Config::default()
+        });
+        let hs: Vec<P::Header> = (0..4).map(|_| P::Header::default()).collect();
+        let inside: Vec<AtomicBool> = (0..4).map(|_| AtomicBool::new(false)).collect();
+        let sum = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (rt, hs, inside, sum) = (&rt, &hs, &inside, &sum);
+                s.spawn(move || {
+                    let me = rt.attach().unwrap();
+                    for i in 0..2_000 {
+                        let k = (i + t) % 4;
+                        let g = me.enter(&hs[k]).unwrap();
+                        assert!(!inside[k].swap(true, Ordering::Relaxed), "two owners");
+                        sum.fetch_add(1, Ordering::Relaxed);
+                        inside[k].store(false, Ordering::Relaxed);
+                        if i % 200 == 0 {
+                            g.wait(Some(Duration::from_micros(50))).unwrap();
+                        }
+                        drop(g);
+                    }
+                });
+            }
+        });
+        assert_eq!(sum.into_inner(), 8_000);
+        for h in &hs {
+            assert_eq!(rt.owner_of(h), None);
+        }
+        let s = rt.stats_snapshot();
+        (s.inflations(), s.deflations, s.live_monitors)
+    }
+
+    #[test]
+    fn eager_deflation_returns_every_monitor() {
+        for (name, (inflations, deflations, live)) in [
+            ("stack", falls_back_to_zero::<Stack>(DeflationPolicy::default())),
+            (
+                "lightweight",
+                falls_back_to_zero::<Lightweight>(DeflationPolicy::default()),
+            ),
+        ] {
+            assert!(inflations >= 4, "{name}: waits inflate");
+            assert_eq!(live, 0, "{name}: all deflated");
+            assert_eq!(inflations, deflations, "{name}");
+        }
+        let (inflations, deflations, live) =
+            falls_back_to_zero::<Lightweight>(DeflationPolicy::Never);
+        assert_eq!((deflations, live as u64), (0, inflations));
+    }
+}
