@@ -282,7 +282,10 @@ mod tests {
     #[test]
     fn eager_deflation_returns_every_monitor() {
         for (name, (inflations, deflations, live)) in [
-            ("stack", falls_back_to_zero::<Stack>(DeflationPolicy::default())),
+            (
+                "stack",
+                falls_back_to_zero::<Stack>(DeflationPolicy::default()),
+            ),
             (
                 "lightweight",
                 falls_back_to_zero::<Lightweight>(DeflationPolicy::default()),

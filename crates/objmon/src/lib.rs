@@ -10,6 +10,7 @@
 //! | [`Thin`] | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock |
 //! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker |
 //! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack |
+//! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
 //!
 //! [`Stack`] and [`Lightweight`] give idle monitors back to their objects ([`deflate`],
 //! [`DeflationPolicy`] in [`Config`]).
@@ -75,8 +76,12 @@ pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
 pub use protocol::{
-    fat::Fat, lightweight::Lightweight, mark::MarkWord, stack::Stack, thin::Thin, visit_all,
-    LockWord, Protocol, ProtocolVisitor,
+    fat::Fat,
+    lightweight::{Lightweight, LightweightSeed},
+    mark::MarkWord,
+    stack::Stack,
+    thin::Thin,
+    visit_all, LockWord, Protocol, ProtocolVisitor,
 };
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};

@@ -1,5 +1,7 @@
 //! `lightweight`: HotSpot's lock-stack fast-locking (seed 001, JDK-8291555,
 //! `-XX:LockingMode=2`), with the recursive fast-locking HotSpot added later (JDK-8319796).
+//! [`LightweightSeed`] (`lightweight-seed`) is the seed's variant without it, where every
+//! recursive enter inflates; both are in the catalog and the benchmark report.
 //!
 //! Header: [`MarkWord`] (bit table in [`mark`](super::mark)):
 //!
@@ -153,16 +155,26 @@ impl std::fmt::Debug for LockStack {
     }
 }
 
-/// The `lightweight` protocol (see the module documentation).
+/// HotSpot's fast-locking (see the module documentation); `RECURSIVE` selects recursive
+/// fast-locking (adjacent duplicate entries, JDK-8319796) over the seed's inflation on every
+/// recursive enter. Use the aliases [`Lightweight`] and [`LightweightSeed`].
 #[derive(Debug)]
-pub enum Lightweight {}
+pub enum FastLocking<const RECURSIVE: bool> {}
+
+/// `lightweight`: fast-locking with recursion on the lock stack, as HotSpot does today.
+pub type Lightweight = FastLocking<true>;
+
+/// `lightweight-seed`: fast-locking exactly as seed 001 describes it — "fast-locking does *not*
+/// support recursive locking (yet). When that happens, the fast-lock gets inflated to a full
+/// monitor."
+pub type LightweightSeed = FastLocking<false>;
 
 #[inline]
 fn addr(h: &MarkWord) -> usize {
     h as *const MarkWord as usize
 }
 
-impl Lightweight {
+impl<const R: bool> FastLocking<R> {
     /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
     /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
     /// policy). `true` if it did.
@@ -295,11 +307,12 @@ impl Lightweight {
                 LOCKED => {
                     if let Some((_, hi)) = ls.run(a) {
                         let top = ls.top();
-                        if hi == top && top < LOCK_STACK_CAPACITY {
+                        if R && hi == top && top < LOCK_STACK_CAPACITY {
                             ls.push(top, a);
                             return Ok(true);
                         }
-                        // Recursion that the stack cannot hold as an adjacent run.
+                        // Recursion that the stack cannot hold as an adjacent run (or, in the
+                        // seed's variant, any recursion).
                         Self::inflate_owned(rt, t, h, InflationCause::RecursionOverflow)?
                             .enter(t.core_arc())?;
                         return Ok(true);
@@ -419,10 +432,13 @@ impl Lightweight {
     }
 }
 
-impl Protocol for Lightweight {
-    const NAME: &'static str = "lightweight";
-    const SUMMARY: &'static str =
-        "HotSpot fast-locking: CAS 01→00 + per-thread lock stack, anonymous owner, deflation";
+impl<const R: bool> Protocol for FastLocking<R> {
+    const NAME: &'static str = if R { "lightweight" } else { "lightweight-seed" };
+    const SUMMARY: &'static str = if R {
+        "HotSpot fast-locking: CAS 01→00 + per-thread lock stack, anonymous owner, deflation"
+    } else {
+        "seed 001 as written: lightweight, but every recursive enter inflates"
+    };
     const HEADER_LOCK_BITS: u32 = 26;
 
     type Header = MarkWord;
@@ -452,7 +468,7 @@ impl Protocol for Lightweight {
                     ls.push(top, addr(h));
                     return Ok(());
                 }
-            } else if top > 0 && ls.at(top - 1) == addr(h) {
+            } else if R && top > 0 && ls.at(top - 1) == addr(h) {
                 // Recursive fast-lock: the run is on top, so the run's object is ours.
                 ls.push(top, addr(h));
                 return Ok(());
@@ -577,7 +593,7 @@ impl Protocol for Lightweight {
     }
 }
 
-impl Lightweight {
+impl<const R: bool> FastLocking<R> {
     /// After the fast exit popped `t`'s last entry but its unlocking CAS failed.
     #[cold]
     fn finish_release(
@@ -653,6 +669,27 @@ mod tests {
         drop(gs);
         assert_eq!(h.raw(), HOST | 0b01);
         assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// The seed's variant: "fast-locking does *not* support recursive locking (yet). When that
+    /// happens, the fast-lock gets inflated to a full monitor."
+    #[test]
+    fn seed_variant_inflates_on_recursion() {
+        let rt = Runtime::<LightweightSeed>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        let g1 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), HOST);
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(me.lock_count(&h), 2);
+        assert!(LightweightSeed::locked_objects(me.context()).is_empty());
+        drop((g2, g1));
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(rt.stats_snapshot().inflations_recursion, 1);
     }
 
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.

@@ -111,6 +111,7 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<thin::Thin>();
     v.visit::<stack::Stack>();
     v.visit::<lightweight::Lightweight>();
+    v.visit::<lightweight::LightweightSeed>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.
