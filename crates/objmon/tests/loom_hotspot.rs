@@ -11,8 +11,8 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use objmon::{
-    Config, DeflationPolicy, Lightweight, MarkWord, Protocol, Runtime, Stack, SystemLockConfig,
-    SystemLockVariant, WaitOutcome,
+    Config, DeflationPolicy, Lightweight, LightweightSeed, MarkWord, Protocol, Runtime, Stack,
+    SystemLockConfig, SystemLockVariant, WaitOutcome,
 };
 use std::time::Duration;
 
@@ -118,6 +118,13 @@ where
 #[test]
 fn lightweight_recursive_owner_vs_contender() {
     contention_recursive::<Lightweight>();
+}
+
+/// The seed's variant inflates on the recursive enter, racing with the contender's anonymous
+/// inflation: whichever CAS wins, the owner ends up owning the monitor with both levels.
+#[test]
+fn lightweight_seed_recursive_owner_vs_contender() {
+    contention_recursive::<LightweightSeed>();
 }
 
 #[test]
