@@ -28,7 +28,7 @@
 //! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter).
 
 use crate::monitor::FatMonitor;
-use crate::protocol::mark::{index_of, names, MARK_HOST_BITS, UNLOCKED};
+use crate::protocol::mark::{index_of, monitor_word, names, MARK_HOST_BITS, MONITOR, UNLOCKED};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
 use crate::sync::{yield_now, AtomicU64, Ordering};
@@ -64,33 +64,75 @@ impl Default for DeflationPolicy {
     }
 }
 
+/// How a protocol finds the monitor of a header in the monitor state (lock bits `10`): by the
+/// index in the word (the default methods) or through a side table
+/// ([`ObjectMonitorTable`](crate::protocol::omt::ObjectMonitorTable)).
+pub(crate) trait Locate: Protocol {
+    /// The monitor that `w` (read from `h`, lock bits `10`) names; `None` if `h` has changed.
+    #[inline]
+    fn locate(rt: &Runtime<Self>, h: &AtomicU64, w: u64) -> Option<MonitorIndex> {
+        let _ = (rt, h);
+        Some(index_of(w))
+    }
+
+    /// Whether `cur` (just read from `h`) names monitor `idx`.
+    #[inline]
+    fn names(rt: &Runtime<Self>, h: &AtomicU64, cur: u64, idx: MonitorIndex) -> bool {
+        let _ = (rt, h);
+        names(cur, idx)
+    }
+
+    /// Replaces `w` (lock bits `00` or `01`) by the monitor state naming `idx`, with one
+    /// compare-and-swap; `false` if `h` no longer holds `w`.
+    #[inline]
+    fn install(rt: &Runtime<Self>, h: &AtomicU64, w: u64, idx: MonitorIndex) -> bool {
+        let _ = rt;
+        h.compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Replaces `cur`, which names `idx`, by the unlocked word with `cur`'s host bits;
+    /// `Err(now)` if `h` no longer holds `cur`.
+    #[inline]
+    fn uninstall(
+        rt: &Runtime<Self>,
+        h: &AtomicU64,
+        cur: u64,
+        idx: MonitorIndex,
+    ) -> Result<(), u64> {
+        let _ = (rt, idx);
+        h.compare_exchange(
+            cur,
+            (cur & MARK_HOST_BITS) | UNLOCKED,
+            Ordering::SeqCst,
+            Ordering::Acquire,
+        )
+        .map(|_| ())
+    }
+}
+
 /// Deflates the monitor of header word `h` if nobody owns, enters or waits on it (the
 /// protocols' public `deflate_idle`).
-pub(crate) fn deflate_idle<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64) -> bool {
+pub(crate) fn deflate_idle<P: Locate>(rt: &Runtime<P>, h: &AtomicU64) -> bool {
     let w = h.load(Ordering::Acquire);
-    w & 0b11 == 0b10 && try_deflate(rt, h, index_of(w))
+    w & 0b11 == MONITOR && P::locate(rt, h, w).is_some_and(|idx| try_deflate(rt, h, idx))
 }
 
 /// Steps 1–5 of the module documentation for monitor `idx`, which `h` named when read.
-pub(crate) fn try_deflate<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) -> bool {
+pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) -> bool {
     let m = rt.monitors().get(idx);
     if !m.try_begin_deflation() {
         return false;
     }
     let mut cur = h.load(Ordering::Acquire);
     let restored = loop {
-        if !names(cur, idx) {
+        if cur & 0b11 != MONITOR || !P::names(rt, h, cur, idx) {
             // Deflated and reused by another object before we claimed it: not ours to undo.
             break false;
         }
         // A CAS, not a store: the host may change its bits concurrently.
-        match h.compare_exchange(
-            cur,
-            (cur & MARK_HOST_BITS) | UNLOCKED,
-            Ordering::SeqCst,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => break true,
+        match P::uninstall(rt, h, cur, idx) {
+            Ok(()) => break true,
             Err(now) => cur = now,
         }
     };
@@ -105,7 +147,7 @@ pub(crate) fn try_deflate<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, idx: Moni
 
 /// The eager policy, after `t`'s exit of `idx` left it unowned.
 #[inline]
-pub(crate) fn after_release<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) {
+pub(crate) fn after_release<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) {
     if let DeflationPolicy::AtExit { keep } = rt.config().deflation {
         if rt.monitors().live() > keep as usize {
             try_deflate(rt, h, idx);
@@ -125,18 +167,20 @@ pub(crate) enum Via {
 
 /// Enters the monitor named by `w` (read from `h`), for a thread that may or may not own it
 /// already. Blocks when `block`, else tries.
-pub(crate) fn enter_monitor<P: Protocol>(
+pub(crate) fn enter_monitor<P: Locate>(
     rt: &Runtime<P>,
     t: &ThreadContext<P>,
     h: &AtomicU64,
     w: u64,
     block: bool,
 ) -> Result<Via, MonitorError> {
-    let idx = index_of(w);
+    let Some(idx) = P::locate(rt, h, w) else {
+        return Ok(Via::Retry);
+    };
     let m = rt.monitors().get(idx);
     if m.is_owned_by(t.core()) {
         // Owned monitors are never deflated, so if `h` names it now it is `h`'s.
-        if !names(h.load(Ordering::Acquire), idx) {
+        if !P::names(rt, h, h.load(Ordering::Acquire), idx) {
             return Ok(Via::Retry);
         }
         m.enter(t.core_arc())?;
@@ -146,7 +190,7 @@ pub(crate) fn enter_monitor<P: Protocol>(
         yield_now();
         return Ok(Via::Retry);
     }
-    if !names(h.load(Ordering::SeqCst), idx) {
+    if !P::names(rt, h, h.load(Ordering::SeqCst), idx) {
         m.remove_contention();
         return Ok(Via::Retry);
     }
@@ -163,35 +207,30 @@ pub(crate) fn enter_monitor<P: Protocol>(
     }
 }
 
-/// The monitor named by `w` (read from `h`) if `t` owns it and it is `h`'s; `None` if `t` does
-/// not own it; `Err(())` if `h` no longer names it (re-read the header).
+/// The monitor named by `w` (read from `h`) and its index if `t` owns it and it is `h`'s;
+/// `None` if `t` does not own it; `Err(())` if `h` no longer names it (re-read the header).
 #[inline]
-pub(crate) fn owned_monitor<'r, P: Protocol>(
+#[allow(clippy::type_complexity)]
+pub(crate) fn owned_monitor<'r, P: Locate>(
     rt: &'r Runtime<P>,
     t: &ThreadContext<P>,
     h: &AtomicU64,
     w: u64,
-) -> Result<Option<&'r FatMonitor>, ()> {
-    let idx = index_of(w);
+) -> Result<Option<(&'r FatMonitor, MonitorIndex)>, ()> {
+    let idx = P::locate(rt, h, w).ok_or(())?;
     let m = rt.monitors().get(idx);
-    if !m.is_owned_by(t.core()) {
-        // Possibly a stale index, but then `t` is not the owner of `h` either: `t`'s own
-        // ownership of `h` cannot change behind its back.
-        return if names(h.load(Ordering::Acquire), idx) {
-            Ok(None)
-        } else {
-            Err(())
-        };
+    // Owned monitors are never deflated, so if `h` names it now it is `h`'s; and if `t` does
+    // not own it, `t` does not own `h` either (possibly a stale index, but `t`'s own
+    // ownership of `h` cannot change behind its back).
+    let owned = m.is_owned_by(t.core());
+    if !P::names(rt, h, h.load(Ordering::Acquire), idx) {
+        return Err(());
     }
-    if names(h.load(Ordering::Acquire), idx) {
-        Ok(Some(m))
-    } else {
-        Err(())
-    }
+    Ok(owned.then_some((m, idx)))
 }
 
 /// monitorexit through the monitor `m` (index `idx`) that `t` owns, then the eager policy.
-pub(crate) fn exit_owned<P: Protocol>(
+pub(crate) fn exit_owned<P: Locate>(
     rt: &Runtime<P>,
     t: &ThreadContext<P>,
     h: &AtomicU64,
@@ -223,14 +262,14 @@ pub(crate) fn wait_owned<P: Protocol>(
 /// The raw owner of the monitor named by `w` (read from `h`) while `h` names it, or `None` if
 /// `h` changed (re-read). [`ANONYMOUS_OWNER`](crate::monitor::ANONYMOUS_OWNER) is returned as
 /// is.
-pub(crate) fn monitor_owner<P: Protocol>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -> Option<u32> {
-    let idx = index_of(w);
+pub(crate) fn monitor_owner<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -> Option<u32> {
+    let idx = P::locate(rt, h, w)?;
     let m = rt.monitors().get(idx);
     if !m.add_contention() {
         yield_now();
         return None;
     }
-    let r = names(h.load(Ordering::SeqCst), idx).then(|| m.owner_raw());
+    let r = P::names(rt, h, h.load(Ordering::SeqCst), idx).then(|| m.owner_raw());
     m.remove_contention();
     r
 }

@@ -11,6 +11,7 @@
 //! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker |
 //! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack |
 //! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
+//! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table |
 //!
 //! [`Stack`] and [`Lightweight`] give idle monitors back to their objects ([`deflate`],
 //! [`DeflationPolicy`] in [`Config`]).
@@ -77,7 +78,7 @@ pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
 pub use protocol::{
     fat::Fat,
-    lightweight::{Lightweight, LightweightSeed},
+    lightweight::{Lightweight, LightweightSeed, LightweightTable},
     mark::MarkWord,
     stack::Stack,
     thin::Thin,

@@ -11,8 +11,8 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use objmon::{
-    Config, DeflationPolicy, Lightweight, LightweightSeed, MarkWord, Protocol, Runtime, Stack,
-    SystemLockConfig, SystemLockVariant, WaitOutcome,
+    Config, DeflationPolicy, Lightweight, LightweightSeed, LightweightTable, MarkWord, Protocol,
+    Runtime, Stack, SystemLockConfig, SystemLockVariant, WaitOutcome,
 };
 use std::time::Duration;
 
@@ -79,6 +79,42 @@ where
 #[test]
 fn lightweight_contention_anonymous_owner() {
     contention::<Lightweight>();
+}
+
+#[test]
+fn lightweight_table_contention() {
+    contention::<LightweightTable>();
+}
+
+/// Two contenders inflate the same fast-lock at once through the side table: only one may
+/// publish its entry (an overwritten entry under a successful CAS leaves a `10` header with no
+/// monitor, and everybody spins forever).
+#[test]
+fn lightweight_table_two_contenders() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        let rt = Runtime::<LightweightTable>::new(config(EAGER));
+        let obj = Arc::new(MarkWord::default());
+        let me = rt.attach().unwrap();
+        let g = me.enter(&obj).unwrap();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (rt, obj) = (rt.clone(), obj.clone());
+                thread::spawn(move || {
+                    let me = rt.attach().unwrap();
+                    drop(me.enter(&obj).unwrap());
+                })
+            })
+            .collect();
+        drop(g);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(rt.owner_of(&obj), None);
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+        assert!(rt.state().is_empty());
+    });
 }
 
 #[test]
@@ -170,6 +206,11 @@ where
 #[test]
 fn lightweight_deflate_vs_enter() {
     deflate_vs_enter::<Lightweight>(Lightweight::deflate_idle);
+}
+
+#[test]
+fn lightweight_table_deflate_vs_enter() {
+    deflate_vs_enter::<LightweightTable>(LightweightTable::deflate_idle);
 }
 
 #[test]

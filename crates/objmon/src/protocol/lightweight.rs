@@ -5,12 +5,17 @@
 //!
 //! Header: [`MarkWord`] (bit table in [`mark`](super::mark)):
 //!
-//! | bits   | unlocked | fast-locked | monitor                          |
-//! |--------|----------|-------------|----------------------------------|
-//! | 63..32 | host     | host        | host                             |
-//! | 31..8  | 0        | 0           | monitor index (bit 31 = 0)       |
-//! | 7..2   | host     | host        | host                             |
-//! | 1..0   | `01`     | `00`        | `10`                             |
+//! | bits   | unlocked | fast-locked | monitor                    | monitor, `lightweight-table` |
+//! |--------|----------|-------------|----------------------------|------------------------------|
+//! | 63..32 | host     | host        | host                       | host                         |
+//! | 31..8  | 0        | 0           | monitor index (bit 31 = 0) | 0 (index in the side table)  |
+//! | 7..2   | host     | host        | host                       | host                         |
+//! | 1..0   | `01`     | `00`        | `10`                       | `10`                         |
+//!
+//! [`LightweightTable`] (`lightweight-table`) finds the monitor by the header's address in an
+//! [`ObjectMonitorTable`], as HotSpot does with `-XX:+UseObjectMonitorTable`: inflation and
+//! deflation change only the lock bits. (The reserved field stays reserved so that both forms
+//! share [`MarkWord`]; with the table form a host could have those 24 bits too.)
 //!
 //! Fast-locking "CASes the lowest two header bits to 00 … but does *not* overload the upper bits
 //! with a stack-pointer. Instead, it pushes the object-reference to a thread-local lock-stack"
@@ -48,12 +53,13 @@
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Lightweight::relocate`].
 
-use super::mark::{index_of, monitor_word, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::omt::ObjectMonitorTable;
 use super::Protocol;
-use crate::deflate::{self, Via};
+use crate::deflate::{self, Locate, Via};
 use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
 use crate::runtime::{Config, InflationCause, Runtime};
-use crate::sync::{yield_now, AtomicUsize, Ordering};
+use crate::sync::{yield_now, AtomicU64, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
@@ -157,24 +163,101 @@ impl std::fmt::Debug for LockStack {
 
 /// HotSpot's fast-locking (see the module documentation); `RECURSIVE` selects recursive
 /// fast-locking (adjacent duplicate entries, JDK-8319796) over the seed's inflation on every
-/// recursive enter. Use the aliases [`Lightweight`] and [`LightweightSeed`].
+/// recursive enter; `TABLE` finds monitors through the [`ObjectMonitorTable`] instead of the
+/// header. Use the aliases [`Lightweight`], [`LightweightSeed`] and [`LightweightTable`].
 #[derive(Debug)]
-pub enum FastLocking<const RECURSIVE: bool> {}
+pub enum FastLocking<const RECURSIVE: bool, const TABLE: bool = false> {}
 
 /// `lightweight`: fast-locking with recursion on the lock stack, as HotSpot does today.
 pub type Lightweight = FastLocking<true>;
+
+/// `lightweight-table`: `lightweight` with the monitor found through a side table keyed by
+/// the header's address (HotSpot's `ObjectMonitorTable`): the monitor state changes only the
+/// lock bits of the header.
+pub type LightweightTable = FastLocking<true, true>;
 
 /// `lightweight-seed`: fast-locking exactly as seed 001 describes it — "fast-locking does *not*
 /// support recursive locking (yet). When that happens, the fast-lock gets inflated to a full
 /// monitor."
 pub type LightweightSeed = FastLocking<false>;
 
+impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
+    #[inline]
+    fn locate(rt: &Runtime<Self>, h: &AtomicU64, w: u64) -> Option<MonitorIndex> {
+        if T {
+            rt.state().get(h as *const AtomicU64 as usize)
+        } else {
+            Some(mark::index_of(w))
+        }
+    }
+
+    #[inline]
+    fn names(rt: &Runtime<Self>, h: &AtomicU64, cur: u64, idx: MonitorIndex) -> bool {
+        if T {
+            cur & LOCK_BITS == MONITOR
+                && rt.state().get(h as *const AtomicU64 as usize) == Some(idx)
+        } else {
+            mark::names(cur, idx)
+        }
+    }
+
+    #[inline]
+    fn install(rt: &Runtime<Self>, h: &AtomicU64, w: u64, idx: MonitorIndex) -> bool {
+        if !T {
+            return h
+                .compare_exchange(
+                    w,
+                    mark::monitor_word(w, idx),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        }
+        let a = h as *const AtomicU64 as usize;
+        if !rt.state().insert(a, idx) {
+            yield_now();
+            return false;
+        }
+        let ok = h
+            .compare_exchange(
+                w,
+                (w & !LOCK_BITS) | MONITOR,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok();
+        if !ok {
+            rt.state().remove_if(a, idx);
+        }
+        ok
+    }
+
+    #[inline]
+    fn uninstall(
+        rt: &Runtime<Self>,
+        h: &AtomicU64,
+        cur: u64,
+        idx: MonitorIndex,
+    ) -> Result<(), u64> {
+        h.compare_exchange(
+            cur,
+            (cur & MARK_HOST_BITS) | mark::UNLOCKED,
+            Ordering::SeqCst,
+            Ordering::Acquire,
+        )?;
+        if T {
+            rt.state().remove_if(h as *const AtomicU64 as usize, idx);
+        }
+        Ok(())
+    }
+}
+
 #[inline]
 fn addr(h: &MarkWord) -> usize {
     h as *const MarkWord as usize
 }
 
-impl<const R: bool> FastLocking<R> {
+impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
     /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
     /// policy). `true` if it did.
@@ -225,7 +308,11 @@ impl<const R: bool> FastLocking<R> {
         loop {
             let w = h.0.load(Ordering::Acquire);
             if w & LOCK_BITS == MONITOR {
-                let m = rt.monitors().get(index_of(w));
+                // A contender's anonymous monitor: it stays installed while we own `h`.
+                let Some(idx) = Self::locate(rt, &h.0, w) else {
+                    continue;
+                };
+                let m = rt.monitors().get(idx);
                 Self::claim(t, m, lo, hi);
                 return Ok(m);
             }
@@ -233,10 +320,7 @@ impl<const R: bool> FastLocking<R> {
             let idx = rt.monitors().allocate()?;
             let m = rt.monitors().get(idx);
             m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
-            if h.0
-                .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
+            if Self::install(rt, &h.0, w, idx) {
                 ls.remove(lo, hi);
                 rt.stats().inflated(cause);
                 return Ok(m);
@@ -255,10 +339,7 @@ impl<const R: bool> FastLocking<R> {
         };
         let m = rt.monitors().get(idx);
         m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
-        if h.0
-            .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
+        if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::Contention);
             return Ok(true);
         }
@@ -279,10 +360,7 @@ impl<const R: bool> FastLocking<R> {
         let idx = rt.monitors().allocate()?;
         let m = rt.monitors().get(idx);
         m.enter_inflated_for(t.core().raw_id(), 1)?;
-        if h.0
-            .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
+        if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::RecursionOverflow);
             return Ok(true);
         }
@@ -328,9 +406,12 @@ impl<const R: bool> FastLocking<R> {
                     }
                 }
                 MONITOR => {
-                    let m = rt.monitors().get(index_of(w));
                     if let Some((lo, hi)) = ls.run(a) {
                         // A contender inflated our fast-lock: the anonymous owner is us.
+                        let Some(idx) = Self::locate(rt, &h.0, w) else {
+                            continue;
+                        };
+                        let m = rt.monitors().get(idx);
                         debug_assert!(m.is_anonymous());
                         Self::claim(t, m, lo, hi);
                     }
@@ -393,7 +474,7 @@ impl<const R: bool> FastLocking<R> {
                 return Err(MonitorError::IllegalMonitorState);
             }
             match deflate::owned_monitor(rt, t, &h.0, w) {
-                Ok(Some(m)) => return deflate::exit_owned(rt, t, &h.0, m, index_of(w)),
+                Ok(Some((m, idx))) => return deflate::exit_owned(rt, t, &h.0, m, idx),
                 Ok(None) => return Err(MonitorError::IllegalMonitorState),
                 Err(()) => continue,
             }
@@ -415,7 +496,7 @@ impl<const R: bool> FastLocking<R> {
                 return Err(MonitorError::IllegalMonitorState);
             }
             match deflate::owned_monitor(rt, t, &h.0, w) {
-                Ok(Some(m)) => return Ok((m, index_of(w))),
+                Ok(Some(mi)) => return Ok(mi),
                 Ok(None) => return Err(MonitorError::IllegalMonitorState),
                 Err(()) => continue,
             }
@@ -432,20 +513,31 @@ impl<const R: bool> FastLocking<R> {
     }
 }
 
-impl<const R: bool> Protocol for FastLocking<R> {
-    const NAME: &'static str = if R { "lightweight" } else { "lightweight-seed" };
-    const SUMMARY: &'static str = if R {
-        "HotSpot fast-locking: CAS 01→00 + per-thread lock stack, anonymous owner, deflation"
-    } else {
-        "seed 001 as written: lightweight, but every recursive enter inflates"
+impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
+    const NAME: &'static str = match (R, T) {
+        (true, false) => "lightweight",
+        (false, false) => "lightweight-seed",
+        (true, true) => "lightweight-table",
+        (false, true) => "lightweight-seed-table",
+    };
+    const SUMMARY: &'static str = match (R, T) {
+        (true, false) => {
+            "HotSpot fast-locking: CAS 01→00 + per-thread lock stack, anonymous owner, deflation"
+        }
+        (false, false) => "seed 001 as written: lightweight, but every recursive enter inflates",
+        (true, true) => "lightweight with the monitor in a side table (HotSpot ObjectMonitorTable)",
+        (false, true) => "lightweight-seed with the monitor in a side table",
     };
     const HEADER_LOCK_BITS: u32 = 26;
 
     type Header = MarkWord;
-    type State = ();
+    /// The side table (empty unless `TABLE`).
+    type State = ObjectMonitorTable;
     type ThreadState = LockStack;
 
-    fn new_state(_: &Config) {}
+    fn new_state(_: &Config) -> ObjectMonitorTable {
+        ObjectMonitorTable::new(T)
+    }
     fn new_thread_state(_: ThreadId, _: &Config) -> LockStack {
         LockStack::new()
     }
@@ -544,7 +636,7 @@ impl<const R: bool> Protocol for FastLocking<R> {
                 return 0;
             }
             match deflate::owned_monitor(rt, t, &h.0, w) {
-                Ok(Some(m)) => return m.count_for(t.core()),
+                Ok(Some((m, _))) => return m.count_for(t.core()),
                 Ok(None) => return 0,
                 Err(()) => continue,
             }
@@ -584,16 +676,20 @@ impl<const R: bool> Protocol for FastLocking<R> {
     fn reclaim(rt: &Runtime<Self>, h: &mut MarkWord) {
         let w = h.0.load(Ordering::Relaxed);
         if w & LOCK_BITS == MONITOR {
-            let idx = index_of(w);
-            if rt.monitors().get(idx).is_idle() {
-                rt.monitors().free(idx);
+            if let Some(idx) = Self::locate(rt, &h.0, w) {
+                if T {
+                    rt.state().remove_if(addr(h), idx);
+                }
+                if rt.monitors().get(idx).is_idle() {
+                    rt.monitors().free(idx);
+                }
             }
         }
         h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
     }
 }
 
-impl<const R: bool> FastLocking<R> {
+impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// After the fast exit popped `t`'s last entry but its unlocking CAS failed.
     #[cold]
     fn finish_release(
@@ -604,9 +700,14 @@ impl<const R: bool> FastLocking<R> {
         let mut w = h.0.load(Ordering::Acquire);
         loop {
             if w & LOCK_BITS == MONITOR {
-                let m = rt.monitors().get(index_of(w));
+                // Anonymous (a contender's): installed for as long as we own `h`.
+                let Some(idx) = Self::locate(rt, &h.0, w) else {
+                    w = h.0.load(Ordering::Acquire);
+                    continue;
+                };
+                let m = rt.monitors().get(idx);
                 m.claim_anonymous(t.core(), 1);
-                return deflate::exit_owned(rt, t, &h.0, m, index_of(w));
+                return deflate::exit_owned(rt, t, &h.0, m, idx);
             }
             match h
                 .0
@@ -692,6 +793,28 @@ mod tests {
         assert_eq!(rt.stats_snapshot().inflations_recursion, 1);
     }
 
+    /// `lightweight-table`: inflation changes only the lock bits (the monitor is in the side
+    /// table), and deflation empties the table again.
+    #[test]
+    fn table_variant_keeps_header_bits() {
+        let rt = Runtime::<LightweightTable>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        let g = me.enter(&h).unwrap();
+        g.wait(Some(Duration::ZERO)).unwrap();
+        assert_eq!(
+            h.raw(),
+            (HOST & MARK_HOST_BITS) | MONITOR,
+            "only the lock bits changed"
+        );
+        assert_eq!(rt.state().len(), 1);
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        drop(g);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert!(rt.state().is_empty());
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+    }
+
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
     #[test]
     fn non_adjacent_recursion_inflates() {
@@ -768,7 +891,7 @@ mod tests {
             while h.raw() & LOCK_BITS != MONITOR {
                 std::thread::yield_now();
             }
-            let m = rt.monitors().get(index_of(h.raw()));
+            let m = rt.monitors().get(mark::index_of(h.raw()));
             assert!(m.is_anonymous());
             assert_eq!(rt.owner_of(&h), Some(me.id()), "found on the lock stack");
             assert_eq!(me.lock_count(&h), 2, "the run is the count");

@@ -15,6 +15,7 @@ use std::time::Instant;
 pub mod fat;
 pub mod lightweight;
 pub mod mark;
+pub mod omt;
 pub mod stack;
 pub mod thin;
 mod word;
@@ -112,6 +113,7 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<stack::Stack>();
     v.visit::<lightweight::Lightweight>();
     v.visit::<lightweight::LightweightSeed>();
+    v.visit::<lightweight::LightweightTable>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

@@ -45,7 +45,7 @@
 
 use super::mark::{index_of, monitor_word, INFLATING, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
 use super::Protocol;
-use crate::deflate::{self, Via};
+use crate::deflate::{self, Locate, Via};
 use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{yield_now, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -248,6 +248,9 @@ impl std::fmt::Debug for LockRecords {
 #[derive(Debug)]
 pub enum Stack {}
 
+/// The monitor index is in the header word.
+impl Locate for Stack {}
+
 #[inline]
 fn addr(h: &StackWord) -> usize {
     h as *const StackWord as usize
@@ -336,7 +339,7 @@ impl Stack {
             }
             if w & LOCK_BITS == MONITOR {
                 return match deflate::owned_monitor(rt, t, &h.0, w) {
-                    Ok(Some(m)) => Ok(m),
+                    Ok(Some((m, _))) => Ok(m),
                     Ok(None) => Err(MonitorError::IllegalMonitorState),
                     Err(()) => continue,
                 };
@@ -482,7 +485,7 @@ impl Stack {
                 return Err(MonitorError::IllegalMonitorState);
             }
             match deflate::owned_monitor(rt, t, &h.0, w) {
-                Ok(Some(m)) => return deflate::exit_owned(rt, t, &h.0, m, index_of(w)),
+                Ok(Some((m, idx))) => return deflate::exit_owned(rt, t, &h.0, m, idx),
                 Ok(None) => return Err(MonitorError::IllegalMonitorState),
                 Err(()) => continue,
             }
@@ -613,7 +616,7 @@ impl Protocol for Stack {
             match deflate::owned_monitor(rt, t, &h.0, w) {
                 // With a base record the monitor's count includes it and the recursive records
                 // add theirs; without, the monitor's count is all.
-                Ok(Some(m)) => return m.count_for(t.core()) + rec,
+                Ok(Some((m, _))) => return m.count_for(t.core()) + rec,
                 Ok(None) => return 0,
                 Err(()) => continue,
             }
