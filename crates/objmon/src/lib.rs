@@ -13,7 +13,7 @@
 //! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
 //! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table |
 //!
-//! [`Stack`] and [`Lightweight`] give idle monitors back to their objects ([`deflate`],
+//! [`Stack`] and the `Lightweight*` protocols give idle monitors back to their objects ([`deflate`],
 //! [`DeflationPolicy`] in [`Config`]).
 //!
 //! ## Moving objects (GC)
@@ -30,7 +30,12 @@
 //! ([`Lightweight::locked_objects`], [`Stack::locked_objects`]). `fat` and `thin` keep no
 //! per-thread record of guard-held locks and need nothing but the verbatim copy. In every
 //! protocol an object locked *unstructured* must not move at all: the handle dereferences
-//! its recorded address when the thread detaches.
+//! its recorded address when the thread detaches. (After `mem::forget` of a guard a locked
+//! header can move or die; no protocol ever dereferences a lock-stack entry or a record's
+//! object address, so that is a wrong answer, never undefined behaviour, and the records a
+//! `stack` header points into are kept allocated while in use, even past detach.)
+//!
+//! Counters: [`Runtime::stats_snapshot`] — inflations by cause, deflations, live monitors.
 //!
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
