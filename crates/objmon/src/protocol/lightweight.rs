@@ -3,7 +3,7 @@
 //! [`LightweightSeed`] (`lightweight-seed`) is the seed's variant without it, where every
 //! recursive enter inflates; both are in the catalog and the benchmark report.
 //!
-//! Header: [`MarkWord`] (bit table in [`mark`](super::mark)):
+//! Header: [`MarkWord`] (bit table in [`super::mark`]):
 //!
 //! | bits   | unlocked | fast-locked | monitor                    | monitor, `lightweight-table` |
 //! |--------|----------|-------------|----------------------------|------------------------------|
