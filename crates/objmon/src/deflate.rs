@@ -338,4 +338,76 @@ mod tests {
             falls_back_to_zero::<Lightweight>(DeflationPolicy::Never);
         assert_eq!((deflations, live as u64), (0, inflations));
     }
+
+    /// Owner queries under concurrent locking: an object its owner holds throughout is always
+    /// reported as held by it, however the owner reshuffles its lock stack or records around
+    /// it (other objects in and out of order, recursion, inflation by a contender); an object
+    /// that only the churning thread locks is reported as that thread or as free, never
+    /// another.
+    fn owner_query_under_churn<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let held = P::Header::default();
+        let (x, y) = (P::Header::default(), P::Header::default());
+        let stop = AtomicBool::new(false);
+        let ready = std::sync::Barrier::new(3);
+        let owner_id = std::sync::OnceLock::new();
+        let rounds = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let owner = s.spawn(|| {
+                let me = rt.attach().unwrap();
+                owner_id.set(me.id()).unwrap();
+                me.monitor_enter(&x).unwrap();
+                me.monitor_enter(&held).unwrap();
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                    me.monitor_exit(&x).unwrap(); // out of order: `held` slides down
+                    me.monitor_enter(&y).unwrap();
+                    me.monitor_enter(&held).unwrap(); // recursive, not adjacent
+                    me.monitor_enter(&x).unwrap();
+                    me.monitor_exit(&y).unwrap();
+                    me.monitor_exit(&held).unwrap();
+                }
+                me.monitor_exit(&held).unwrap();
+                me.monitor_exit(&x).unwrap();
+            });
+            // A contender on `x` forces inflations (anonymous / INFLATING) now and then.
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    drop(me.enter(&x).unwrap());
+                }
+            });
+            ready.wait();
+            let owner_id = *owner_id.get().unwrap();
+            // Stop the others even if an assertion fails, or the scope would never end.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut queries = 0;
+                while queries < 20_000 || rounds.load(Ordering::Relaxed) < 2_000 {
+                    assert_eq!(rt.owner_of(&held), Some(owner_id), "{}", P::NAME);
+                    let y_owner = rt.owner_of(&y);
+                    assert!(
+                        y_owner.is_none() || y_owner == Some(owner_id),
+                        "{}",
+                        P::NAME
+                    );
+                    queries += 1;
+                }
+            }));
+            stop.store(true, Ordering::Relaxed);
+            if let Err(p) = r {
+                std::panic::resume_unwind(p);
+            }
+            owner.join().unwrap();
+        });
+        assert_eq!(rt.owner_of(&held), None);
+    }
+
+    #[test]
+    fn owner_queries_under_churn() {
+        owner_query_under_churn::<Stack>();
+        owner_query_under_churn::<Lightweight>();
+        owner_query_under_churn::<crate::LightweightTable>();
+    }
 }

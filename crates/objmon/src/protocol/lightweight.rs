@@ -724,8 +724,6 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
 mod tests {
     use super::*;
     use crate::{DeflationPolicy, Runtime};
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Barrier;
     use std::time::Duration;
 
     const HOST: u64 = 0xdead_beef_0000_00a4;
@@ -986,68 +984,5 @@ mod tests {
         assert_eq!(P::exit(&rt, me.context(), &new), Ok(()));
         assert_eq!(new.raw(), HOST | 0b01);
         type P = Lightweight;
-    }
-
-    /// Owner queries under concurrent locking: an object its owner holds throughout is always
-    /// reported as held by it, however the owner reshuffles its lock stack around it (other
-    /// objects in and out of order, recursion, inflation by a third thread); an object that
-    /// only the churning thread locks is reported as that thread or as free, never another.
-    #[test]
-    fn owner_query_under_churn() {
-        let rt = Runtime::<Lightweight>::with_defaults();
-        let held = MarkWord::default();
-        let (x, y) = (MarkWord::default(), MarkWord::default());
-        let stop = AtomicBool::new(false);
-        let ready = Barrier::new(3);
-        let owner_id = std::sync::OnceLock::new();
-        let rounds = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            let owner = s.spawn(|| {
-                let me = rt.attach().unwrap();
-                owner_id.set(me.id()).unwrap();
-                me.monitor_enter(&x).unwrap();
-                me.monitor_enter(&held).unwrap();
-                ready.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    rounds.fetch_add(1, Ordering::Relaxed);
-                    me.monitor_exit(&x).unwrap(); // out of order: `held` slides down
-                    me.monitor_enter(&y).unwrap();
-                    me.monitor_enter(&held).unwrap(); // recursive, adjacent? only if y exited
-                    me.monitor_enter(&x).unwrap();
-                    me.monitor_exit(&y).unwrap();
-                    me.monitor_exit(&held).unwrap();
-                }
-                let id = me.id();
-                me.monitor_exit(&held).unwrap();
-                me.monitor_exit(&x).unwrap();
-                id
-            });
-            // A contender on `x` forces anonymous inflations now and then.
-            s.spawn(|| {
-                let me = rt.attach().unwrap();
-                ready.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    drop(me.enter(&x).unwrap());
-                }
-            });
-            ready.wait();
-            let owner_id = *owner_id.get().unwrap();
-            // Stop the others even if an assertion fails, or the scope would never end.
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut queries = 0;
-                while queries < 20_000 || rounds.load(Ordering::Relaxed) < 2_000 {
-                    assert_eq!(rt.owner_of(&held), Some(owner_id));
-                    let y_owner = rt.owner_of(&y);
-                    assert!(y_owner.is_none() || y_owner == Some(owner_id));
-                    queries += 1;
-                }
-            }));
-            stop.store(true, Ordering::Relaxed);
-            if let Err(p) = r {
-                std::panic::resume_unwind(p);
-            }
-            assert_eq!(owner.join().unwrap(), owner_id);
-        });
-        assert_eq!(rt.owner_of(&held), None);
     }
 }
