@@ -8,6 +8,34 @@
 //! |---|---|---|
 //! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor |
 //! | [`Thin`] | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock |
+//! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker |
+//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack |
+//! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
+//! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table |
+//!
+//! [`Stack`] and the `Lightweight*` protocols give idle monitors back to their objects ([`deflate`],
+//! [`DeflationPolicy`] in [`Config`]).
+//!
+//! ## Moving objects (GC)
+//!
+//! Every protocol identifies an object by its header's address while it is locked: `fat` and
+//! `thin` in a thread's unstructured-lock list, `lightweight` in its lock stack, `stack` in its
+//! lock records; and `stack` puts a record's address into the header. In safe Rust a locked
+//! header cannot move — a guard borrows it, [`ThreadHandle::monitor_enter`] borrows it for the
+//! handle's `'env` — and an unlocked header may move freely (all protocols: its word holds
+//! host bits, lock bits and at most a monitor index, no address). A host that moves locked
+//! objects behind the borrow checker's back (a copying GC over raw memory) must copy the word
+//! verbatim and, at a safepoint, report the move: [`Lightweight::relocate`],
+//! [`Stack::relocate`]; the lock stacks and records are the GC roots to scan
+//! ([`Lightweight::locked_objects`], [`Stack::locked_objects`]). `fat` and `thin` keep no
+//! per-thread record of guard-held locks and need nothing but the verbatim copy. In every
+//! protocol an object locked *unstructured* must not move at all: the handle dereferences
+//! its recorded address when the thread detaches. (After `mem::forget` of a guard a locked
+//! header can move or die; no protocol ever dereferences a lock-stack entry or a record's
+//! object address, so that is a wrong answer, never undefined behaviour, and the records a
+//! `stack` header points into are kept allocated while in use, even past detach.)
+//!
+//! Counters: [`Runtime::stats_snapshot`] — inflations by cause, deflations, live monitors.
 //!
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
@@ -39,6 +67,7 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
+pub mod deflate;
 mod error;
 pub mod monitor;
 pub mod park;
@@ -49,12 +78,20 @@ pub mod table;
 pub mod tasuki;
 pub mod thread;
 
+pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
 pub use protocol::cacao::{Cacao, HostWord};
 pub use protocol::monitor_cache::MonitorCache;
 pub use protocol::tasuki_bimodal::{Tasuki, TasukiHeader};
-pub use protocol::{fat::Fat, thin::Thin, visit_all, LockWord, Protocol, ProtocolVisitor};
+pub use protocol::{
+    fat::Fat,
+    lightweight::{Lightweight, LightweightSeed, LightweightTable},
+    mark::MarkWord,
+    stack::Stack,
+    thin::Thin,
+    visit_all, LockWord, Protocol, ProtocolVisitor,
+};
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};
 pub use thread::{ThreadContext, ThreadCore, ThreadId};

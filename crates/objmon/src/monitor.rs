@@ -47,7 +47,19 @@ pub struct FatMonitor {
     owner: AtomicU32,
     count: AtomicU32,
     waiters: Mutex<VecDeque<Arc<ThreadCore>>>,
+    /// Deflation support (HotSpot's `_contentions`): bits 30..0 count threads that found this
+    /// monitor in a header and may still block on it or wait in it without owning it; bit 31
+    /// ([`DEFLATING`]) is set by a deflater that has claimed the monitor. Untouched by the
+    /// protocols that never deflate.
+    contentions: AtomicU32,
 }
+
+/// `FatMonitor::contentions` bit: a deflater owns the monitor and is giving it back.
+const DEFLATING: u32 = 1 << 31;
+
+/// The raw owner of a monitor installed by a thread that does not know who holds the object's
+/// lock (seed 001: "we record a special marker ANONYMOUS_OWNER"). No thread id is this large.
+pub const ANONYMOUS_OWNER: u32 = u32::MAX;
 
 impl FatMonitor {
     /// An unowned monitor whose entry queue is a tasuki lock built with `config`.
@@ -57,6 +69,7 @@ impl FatMonitor {
             owner: AtomicU32::new(0),
             count: AtomicU32::new(0),
             waiters: Mutex::new(VecDeque::new()),
+            contentions: AtomicU32::new(0),
         }
     }
 
@@ -241,6 +254,110 @@ impl FatMonitor {
             }
         }
         Ok(())
+    }
+}
+
+/// Inflation on behalf of another thread, the anonymous owner and deflation (seed 001, used by
+/// the `stack` and `lightweight` protocols; the others never call these).
+impl FatMonitor {
+    /// Takes a fresh monitor for `owner_raw` (a raw thread id, or [`ANONYMOUS_OWNER`]) with
+    /// `count` locks, without blocking and without being that thread: the inflation of a lock
+    /// held by someone else. `MonitorTableFull`-free: fails with `IllegalMonitorState` only if
+    /// the monitor is not fresh, which would be a bug in the caller.
+    pub fn enter_inflated_for(&self, owner_raw: u32, count: u32) -> Result<(), MonitorError> {
+        if !self.lock.try_lock() {
+            return Err(MonitorError::IllegalMonitorState);
+        }
+        self.owner.store(owner_raw, Ordering::Relaxed);
+        self.count.store(count, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The raw owner field: 0 for none, a thread's raw id, or [`ANONYMOUS_OWNER`] (racy).
+    #[inline]
+    pub fn owner_raw(&self) -> u32 {
+        self.owner.load(Ordering::Relaxed)
+    }
+
+    /// Undoes [`enter_inflated_for`](Self::enter_inflated_for) or
+    /// [`enter_inflated`](Self::enter_inflated) of a monitor that was never published (its
+    /// installing compare-and-swap lost), so that it can be freed.
+    pub fn abandon_fresh(&self) {
+        self.count.store(0, Ordering::Relaxed);
+        self.owner.store(0, Ordering::Relaxed);
+        self.lock.unlock();
+    }
+
+    /// Whether the monitor is held by [`ANONYMOUS_OWNER`] (racy unless the caller is the
+    /// thread that really holds the lock).
+    #[inline]
+    pub fn is_anonymous(&self) -> bool {
+        self.owner.load(Ordering::Relaxed) == ANONYMOUS_OWNER
+    }
+
+    /// The real owner fixes an anonymous monitor (seed 001: "it knows it must be itself, fixes
+    /// the owner to be itself"), with the `count` locks it holds. Only the thread that holds
+    /// the object's lock may call this; nobody else writes an anonymous owner field, and the
+    /// system lock stays held throughout, so plain stores suffice.
+    pub fn claim_anonymous(&self, t: &ThreadCore, count: u32) {
+        debug_assert!(self.is_anonymous());
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(count, Ordering::Relaxed);
+    }
+
+    /// Announces that the caller, which found this monitor in a header, is about to block on
+    /// it or wait in it. `false` if a deflater has claimed the monitor: then the caller must not
+    /// touch it and re-reads the header. After `true` the monitor cannot be deflated until
+    /// [`remove_contention`](Self::remove_contention); the caller must still check that the
+    /// header names this monitor (it may have been deflated and reused before the call).
+    #[inline]
+    pub fn add_contention(&self) -> bool {
+        let prev = self.contentions.fetch_add(1, Ordering::SeqCst);
+        if prev & DEFLATING != 0 {
+            self.contentions.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Ends an [`add_contention`](Self::add_contention) that returned `true`.
+    #[inline]
+    pub fn remove_contention(&self) {
+        self.contentions.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Claims the monitor for deflation if nobody owns, enters or waits on it: takes its system
+    /// lock (HotSpot sets `owner = DEFLATER_MARKER`), checks the wait set, then swings the
+    /// contention count from 0 to `DEFLATING` (HotSpot: `contentions` 0 → `-max_jint`). On
+    /// `true` the caller holds the monitor exclusively and must call
+    /// [`finish_deflation`](Self::finish_deflation).
+    pub fn try_begin_deflation(&self) -> bool {
+        // Cheap refusal first: taking and dropping the system lock while threads queue on it
+        // would wake one of them for nothing.
+        if self.contentions.load(Ordering::Relaxed) != 0 || self.lock.has_waiters() {
+            return false;
+        }
+        if !self.lock.try_lock() {
+            return false;
+        }
+        let idle = self.owner.load(Ordering::Relaxed) == 0
+            && lock(&self.waiters).is_empty()
+            && self
+                .contentions
+                .compare_exchange(0, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok();
+        if !idle {
+            self.lock.unlock();
+        }
+        idle
+    }
+
+    /// Ends a deflation begun by [`try_begin_deflation`](Self::try_begin_deflation), after
+    /// the header no longer names this monitor: the monitor is fresh again (free to be freed
+    /// or reused). Threads that announced themselves meanwhile back off by themselves.
+    pub fn finish_deflation(&self) {
+        self.lock.unlock();
+        self.contentions.fetch_and(!DEFLATING, Ordering::SeqCst);
     }
 }
 

@@ -178,7 +178,10 @@ mod loom_imp {
     impl Parker {
         /// A parker with no token.
         pub fn new() -> Self {
-            Self { token: Mutex::new(false), cv: Condvar::new() }
+            Self {
+                token: Mutex::new(false),
+                cv: Condvar::new(),
+            }
         }
 
         /// Untimed: wait for the token. Timed: take a token if there is one; otherwise the
@@ -232,7 +235,10 @@ mod tests {
         p.unpark(); // one token, not two
         let t0 = Instant::now();
         assert!(!p.park(Some(t0 + Duration::from_secs(5))));
-        assert!(t0.elapsed() < Duration::from_secs(4), "token consumed at once");
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "token consumed at once"
+        );
         // The second unpark did not leave another token behind.
         let d = Duration::from_millis(30);
         let t1 = Instant::now();

@@ -1,6 +1,7 @@
 //! The runtime: configuration, the thread registry, the monitor table and statistics of one
 //! protocol; and the per-thread handle through which a thread locks objects.
 
+use crate::deflate::DeflationPolicy;
 use crate::monitor::WaitOutcome;
 use crate::park::deadline_after;
 use crate::protocol::Protocol;
@@ -22,6 +23,9 @@ pub struct Config {
     pub monitor_capacity: u32,
     /// The system lock under every fat monitor.
     pub system_lock: SystemLockConfig,
+    /// When protocols that can deflate (`stack`, `lightweight`) give an idle fat monitor back
+    /// to its object. Protocols that never deflate (`fat`, `thin`) ignore it.
+    pub deflation: DeflationPolicy,
 }
 
 impl Default for Config {
@@ -30,6 +34,7 @@ impl Default for Config {
             max_threads: MAX_THREAD_ID,
             monitor_capacity: MAX_MONITOR_INDEX,
             system_lock: SystemLockConfig::default(),
+            deflation: DeflationPolicy::default(),
         }
     }
 }

@@ -31,6 +31,7 @@ fn config(system_lock: SystemLockConfig) -> Config {
         max_threads: 4,
         monitor_capacity: 2,
         system_lock,
+        ..Config::default()
     }
 }
 

@@ -14,7 +14,11 @@ use std::time::Instant;
 
 pub mod cacao;
 pub mod fat;
+pub mod lightweight;
+pub mod mark;
 pub mod monitor_cache;
+pub mod omt;
+pub mod stack;
 pub mod tasuki_bimodal;
 pub mod thin;
 mod word;
@@ -107,11 +111,16 @@ pub trait ProtocolVisitor {
 /// benchmark harness iterate protocols only through this, so a new protocol added here is
 /// conformance-tested and benchmarked with no other change.
 pub fn visit_all(v: &mut impl ProtocolVisitor) {
+    // Catalog order (ARCHITECTURE.md): baseline, external monitors, header-word protocols.
     v.visit::<fat::Fat>();
-    v.visit::<thin::Thin>();
     v.visit::<monitor_cache::MonitorCache>();
     v.visit::<cacao::Cacao>();
+    v.visit::<thin::Thin>();
     v.visit::<tasuki_bimodal::Tasuki>();
+    v.visit::<stack::Stack>();
+    v.visit::<lightweight::Lightweight>();
+    v.visit::<lightweight::LightweightSeed>();
+    v.visit::<lightweight::LightweightTable>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

@@ -1,0 +1,413 @@
+//! Deflation: giving an idle fat monitor back to its object, for the protocols whose header can
+//! return from the monitor state (`stack` and `lightweight`; seed 001's HotSpot deflates
+//! asynchronously, seed 000's thin locks never do).
+//!
+//! **The race.** A thread reads the monitor index from a header and then uses the monitor; in
+//! between, a deflater may restore the header and put the monitor back on the table's free
+//! list, and another object may get it. HotSpot's answer (`ObjectMonitor::deflate_monitor`)
+//! is kept, with the crate's pieces:
+//!
+//! | step | HotSpot                                   | here                                        |
+//! |------|-------------------------------------------|---------------------------------------------|
+//! | 1    | CAS `owner` null → `DEFLATER_MARKER`       | `try_lock` of the monitor's system lock    |
+//! | 2    | wait set empty, `contentions == 0`         | wait set empty                              |
+//! | 3    | CAS `contentions` 0 → `-max_jint`          | CAS `contentions` 0 → `DEFLATING` (bit 31)  |
+//! | 4    | restore the header (CAS)                   | CAS monitor word → `host | 01`             |
+//! | 5    | free after a handshake                     | unlock, clear `DEFLATING`, free at once     |
+//!
+//! A thread that found the monitor and does not own it announces itself first
+//! ([`FatMonitor::add_contention`]): if `DEFLATING` is already set it backs off and re-reads
+//! the header; otherwise step 3 fails until it is done. Having announced itself it re-reads
+//! the header: if the header no longer names the monitor, the monitor was deflated (and maybe
+//! reused) before the announcement, and it backs off. Otherwise the monitor is the object's and
+//! stays so until the announcement ends. Waiters stay announced for their whole wait (a
+//! notified waiter is out of the wait set but not yet back in the monitor). Step 5 may free
+//! at once, without HotSpot's handshake, because the table is type-stable: a late reader of
+//! the index finds *a* monitor and the re-check above sends it away.
+//!
+//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter).
+
+use crate::monitor::FatMonitor;
+use crate::protocol::mark::{index_of, monitor_word, names, MARK_HOST_BITS, MONITOR, UNLOCKED};
+use crate::protocol::Protocol;
+use crate::runtime::Runtime;
+use crate::sync::{yield_now, AtomicU64, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::ThreadContext;
+use crate::MonitorError;
+
+/// When an idle fat monitor goes back to its object (see [`Config`](crate::Config)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeflationPolicy {
+    /// Never: a fat lock stays fat until the object is reclaimed (as seed 000's thin locks).
+    Never,
+    /// When the last owner exits and nobody enters or waits, provided more than `keep`
+    /// monitors are live. `keep` plays HotSpot's `MonitorUsedDeflationThreshold`: a reserve
+    /// of monitors that churn (inflate, deflate, inflate) would otherwise cost.
+    AtExit {
+        /// Live monitors left alone.
+        keep: u32,
+    },
+    /// Only when the host asks, per object, through `deflate_idle` of the protocol
+    /// ([`Stack::deflate_idle`](crate::Stack::deflate_idle),
+    /// [`Lightweight::deflate_idle`](crate::Lightweight::deflate_idle)) — e.g. from its GC's
+    /// object walk, which plays HotSpot's background deflation thread (a library cannot walk
+    /// the host's heap itself).
+    OnRequest,
+}
+
+impl Default for DeflationPolicy {
+    /// [`AtExit`](Self::AtExit) with `keep: 0`: live monitors fall to zero once contention
+    /// ends.
+    fn default() -> Self {
+        Self::AtExit { keep: 0 }
+    }
+}
+
+/// How a protocol finds the monitor of a header in the monitor state (lock bits `10`): by the
+/// index in the word (the default methods) or through a side table
+/// ([`ObjectMonitorTable`](crate::protocol::omt::ObjectMonitorTable)).
+pub(crate) trait Locate: Protocol {
+    /// The monitor that `w` (read from `h`, lock bits `10`) names; `None` if `h` has changed.
+    #[inline]
+    fn locate(rt: &Runtime<Self>, h: &AtomicU64, w: u64) -> Option<MonitorIndex> {
+        let _ = (rt, h);
+        Some(index_of(w))
+    }
+
+    /// Whether `cur` (just read from `h`) names monitor `idx`.
+    #[inline]
+    fn names(rt: &Runtime<Self>, h: &AtomicU64, cur: u64, idx: MonitorIndex) -> bool {
+        let _ = (rt, h);
+        names(cur, idx)
+    }
+
+    /// Replaces `w` (lock bits `00` or `01`) by the monitor state naming `idx`, with one
+    /// compare-and-swap; `false` if `h` no longer holds `w`.
+    #[inline]
+    fn install(rt: &Runtime<Self>, h: &AtomicU64, w: u64, idx: MonitorIndex) -> bool {
+        let _ = rt;
+        h.compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Replaces `cur`, which names `idx`, by the unlocked word with `cur`'s host bits;
+    /// `Err(now)` if `h` no longer holds `cur`.
+    #[inline]
+    fn uninstall(
+        rt: &Runtime<Self>,
+        h: &AtomicU64,
+        cur: u64,
+        idx: MonitorIndex,
+    ) -> Result<(), u64> {
+        let _ = (rt, idx);
+        h.compare_exchange(
+            cur,
+            (cur & MARK_HOST_BITS) | UNLOCKED,
+            Ordering::SeqCst,
+            Ordering::Acquire,
+        )
+        .map(|_| ())
+    }
+}
+
+/// Deflates the monitor of header word `h` if nobody owns, enters or waits on it (the
+/// protocols' public `deflate_idle`).
+pub(crate) fn deflate_idle<P: Locate>(rt: &Runtime<P>, h: &AtomicU64) -> bool {
+    let w = h.load(Ordering::Acquire);
+    w & 0b11 == MONITOR && P::locate(rt, h, w).is_some_and(|idx| try_deflate(rt, h, idx))
+}
+
+/// Steps 1–5 of the module documentation for monitor `idx`, which `h` named when read.
+pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) -> bool {
+    let m = rt.monitors().get(idx);
+    if !m.try_begin_deflation() {
+        return false;
+    }
+    let mut cur = h.load(Ordering::Acquire);
+    let restored = loop {
+        if cur & 0b11 != MONITOR || !P::names(rt, h, cur, idx) {
+            // Deflated and reused by another object before we claimed it: not ours to undo.
+            break false;
+        }
+        // A CAS, not a store: the host may change its bits concurrently.
+        match P::uninstall(rt, h, cur, idx) {
+            Ok(()) => break true,
+            Err(now) => cur = now,
+        }
+    };
+    // Unlock before freeing: once free, the monitor may be taken and locked for another object.
+    m.finish_deflation();
+    if restored {
+        rt.monitors().free(idx);
+        rt.stats().deflated();
+    }
+    restored
+}
+
+/// The eager policy, after `t`'s exit of `idx` left it unowned.
+#[inline]
+pub(crate) fn after_release<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) {
+    if let DeflationPolicy::AtExit { keep } = rt.config().deflation {
+        if rt.monitors().live() > keep as usize {
+            try_deflate(rt, h, idx);
+        }
+    }
+}
+
+/// What happened on the monitor path of an enter.
+pub(crate) enum Via {
+    /// `t` holds the monitor (one more level).
+    Entered,
+    /// `try_enter` only: another thread holds it.
+    Busy,
+    /// The header changed under us (deflation): start again from the header.
+    Retry,
+}
+
+/// Enters the monitor named by `w` (read from `h`), for a thread that may or may not own it
+/// already. Blocks when `block`, else tries.
+pub(crate) fn enter_monitor<P: Locate>(
+    rt: &Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    w: u64,
+    block: bool,
+) -> Result<Via, MonitorError> {
+    let Some(idx) = P::locate(rt, h, w) else {
+        return Ok(Via::Retry);
+    };
+    let m = rt.monitors().get(idx);
+    if m.is_owned_by(t.core()) {
+        // Owned monitors are never deflated, so if `h` names it now it is `h`'s.
+        if !P::names(rt, h, h.load(Ordering::Acquire), idx) {
+            return Ok(Via::Retry);
+        }
+        m.enter(t.core_arc())?;
+        return Ok(Via::Entered);
+    }
+    if !m.add_contention() {
+        yield_now();
+        return Ok(Via::Retry);
+    }
+    if !P::names(rt, h, h.load(Ordering::SeqCst), idx) {
+        m.remove_contention();
+        return Ok(Via::Retry);
+    }
+    let r = if block {
+        m.enter(t.core_arc()).map(|()| true)
+    } else {
+        m.try_enter(t.core())
+    };
+    m.remove_contention();
+    match r {
+        Ok(true) => Ok(Via::Entered),
+        Ok(false) => Ok(Via::Busy),
+        Err(e) => Err(e),
+    }
+}
+
+/// The monitor named by `w` (read from `h`) and its index if `t` owns it and it is `h`'s;
+/// `None` if `t` does not own it; `Err(())` if `h` no longer names it (re-read the header).
+#[inline]
+#[allow(clippy::type_complexity)]
+pub(crate) fn owned_monitor<'r, P: Locate>(
+    rt: &'r Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    w: u64,
+) -> Result<Option<(&'r FatMonitor, MonitorIndex)>, ()> {
+    let idx = P::locate(rt, h, w).ok_or(())?;
+    let m = rt.monitors().get(idx);
+    // Owned monitors are never deflated, so if `h` names it now it is `h`'s; and if `t` does
+    // not own it, `t` does not own `h` either (possibly a stale index, but `t`'s own
+    // ownership of `h` cannot change behind its back).
+    let owned = m.is_owned_by(t.core());
+    if !P::names(rt, h, h.load(Ordering::Acquire), idx) {
+        return Err(());
+    }
+    Ok(owned.then_some((m, idx)))
+}
+
+/// monitorexit through the monitor `m` (index `idx`) that `t` owns, then the eager policy.
+pub(crate) fn exit_owned<P: Locate>(
+    rt: &Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    m: &FatMonitor,
+    idx: MonitorIndex,
+) -> Result<(), MonitorError> {
+    m.exit(t.core())?;
+    if !m.is_owned_by(t.core()) {
+        after_release(rt, h, idx);
+    }
+    Ok(())
+}
+
+/// Object.wait through the monitor `m` that `t` owns: announced for the whole wait, so that no
+/// deflater takes the monitor while `t` is between notification and re-entry.
+pub(crate) fn wait_owned<P: Protocol>(
+    t: &ThreadContext<P>,
+    m: &FatMonitor,
+    deadline: Option<std::time::Instant>,
+) -> Result<crate::WaitOutcome, MonitorError> {
+    // Cannot fail: `t` holds the system lock, which a deflater needs before setting DEFLATING.
+    let announced = m.add_contention();
+    debug_assert!(announced);
+    let r = m.wait(t.core_arc(), deadline);
+    m.remove_contention();
+    r
+}
+
+/// The raw owner of the monitor named by `w` (read from `h`) while `h` names it, or `None` if
+/// `h` changed (re-read). [`ANONYMOUS_OWNER`](crate::monitor::ANONYMOUS_OWNER) is returned as
+/// is.
+pub(crate) fn monitor_owner<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -> Option<u32> {
+    let idx = P::locate(rt, h, w)?;
+    let m = rt.monitors().get(idx);
+    if !m.add_contention() {
+        yield_now();
+        return None;
+    }
+    let r = P::names(rt, h, h.load(Ordering::SeqCst), idx).then(|| m.owner_raw());
+    m.remove_contention();
+    r
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{Config, DeflationPolicy, Lightweight, Protocol, Runtime, Stack};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// "Live fat monitors fall back to near zero after contention ends" (issue 3): four
+    /// threads contend on four objects, with waits; once they are done, the eager policy has
+    /// given every monitor back and the books balance. `Never` keeps them all.
+    fn falls_back_to_zero<P: Protocol>(policy: DeflationPolicy) -> (u64, u64, usize) {
+        let rt = Runtime::<P>::new(Config {
+            deflation: policy,
+            ..Config::default()
+        });
+        let hs: Vec<P::Header> = (0..4).map(|_| P::Header::default()).collect();
+        let inside: Vec<AtomicBool> = (0..4).map(|_| AtomicBool::new(false)).collect();
+        let sum = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (rt, hs, inside, sum) = (&rt, &hs, &inside, &sum);
+                s.spawn(move || {
+                    let me = rt.attach().unwrap();
+                    for i in 0..2_000 {
+                        let k = (i + t) % 4;
+                        let g = me.enter(&hs[k]).unwrap();
+                        assert!(!inside[k].swap(true, Ordering::Relaxed), "two owners");
+                        sum.fetch_add(1, Ordering::Relaxed);
+                        inside[k].store(false, Ordering::Relaxed);
+                        if i % 200 == 0 {
+                            g.wait(Some(Duration::from_micros(50))).unwrap();
+                        }
+                        drop(g);
+                    }
+                });
+            }
+        });
+        assert_eq!(sum.into_inner(), 8_000);
+        for h in &hs {
+            assert_eq!(rt.owner_of(h), None);
+        }
+        let s = rt.stats_snapshot();
+        (s.inflations(), s.deflations, s.live_monitors)
+    }
+
+    #[test]
+    fn eager_deflation_returns_every_monitor() {
+        for (name, (inflations, deflations, live)) in [
+            (
+                "stack",
+                falls_back_to_zero::<Stack>(DeflationPolicy::default()),
+            ),
+            (
+                "lightweight",
+                falls_back_to_zero::<Lightweight>(DeflationPolicy::default()),
+            ),
+        ] {
+            assert!(inflations >= 4, "{name}: waits inflate");
+            assert_eq!(live, 0, "{name}: all deflated");
+            assert_eq!(inflations, deflations, "{name}");
+        }
+        let (inflations, deflations, live) =
+            falls_back_to_zero::<Lightweight>(DeflationPolicy::Never);
+        assert_eq!((deflations, live as u64), (0, inflations));
+    }
+
+    /// Owner queries under concurrent locking: an object its owner holds throughout is always
+    /// reported as held by it, however the owner reshuffles its lock stack or records around
+    /// it (other objects in and out of order, recursion, inflation by a contender); an object
+    /// that only the churning thread locks is reported as that thread or as free, never
+    /// another.
+    fn owner_query_under_churn<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let held = P::Header::default();
+        let (x, y) = (P::Header::default(), P::Header::default());
+        let stop = AtomicBool::new(false);
+        let ready = std::sync::Barrier::new(3);
+        let owner_id = std::sync::OnceLock::new();
+        let rounds = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let owner = s.spawn(|| {
+                let me = rt.attach().unwrap();
+                owner_id.set(me.id()).unwrap();
+                me.monitor_enter(&x).unwrap();
+                me.monitor_enter(&held).unwrap();
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                    me.monitor_exit(&x).unwrap(); // out of order: `held` slides down
+                    me.monitor_enter(&y).unwrap();
+                    me.monitor_enter(&held).unwrap(); // recursive, not adjacent
+                    me.monitor_enter(&x).unwrap();
+                    me.monitor_exit(&y).unwrap();
+                    me.monitor_exit(&held).unwrap();
+                }
+                me.monitor_exit(&held).unwrap();
+                me.monitor_exit(&x).unwrap();
+            });
+            // A contender on `x` forces inflations (anonymous / INFLATING) now and then.
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                ready.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    drop(me.enter(&x).unwrap());
+                }
+            });
+            ready.wait();
+            let owner_id = *owner_id.get().unwrap();
+            // Stop the others even if an assertion fails, or the scope would never end.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut queries = 0;
+                while queries < 20_000 || rounds.load(Ordering::Relaxed) < 2_000 {
+                    assert_eq!(rt.owner_of(&held), Some(owner_id), "{}", P::NAME);
+                    let y_owner = rt.owner_of(&y);
+                    assert!(
+                        y_owner.is_none() || y_owner == Some(owner_id),
+                        "{}",
+                        P::NAME
+                    );
+                    queries += 1;
+                }
+            }));
+            stop.store(true, Ordering::Relaxed);
+            if let Err(p) = r {
+                std::panic::resume_unwind(p);
+            }
+            owner.join().unwrap();
+        });
+        assert_eq!(rt.owner_of(&held), None);
+    }
+
+    #[test]
+    fn owner_queries_under_churn() {
+        owner_query_under_churn::<Stack>();
+        owner_query_under_churn::<Lightweight>();
+        owner_query_under_churn::<crate::LightweightTable>();
+    }
+}

@@ -1,0 +1,988 @@
+//! `lightweight`: HotSpot's lock-stack fast-locking (seed 001, JDK-8291555,
+//! `-XX:LockingMode=2`), with the recursive fast-locking HotSpot added later (JDK-8319796).
+//! [`LightweightSeed`] (`lightweight-seed`) is the seed's variant without it, where every
+//! recursive enter inflates; both are in the catalog and the benchmark report.
+//!
+//! Header: [`MarkWord`] (bit table in [`super::mark`]):
+//!
+//! | bits   | unlocked | fast-locked | monitor                    | monitor, `lightweight-table` |
+//! |--------|----------|-------------|----------------------------|------------------------------|
+//! | 63..32 | host     | host        | host                       | host                         |
+//! | 31..8  | 0        | 0           | monitor index (bit 31 = 0) | 0 (index in the side table)  |
+//! | 7..2   | host     | host        | host                       | host                         |
+//! | 1..0   | `01`     | `00`        | `10`                       | `10`                         |
+//!
+//! [`LightweightTable`] (`lightweight-table`) finds the monitor by the header's address in an
+//! [`ObjectMonitorTable`], as HotSpot does with `-XX:+UseObjectMonitorTable`: inflation and
+//! deflation change only the lock bits. (The reserved field stays reserved so that both forms
+//! share [`MarkWord`]; with the table form a host could have those 24 bits too.)
+//!
+//! Fast-locking "CASes the lowest two header bits to 00 … but does *not* overload the upper bits
+//! with a stack-pointer. Instead, it pushes the object-reference to a thread-local lock-stack"
+//! (seed 001). The lock stack ([`LockStack`]) holds [`LOCK_STACK_CAPACITY`] = 8 header
+//! addresses, as HotSpot's. Invariants (all writes by the owning thread):
+//! - an object is on a thread's lock stack only while that thread owns it (push after the
+//!   locking CAS, removal before the unlocking CAS), so "which thread owns X?" is a scan of every
+//!   thread's lock stack ([`owner_of`](Protocol::owner_of));
+//! - the entries of one object form one adjacent run; its length is the recursion count
+//!   (recursive fast-locking; the seed itself inflated on recursion);
+//! - a fast-locked object's monitor, once a contender installed one, is owned by
+//!   [`ANONYMOUS_OWNER`] until the real owner — the thread with the run — claims it ("fixes the
+//!   owner to be itself", seed 001) with the run's length as count and drops the run.
+//!
+//! Transitions: a contender inflates a fast-locked object with one CAS of the monitor word
+//! ("we can directly CAS the (tagged) ObjectMonitor pointer to the object header", seed 001)
+//! and blocks on the monitor, which the owner's exit hands over. The owner inflates its own lock
+//! for wait (notify on a fast-locked object is a no-op: it cannot have waiters, as HotSpot's
+//! `quick_notify`), for a recursive enter that is not adjacent (A, B, A), and when a recursive
+//! enter finds the stack full. A full lock stack and a new object: the new object is locked
+//! through a fresh monitor (the seed's fall-through to inflate-enter). HotSpot later inflates
+//! the *oldest* entry instead, which needs to dereference that entry; here entries are plain
+//! addresses that are not GC roots of anything, and after `mem::forget` of a guard the header
+//! behind an entry may be gone, so no entry is ever dereferenced. Exits may come in any order: an exit of an
+//! object that is not on top removes one entry of its run and closes the gap.
+//! Deflation: [`crate::deflate`], per [`Config::deflation`].
+//!
+//! Atomic operations per fast path:
+//! - lock an unlocked object: one load, one compare-and-swap (`01` → `00`), two stores (entry,
+//!   top) to the thread's own lock stack;
+//! - recursive lock (object on top): one load of the header, two stores; no read-modify-write;
+//! - unlock: one load, one compare-and-swap (`00` → `01`), two stores; recursive unlock: two
+//!   stores.
+//!
+//! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
+//! see [`Lightweight::locked_objects`] and [`Lightweight::relocate`].
+
+use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::omt::ObjectMonitorTable;
+use super::Protocol;
+use crate::deflate::{self, Locate, Via};
+use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
+use crate::runtime::{Config, InflationCause, Runtime};
+use crate::sync::{yield_now, AtomicU64, AtomicUsize, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+/// Entries of a lock stack (HotSpot's `LockStack::CAPACITY`).
+pub const LOCK_STACK_CAPACITY: usize = 8;
+
+/// How many rounds an owner query retries before concluding that a fast-locked object has no
+/// attached owner (its owner detached with a forgotten guard).
+const OWNER_QUERY_ROUNDS: u32 = 1 << 14;
+
+/// A thread's lock stack: the addresses of the headers it has fast-locked, oldest first.
+/// Written only by its thread; read by any thread (owner queries, GC root scans).
+pub struct LockStack {
+    entries: [AtomicUsize; LOCK_STACK_CAPACITY],
+    /// Entries in use; slots at and above `top` hold 0.
+    top: AtomicUsize,
+}
+
+impl LockStack {
+    fn new() -> Self {
+        Self {
+            entries: std::array::from_fn(|_| AtomicUsize::new(0)),
+            top: AtomicUsize::new(0),
+        }
+    }
+
+    /// Owner only.
+    #[inline]
+    fn top(&self) -> usize {
+        self.top.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        self.entries[i].load(Ordering::Relaxed)
+    }
+
+    /// Owner only; `top < LOCK_STACK_CAPACITY`.
+    #[inline]
+    fn push(&self, top: usize, a: usize) {
+        self.entries[top].store(a, Ordering::Release);
+        self.top.store(top + 1, Ordering::Release);
+    }
+
+    /// Owner only; removes the entry at `top - 1`.
+    #[inline]
+    fn pop(&self, top: usize) {
+        self.entries[top - 1].store(0, Ordering::Release);
+        self.top.store(top - 1, Ordering::Release);
+    }
+
+    /// Owner only: the run of `a`, as `lo..hi`.
+    fn run(&self, a: usize) -> Option<(usize, usize)> {
+        let top = self.top();
+        let lo = (0..top).find(|&i| self.at(i) == a)?;
+        let hi = (lo..top).find(|&i| self.at(i) != a).unwrap_or(top);
+        Some((lo, hi))
+    }
+
+    /// Owner only: removes entries `lo..hi`, closing the gap. Entries above move down one slot
+    /// at a time, written at the new slot before being cleared at the old, so a concurrent
+    /// scan may see an entry twice but sees `a` only while it is still owned.
+    fn remove(&self, lo: usize, hi: usize) {
+        let top = self.top();
+        let n = hi - lo;
+        for i in lo..top - n {
+            self.entries[i].store(self.at(i + n), Ordering::Release);
+        }
+        for i in top - n..top {
+            self.entries[i].store(0, Ordering::Release);
+        }
+        self.top.store(top - n, Ordering::Release);
+    }
+
+    /// Any thread: whether `a` is on this stack now (racy; exact for the owner).
+    pub fn contains(&self, a: *const MarkWord) -> bool {
+        let top = self.top.load(Ordering::Acquire);
+        (0..top.min(LOCK_STACK_CAPACITY))
+            .any(|i| self.entries[i].load(Ordering::Acquire) == a as usize)
+    }
+
+    /// Any thread: the entries, oldest first, one per lock level (a racy snapshot unless the
+    /// owner is stopped).
+    pub fn entries(&self) -> Vec<*const MarkWord> {
+        let top = self.top.load(Ordering::Acquire).min(LOCK_STACK_CAPACITY);
+        (0..top)
+            .map(|i| self.entries[i].load(Ordering::Acquire))
+            .filter(|&a| a != 0)
+            .map(|a| a as *const MarkWord)
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for LockStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries()).finish()
+    }
+}
+
+/// HotSpot's fast-locking (see the module documentation); `RECURSIVE` selects recursive
+/// fast-locking (adjacent duplicate entries, JDK-8319796) over the seed's inflation on every
+/// recursive enter; `TABLE` finds monitors through the [`ObjectMonitorTable`] instead of the
+/// header. Use the aliases [`Lightweight`], [`LightweightSeed`] and [`LightweightTable`].
+#[derive(Debug)]
+pub enum FastLocking<const RECURSIVE: bool, const TABLE: bool = false> {}
+
+/// `lightweight`: fast-locking with recursion on the lock stack, as HotSpot does today.
+pub type Lightweight = FastLocking<true>;
+
+/// `lightweight-table`: `lightweight` with the monitor found through a side table keyed by
+/// the header's address (HotSpot's `ObjectMonitorTable`): the monitor state changes only the
+/// lock bits of the header.
+pub type LightweightTable = FastLocking<true, true>;
+
+/// `lightweight-seed`: fast-locking exactly as seed 001 describes it — "fast-locking does *not*
+/// support recursive locking (yet). When that happens, the fast-lock gets inflated to a full
+/// monitor."
+pub type LightweightSeed = FastLocking<false>;
+
+impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
+    #[inline]
+    fn locate(rt: &Runtime<Self>, h: &AtomicU64, w: u64) -> Option<MonitorIndex> {
+        if T {
+            rt.state().get(h as *const AtomicU64 as usize)
+        } else {
+            Some(mark::index_of(w))
+        }
+    }
+
+    #[inline]
+    fn names(rt: &Runtime<Self>, h: &AtomicU64, cur: u64, idx: MonitorIndex) -> bool {
+        if T {
+            cur & LOCK_BITS == MONITOR
+                && rt.state().get(h as *const AtomicU64 as usize) == Some(idx)
+        } else {
+            mark::names(cur, idx)
+        }
+    }
+
+    #[inline]
+    fn install(rt: &Runtime<Self>, h: &AtomicU64, w: u64, idx: MonitorIndex) -> bool {
+        if !T {
+            return h
+                .compare_exchange(
+                    w,
+                    mark::monitor_word(w, idx),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        }
+        let a = h as *const AtomicU64 as usize;
+        if !rt.state().insert(a, idx) {
+            yield_now();
+            return false;
+        }
+        let ok = h
+            .compare_exchange(
+                w,
+                (w & !LOCK_BITS) | MONITOR,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok();
+        if !ok {
+            rt.state().remove_if(a, idx);
+        }
+        ok
+    }
+
+    #[inline]
+    fn uninstall(
+        rt: &Runtime<Self>,
+        h: &AtomicU64,
+        cur: u64,
+        idx: MonitorIndex,
+    ) -> Result<(), u64> {
+        h.compare_exchange(
+            cur,
+            (cur & MARK_HOST_BITS) | mark::UNLOCKED,
+            Ordering::SeqCst,
+            Ordering::Acquire,
+        )?;
+        if T {
+            rt.state().remove_if(h as *const AtomicU64 as usize, idx);
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+fn addr(h: &MarkWord) -> usize {
+    h as *const MarkWord as usize
+}
+
+impl<const R: bool, const T: bool> FastLocking<R, T> {
+    /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
+    /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
+    /// policy). `true` if it did.
+    pub fn deflate_idle(rt: &Runtime<Self>, h: &MarkWord) -> bool {
+        deflate::deflate_idle(rt, &h.0)
+    }
+
+    /// GC hook: the objects `t` has fast-locked, one entry per lock level, oldest first. These
+    /// are GC roots ("the lock-stack is also a new set of GC roots", seed 001). Objects whose
+    /// monitor `t` owns are not listed: a GC finds them through its monitors (the table).
+    pub fn locked_objects(t: &ThreadContext<Self>) -> Vec<*const MarkWord> {
+        t.local().entries()
+    }
+
+    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
+    /// copied the word verbatim). Rewrites every lock-stack entry. Call only while every
+    /// attached thread is stopped outside this crate's calls (a safepoint): lock stacks are
+    /// otherwise written only by their own threads. Entries are never dereferenced, so a missed
+    /// relocation is a wrong answer (`IllegalMonitorState` on exit), never undefined behaviour.
+    pub fn relocate(rt: &Runtime<Self>, from: *const MarkWord, to: &MarkWord) {
+        for cx in rt.threads().snapshot() {
+            for e in &cx.local().entries {
+                if e.load(Ordering::Relaxed) == from as usize {
+                    e.store(addr(to), Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// `h` has a run on `t`'s stack and a contender installed an anonymous monitor: take it
+    /// over with the run's length and drop the run (claim before dropping, so that owner
+    /// queries always find `t` one way or the other).
+    fn claim(t: &ThreadContext<Self>, m: &FatMonitor, lo: usize, hi: usize) {
+        m.claim_anonymous(t.core(), (hi - lo) as u32);
+        t.local().remove(lo, hi);
+    }
+
+    /// Inflation by the owner of a fast-lock (run `lo..hi` on `t`'s stack): a fresh monitor
+    /// owned by `t` with the run's count, or the anonymous one a contender installed.
+    fn inflate_owned<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        cause: InflationCause,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let ls = t.local();
+        let (lo, hi) = ls.run(addr(h)).expect("caller holds a run");
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS == MONITOR {
+                // A contender's anonymous monitor: it stays installed while we own `h`.
+                let Some(idx) = Self::locate(rt, &h.0, w) else {
+                    continue;
+                };
+                let m = rt.monitors().get(idx);
+                Self::claim(t, m, lo, hi);
+                return Ok(m);
+            }
+            debug_assert_eq!(w & LOCK_BITS, LOCKED);
+            let idx = rt.monitors().allocate()?;
+            let m = rt.monitors().get(idx);
+            m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
+            if Self::install(rt, &h.0, w, idx) {
+                ls.remove(lo, hi);
+                rt.stats().inflated(cause);
+                return Ok(m);
+            }
+            // The host changed its bits, or a contender inflated first: look again.
+            m.abandon_fresh();
+            rt.monitors().free(idx);
+        }
+    }
+
+    /// A contender inflates the fast-lock `w` with an anonymous owner. `false` if the header
+    /// changed first or the table is full (then the caller spins on the header instead).
+    fn inflate_contended(rt: &Runtime<Self>, h: &MarkWord, w: u64) -> Result<bool, MonitorError> {
+        let Ok(idx) = rt.monitors().allocate() else {
+            return Ok(false);
+        };
+        let m = rt.monitors().get(idx);
+        m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
+        if Self::install(rt, &h.0, w, idx) {
+            rt.stats().inflated(InflationCause::Contention);
+            return Ok(true);
+        }
+        m.abandon_fresh();
+        rt.monitors().free(idx);
+        Ok(false)
+    }
+
+    /// A full lock stack meets an unlocked object: lock it straight through a fresh monitor
+    /// owned by `t` (the seed's fall-through to inflate-enter). `false` if the header changed.
+    #[cold]
+    fn inflate_unlocked(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        w: u64,
+    ) -> Result<bool, MonitorError> {
+        let idx = rt.monitors().allocate()?;
+        let m = rt.monitors().get(idx);
+        m.enter_inflated_for(t.core().raw_id(), 1)?;
+        if Self::install(rt, &h.0, w, idx) {
+            rt.stats().inflated(InflationCause::RecursionOverflow);
+            return Ok(true);
+        }
+        m.abandon_fresh();
+        rt.monitors().free(idx);
+        Ok(false)
+    }
+
+    #[cold]
+    fn enter_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        block: bool,
+    ) -> Result<bool, MonitorError> {
+        let ls = t.local();
+        let a = addr(h);
+        let mut spins = 0u32;
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            match w & LOCK_BITS {
+                LOCKED => {
+                    if let Some((_, hi)) = ls.run(a) {
+                        let top = ls.top();
+                        if R && hi == top && top < LOCK_STACK_CAPACITY {
+                            ls.push(top, a);
+                            return Ok(true);
+                        }
+                        // Recursion that the stack cannot hold as an adjacent run (or, in the
+                        // seed's variant, any recursion).
+                        Self::inflate_owned(rt, t, h, InflationCause::RecursionOverflow)?
+                            .enter(t.core_arc())?;
+                        return Ok(true);
+                    }
+                    if !block {
+                        return Ok(false);
+                    }
+                    if !Self::inflate_contended(rt, h, w)? {
+                        spins += 1;
+                        if spins > 16 {
+                            yield_now();
+                        }
+                    }
+                }
+                MONITOR => {
+                    if let Some((lo, hi)) = ls.run(a) {
+                        // A contender inflated our fast-lock: the anonymous owner is us.
+                        let Some(idx) = Self::locate(rt, &h.0, w) else {
+                            continue;
+                        };
+                        let m = rt.monitors().get(idx);
+                        debug_assert!(m.is_anonymous());
+                        Self::claim(t, m, lo, hi);
+                    }
+                    match deflate::enter_monitor(rt, t, &h.0, w, block)? {
+                        Via::Entered => return Ok(true),
+                        Via::Busy => return Ok(false),
+                        Via::Retry => {}
+                    }
+                }
+                _ => {
+                    // Unlocked (the fast path found the stack full or lost a race).
+                    let top = ls.top();
+                    if top == LOCK_STACK_CAPACITY {
+                        if Self::inflate_unlocked(rt, t, h, w)? {
+                            return Ok(true);
+                        }
+                        continue;
+                    }
+                    if h.0
+                        .compare_exchange(w, w ^ 1, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        ls.push(top, a);
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes `t`'s last entry of `h` (at `i`) and releases the lock.
+    #[cold]
+    fn release_last(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        i: usize,
+    ) -> Result<(), MonitorError> {
+        t.local().remove(i, i + 1);
+        Self::finish_release(rt, t, h)
+    }
+
+    #[cold]
+    fn exit_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
+        let ls = t.local();
+        if let Some((lo, hi)) = ls.run(addr(h)) {
+            if hi - lo >= 2 {
+                ls.remove(hi - 1, hi);
+                return Ok(());
+            }
+            return Self::release_last(rt, t, h, lo);
+        }
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some((m, idx))) => return deflate::exit_owned(rt, t, &h.0, m, idx),
+                Ok(None) => return Err(MonitorError::IllegalMonitorState),
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// The monitor `t` owns for `h` (inflating its fast-lock if needed), for wait / notify.
+    fn owned_for_wait<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(&'r FatMonitor, MonitorIndex), MonitorError> {
+        if t.local().run(addr(h)).is_some() {
+            Self::inflate_owned(rt, t, h, InflationCause::WaitNotify)?;
+        }
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some(mi)) => return Ok(mi),
+                Ok(None) => return Err(MonitorError::IllegalMonitorState),
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// The attached thread with `a` on its lock stack, if any (a scan of every lock stack).
+    fn scan_owner(rt: &Runtime<Self>, a: *const MarkWord) -> Option<ThreadId> {
+        rt.threads()
+            .snapshot()
+            .iter()
+            .find(|cx| cx.local().contains(a))
+            .map(|cx| cx.id())
+    }
+}
+
+impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
+    const NAME: &'static str = match (R, T) {
+        (true, false) => "lightweight",
+        (false, false) => "lightweight-seed",
+        (true, true) => "lightweight-table",
+        (false, true) => "lightweight-seed-table",
+    };
+    const SUMMARY: &'static str = match (R, T) {
+        (true, false) => {
+            "HotSpot fast-locking: CAS 01→00 + per-thread lock stack, anonymous owner, deflation"
+        }
+        (false, false) => "seed 001 as written: lightweight, but every recursive enter inflates",
+        (true, true) => "lightweight with the monitor in a side table (HotSpot ObjectMonitorTable)",
+        (false, true) => "lightweight-seed with the monitor in a side table",
+    };
+    const HEADER_LOCK_BITS: u32 = 26;
+
+    type Header = MarkWord;
+    /// The side table (empty unless `TABLE`).
+    type State = ObjectMonitorTable;
+    type ThreadState = LockStack;
+
+    fn new_state(_: &Config) -> ObjectMonitorTable {
+        ObjectMonitorTable::new(T)
+    }
+    fn new_thread_state(_: ThreadId, _: &Config) -> LockStack {
+        LockStack::new()
+    }
+
+    #[inline]
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
+        let ls = t.local();
+        let top = ls.top();
+        if top < LOCK_STACK_CAPACITY {
+            let w = h.0.load(Ordering::Relaxed);
+            if w & LOCK_BITS == 0b01 {
+                if h.0
+                    .compare_exchange(w, w ^ 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    ls.push(top, addr(h));
+                    return Ok(());
+                }
+            } else if R && top > 0 && ls.at(top - 1) == addr(h) {
+                // Recursive fast-lock: the run is on top, so the run's object is ours.
+                ls.push(top, addr(h));
+                return Ok(());
+            }
+        }
+        Self::enter_slow(rt, t, h, true).map(|_| ())
+    }
+
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<bool, MonitorError> {
+        Self::enter_slow(rt, t, h, false)
+    }
+
+    #[inline]
+    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &MarkWord) -> Result<(), MonitorError> {
+        let ls = t.local();
+        let top = ls.top();
+        if top > 0 && ls.at(top - 1) == addr(h) {
+            if top >= 2 && ls.at(top - 2) == addr(h) {
+                ls.pop(top);
+                return Ok(());
+            }
+            let w = h.0.load(Ordering::Relaxed);
+            if w & LOCK_BITS == LOCKED {
+                ls.pop(top);
+                if h.0
+                    .compare_exchange(w, w | 1, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                // Inflated (or host bits changed) after our load; the entry is gone already.
+                return Self::finish_release(rt, t, h);
+            }
+        }
+        Self::exit_slow(rt, t, h)
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        let (m, _) = Self::owned_for_wait(rt, t, h)?;
+        deflate::wait_owned(t, m, deadline)
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        if t.local().run(addr(h)).is_some() && h.0.load(Ordering::Acquire) & LOCK_BITS == LOCKED {
+            // HotSpot's quick_notify: a fast-locked object has no wait set, hence no waiters.
+            return Ok(());
+        }
+        let (m, _) = Self::owned_for_wait(rt, t, h)?;
+        m.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &MarkWord) -> u32 {
+        if let Some((lo, hi)) = t.local().run(addr(h)) {
+            return (hi - lo) as u32;
+        }
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return 0;
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some((m, _))) => return m.count_for(t.core()),
+                Ok(None) => return 0,
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// A linearizable answer: the returned thread owned `h` at some moment during the call,
+    /// and `None` means `h` was unlocked at some moment during the call — except for an object
+    /// fast-locked by a thread that detached with a forgotten guard (no attached owner), which
+    /// is reported as `None` after a bounded number of rescans.
+    ///
+    /// Why: an entry of `h` on a lock stack implies ownership (pushed after the locking CAS,
+    /// cleared before the unlocking one); an owner that is between its CAS and its push (or
+    /// its claim of an anonymous monitor) is not seen, so a fast-locked header with no entry
+    /// found is re-read and rescanned instead of answered.
+    fn owner_of(rt: &Runtime<Self>, h: &MarkWord) -> Option<ThreadId> {
+        for _ in 0..OWNER_QUERY_ROUNDS {
+            let w = h.0.load(Ordering::SeqCst);
+            match w & LOCK_BITS {
+                LOCKED => {}
+                MONITOR => match deflate::monitor_owner(rt, &h.0, w) {
+                    None => continue,
+                    Some(0) => return None,
+                    Some(ANONYMOUS_OWNER) => {}
+                    Some(raw) => return ThreadId::from_raw(raw),
+                },
+                _ => return None,
+            }
+            if let Some(id) = Self::scan_owner(rt, h) {
+                return Some(id);
+            }
+            yield_now();
+        }
+        None
+    }
+
+    fn reclaim(rt: &Runtime<Self>, h: &mut MarkWord) {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & LOCK_BITS == MONITOR {
+            if let Some(idx) = Self::locate(rt, &h.0, w) {
+                if T {
+                    rt.state().remove_if(addr(h), idx);
+                }
+                if rt.monitors().get(idx).is_idle() {
+                    rt.monitors().free(idx);
+                }
+            }
+        }
+        h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+}
+
+impl<const R: bool, const T: bool> FastLocking<R, T> {
+    /// After the fast exit popped `t`'s last entry but its unlocking CAS failed.
+    #[cold]
+    fn finish_release(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
+        let mut w = h.0.load(Ordering::Acquire);
+        loop {
+            if w & LOCK_BITS == MONITOR {
+                // Anonymous (a contender's): installed for as long as we own `h`.
+                let Some(idx) = Self::locate(rt, &h.0, w) else {
+                    w = h.0.load(Ordering::Acquire);
+                    continue;
+                };
+                let m = rt.monitors().get(idx);
+                m.claim_anonymous(t.core(), 1);
+                return deflate::exit_owned(rt, t, &h.0, m, idx);
+            }
+            match h
+                .0
+                .compare_exchange(w, w | 1, Ordering::Release, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(()),
+                Err(now) => w = now,
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{DeflationPolicy, Runtime};
+    use std::time::Duration;
+
+    const HOST: u64 = 0xdead_beef_0000_00a4;
+
+    fn rt_with(deflation: DeflationPolicy) -> std::sync::Arc<Runtime<Lightweight>> {
+        Runtime::new(Config {
+            deflation,
+            ..Config::default()
+        })
+    }
+
+    /// Seed 001: "It still CASes the lowest two header bits to 00 … but does *not* overload
+    /// the upper bits", "pushes the object-reference to a thread-local lock-stack".
+    #[test]
+    fn fast_lock_flips_low_bits_and_pushes() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        assert_eq!(h.raw(), HOST | 0b01);
+        let g = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), HOST, "lock bits 00, host bits in place");
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&h as *const _]
+        );
+        drop(g);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert!(Lightweight::locked_objects(me.context()).is_empty());
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// Recursion as adjacent duplicate entries (HotSpot JDK-8319796), no inflation.
+    #[test]
+    fn recursion_is_adjacent_entries() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        let gs: Vec<_> = (0..3).map(|_| me.enter(&h).unwrap()).collect();
+        assert_eq!(Lightweight::locked_objects(me.context()).len(), 3);
+        assert_eq!(me.lock_count(&h), 3);
+        assert_eq!(h.raw() & LOCK_BITS, LOCKED);
+        drop(gs);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// The seed's variant: "fast-locking does *not* support recursive locking (yet). When that
+    /// happens, the fast-lock gets inflated to a full monitor."
+    #[test]
+    fn seed_variant_inflates_on_recursion() {
+        let rt = Runtime::<LightweightSeed>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        let g1 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), HOST);
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(me.lock_count(&h), 2);
+        assert!(LightweightSeed::locked_objects(me.context()).is_empty());
+        drop((g2, g1));
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(rt.stats_snapshot().inflations_recursion, 1);
+    }
+
+    /// `lightweight-table`: inflation changes only the lock bits (the monitor is in the side
+    /// table), and deflation empties the table again.
+    #[test]
+    fn table_variant_keeps_header_bits() {
+        let rt = Runtime::<LightweightTable>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::new(HOST);
+        let g = me.enter(&h).unwrap();
+        g.wait(Some(Duration::ZERO)).unwrap();
+        assert_eq!(
+            h.raw(),
+            (HOST & MARK_HOST_BITS) | MONITOR,
+            "only the lock bits changed"
+        );
+        assert_eq!(rt.state().len(), 1);
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        drop(g);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert!(rt.state().is_empty());
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+    }
+
+    /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
+    #[test]
+    fn non_adjacent_recursion_inflates() {
+        let rt = rt_with(DeflationPolicy::Never);
+        let me = rt.attach().unwrap();
+        let (a, b) = (MarkWord::new(HOST), MarkWord::default());
+        let ga = me.enter(&a).unwrap();
+        let gb = me.enter(&b).unwrap();
+        let ga2 = me.enter(&a).unwrap();
+        assert_eq!(a.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(a.raw() & MARK_HOST_BITS, HOST & MARK_HOST_BITS);
+        assert_eq!(me.lock_count(&a), 2);
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&b as *const _]
+        );
+        assert_eq!(rt.stats_snapshot().inflations_recursion, 1);
+        drop((ga2, gb, ga));
+        assert_eq!(rt.owner_of(&a), None);
+    }
+
+    /// Unstructured exit: A, B, exit A, exit B; B's entry slides down.
+    #[test]
+    fn out_of_order_exit_keeps_fast_locks() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (a, b) = (MarkWord::default(), MarkWord::default());
+        me.monitor_enter(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        me.monitor_exit(&a).unwrap();
+        assert_eq!(a.raw(), 0b01);
+        assert_eq!(b.raw(), 0b00);
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&b as *const _]
+        );
+        me.monitor_exit(&b).unwrap();
+        assert_eq!(b.raw(), 0b01);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// Capacity 8, as HotSpot's `LockStack`; the 9th distinct object goes through a monitor.
+    #[test]
+    fn ninth_object_is_inflated() {
+        let rt = rt_with(DeflationPolicy::Never);
+        let me = rt.attach().unwrap();
+        let hs: Vec<MarkWord> = (0..9).map(|_| MarkWord::default()).collect();
+        let gs: Vec<_> = hs.iter().map(|h| me.enter(h).unwrap()).collect();
+        assert!(hs[..8].iter().all(|h| h.raw() == 0));
+        assert_eq!(hs[8].raw() & LOCK_BITS, MONITOR);
+        assert_eq!(Lightweight::locked_objects(me.context()).len(), 8);
+        assert!(hs.iter().all(|h| rt.owner_of(h) == Some(me.id())));
+        drop(gs);
+        assert!(hs[..8].iter().all(|h| h.raw() == 0b01));
+    }
+
+    /// Seed 001's anonymous owner: the contender inflates a fast-locked object and records
+    /// ANONYMOUS_OWNER; the owner query still finds the real owner (by its lock stack); the
+    /// owner fixes the monitor at exit and hands over. Eager deflation then gives it back.
+    #[test]
+    fn contender_inflates_with_anonymous_owner() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let h = MarkWord::new(HOST);
+        let me = rt.attach().unwrap();
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                let g = other.enter(&h).unwrap();
+                assert_eq!(other.lock_count(&h), 1);
+                drop(g);
+            });
+            while h.raw() & LOCK_BITS != MONITOR {
+                std::thread::yield_now();
+            }
+            let m = rt.monitors().get(mark::index_of(h.raw()));
+            assert!(m.is_anonymous());
+            assert_eq!(rt.owner_of(&h), Some(me.id()), "found on the lock stack");
+            assert_eq!(me.lock_count(&h), 2, "the run is the count");
+            drop(g2);
+            assert!(m.is_anonymous(), "a recursive exit only pops");
+            drop(g1);
+        });
+        let s = rt.stats_snapshot();
+        assert_eq!(
+            (s.inflations_contention, s.deflations, s.live_monitors),
+            (1, 1, 0)
+        );
+        assert_eq!(h.raw(), HOST | 0b01);
+    }
+
+    /// HotSpot's quick_notify: notify on a fast-locked object does not inflate; wait does.
+    #[test]
+    fn notify_on_fast_lock_is_free_wait_inflates() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = MarkWord::default();
+        let g = me.enter(&h).unwrap();
+        g.notify().unwrap();
+        g.notify_all().unwrap();
+        assert_eq!(h.raw(), 0);
+        assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(rt.stats_snapshot().inflations_wait_notify, 1);
+        drop(g);
+        assert_eq!(h.raw(), 0b01, "deflated at exit");
+    }
+
+    /// The policies: Never keeps the monitor; AtExit{keep} keeps up to `keep`; OnRequest
+    /// deflates only through `deflate_idle`.
+    #[test]
+    fn deflation_policies() {
+        let inflate = |rt: &std::sync::Arc<Runtime<Lightweight>>, h: &MarkWord| {
+            let me = rt.attach().unwrap();
+            me.enter(h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        };
+        let rt = rt_with(DeflationPolicy::Never);
+        let h = MarkWord::default();
+        inflate(&rt, &h);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        assert!(
+            Lightweight::deflate_idle(&rt, &h),
+            "on request, whatever the policy"
+        );
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+
+        let rt = rt_with(DeflationPolicy::AtExit { keep: 1 });
+        let hs = [MarkWord::default(), MarkWord::default()];
+        let me = rt.attach().unwrap();
+        let g0 = me.enter(&hs[0]).unwrap();
+        g0.wait(Some(Duration::ZERO)).unwrap();
+        let g1 = me.enter(&hs[1]).unwrap();
+        g1.wait(Some(Duration::ZERO)).unwrap();
+        drop(g1); // 2 live > keep 1: deflated
+        drop(g0); // 1 live, not above keep: stays
+        let s = rt.stats_snapshot();
+        assert_eq!((s.live_monitors, s.deflations), (1, 1));
+        assert_eq!(hs[0].raw() & LOCK_BITS, MONITOR);
+
+        let rt = rt_with(DeflationPolicy::OnRequest);
+        let h = MarkWord::default();
+        inflate(&rt, &h);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        assert!(!Lightweight::deflate_idle(&rt, &h), "owned: not idle");
+        drop(g);
+        assert!(Lightweight::deflate_idle(&rt, &h));
+        assert_eq!(h.raw(), 0b01);
+    }
+
+    /// GC hook: after the host moved an object (here: a second header holding the same word,
+    /// stood in while the thread is stopped between calls), `relocate` lets the owner exit it.
+    #[test]
+    fn relocate_rewrites_lock_stacks() {
+        let rt = Runtime::<Lightweight>::with_defaults();
+        let me = rt.attach().unwrap();
+        let old = MarkWord::new(HOST);
+        let new = MarkWord::new(HOST);
+        me.monitor_enter(&old).unwrap();
+        new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
+        Lightweight::relocate(&rt, &old, &new);
+        assert_eq!(
+            Lightweight::locked_objects(me.context()),
+            vec![&new as *const _]
+        );
+        assert_eq!(rt.owner_of(&new), Some(me.id()));
+        assert_eq!(P::exit(&rt, me.context(), &new), Ok(()));
+        assert_eq!(new.raw(), HOST | 0b01);
+        type P = Lightweight;
+    }
+}

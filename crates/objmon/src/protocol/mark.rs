@@ -1,0 +1,96 @@
+//! The pointer-sized mark word of HotSpot's two header-locking modes (seed 001), shared by the
+//! [`stack`](super::stack) and [`lightweight`](super::lightweight) protocols.
+//!
+//! | bits   | unlocked `01` | stack-locked `00` | fast-locked `00` | monitor `10`        | INFLATING |
+//! |--------|---------------|-------------------|------------------|---------------------|-----------|
+//! | 63..32 | host          | lock-record       | host             | host                | 0         |
+//! | 31..8  | 0 (reserved)  | address, bits     | 0                | monitor index (23 bits in 30..8, bit 31 = 0) | 0 |
+//! | 7..2   | host          | 63..2             | host             | host                | 0         |
+//! | 1..0   | `01`          | `00`              | `00`             | `10`                | `00`      |
+//!
+//! The host owns [`MARK_HOST_BITS`] (38 bits: room for HotSpot's 31-bit identity hash and 4-bit
+//! GC age). They survive every transition: fast-locking and inflation change only the lock
+//! bits and the reserved field; stack-locking *displaces* the whole word into the lock record
+//! ("push a stack-lock onto the stack which consists only of the displaced header, and CAS a
+//! pointer to this stack location into the object header", seed 001) and the unlock or the
+//! inflation puts the host bits back. INFLATING (the all-zero word) exists only in `stack`.
+//!
+//! Deviation from HotSpot: HotSpot's monitor state holds a tagged `ObjectMonitor*` and keeps
+//! the displaced header inside the monitor. Here the monitor state holds the 23-bit index of the
+//! crate's [`MonitorTable`](crate::table::MonitorTable) (type-stable, so a stale index is never a
+//! dangling pointer) and keeps the host bits in place, so hash and age are readable in every
+//! state but stack-locked / INFLATING, and deflation needs no displaced-header store.
+
+use crate::sync::{AtomicU64, Ordering};
+use crate::table::MonitorIndex;
+
+/// The host's bits of a [`MarkWord`] (see the module's bit table).
+pub const MARK_HOST_BITS: u64 = 0xffff_ffff_0000_00fc;
+/// The two lock bits.
+pub(crate) const LOCK_BITS: u64 = 0b11;
+/// Lock bits of an unlocked object.
+pub(crate) const UNLOCKED: u64 = 0b01;
+/// Lock bits of a fast-locked (or stack-locked) object.
+pub(crate) const LOCKED: u64 = 0b00;
+/// Lock bits of an object with a fat monitor.
+pub(crate) const MONITOR: u64 = 0b10;
+/// `stack` only: a contender is installing a monitor; everybody else waits for the word.
+pub(crate) const INFLATING: u64 = 0;
+const INDEX_SHIFT: u32 = 8;
+const INDEX_MASK: u64 = 0x7f_ffff << INDEX_SHIFT;
+
+/// The 64-bit object header of the `lightweight` protocol (see the module documentation).
+/// `stack` has its own type, [`StackWord`](super::stack::StackWord), with the same layout:
+/// a `00` word means a record address to `stack` and must never reach it from `lightweight`.
+pub struct MarkWord(pub(crate) AtomicU64);
+
+impl Default for MarkWord {
+    /// An unlocked header with all host bits clear.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl MarkWord {
+    /// An unlocked header carrying `host_bits`; bits outside [`MARK_HOST_BITS`] are ignored.
+    pub fn new(host_bits: u64) -> Self {
+        Self(AtomicU64::new((host_bits & MARK_HOST_BITS) | UNLOCKED))
+    }
+
+    /// The host bits (in place in every state of this word).
+    pub fn host_bits(&self) -> u64 {
+        self.0.load(Ordering::Acquire) & MARK_HOST_BITS
+    }
+
+    /// The whole word, for introspection and tests (a racy snapshot).
+    #[inline]
+    pub fn raw(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for MarkWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MarkWord({:#018x})", self.raw())
+    }
+}
+
+/// The monitor word for monitor `idx`, keeping the host bits of `host_from`.
+#[inline]
+pub(crate) fn monitor_word(host_from: u64, idx: MonitorIndex) -> u64 {
+    (host_from & MARK_HOST_BITS) | (u64::from(idx.get()) << INDEX_SHIFT) | MONITOR
+}
+
+/// The monitor index of a word whose lock bits are `10`.
+#[inline]
+pub(crate) fn index_of(w: u64) -> MonitorIndex {
+    debug_assert_eq!(w & LOCK_BITS, MONITOR);
+    MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32)
+        .expect("a monitor word holds a monitor index")
+}
+
+/// Whether `w` is the monitor word of `idx` (whatever its host bits).
+#[inline]
+pub(crate) fn names(w: u64, idx: MonitorIndex) -> bool {
+    w & !MARK_HOST_BITS == monitor_word(0, idx)
+}

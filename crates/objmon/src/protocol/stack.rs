@@ -1,0 +1,844 @@
+//! `stack`: HotSpot's stack-locking (`-XX:LockingMode=1`), the scheme seed 001 replaces: "push
+//! a stack-lock onto the stack which consists only of the displaced header, and CAS a pointer
+//! to this stack location into the object header (the lowest two header bits being 00
+//! indicate 'stack-locked'). The pointer into the stack can then be used to identify which
+//! thread currently owns the lock."
+//!
+//! Header: [`StackWord`], the layout of [`mark`](super::mark):
+//!
+//! | bits   | unlocked | stack-locked                        | monitor                    | INFLATING |
+//! |--------|----------|-------------------------------------|----------------------------|-----------|
+//! | 63..32 | host     | address of the owner's base         | host                       | 0         |
+//! | 31..8  | 0        | [`LockRecord`] (8-byte aligned);    | monitor index (bit 31 = 0) | 0         |
+//! | 7..2   | host     | the host bits are displaced into it | host                       | 0         |
+//! | 1..0   | `01`     | `00`                                | `10`                       | `00`      |
+//!
+//! Lock records: each thread has a boxed array of [`LOCK_RECORDS`] records (its "stack"; the
+//! box never moves, so a header may point into it) and allocates them in stack order. A record
+//! is either a *base* record — it holds the displaced header, and the header points at it — or
+//! a *recursive* one, whose displaced header is 0 ("recursion by a record whose displaced
+//! header is empty", HotSpot's `BasicLock`). The owner of a stack-locked object is the thread
+//! whose array contains the header's address (a range check; the record also stores its
+//! thread's id for the inflater).
+//!
+//! Inflation by a contender is HotSpot's protocol with the INFLATING marker: CAS the record
+//! address to 0, which keeps the header stable (the owner's unlocking CAS fails and it waits),
+//! read the displaced header and the owner from the record, set up a monitor owned by that
+//! thread, publish the monitor word. The owner inflates its own lock (wait; a recursive enter
+//! with no free record) with one CAS from its record address to the monitor word. After
+//! inflation the records stay: recursive ones exit as no-ops, the base one exits the monitor
+//! (whose count is 1 for all of them), as in HotSpot. No free record for a new object: it is
+//! locked straight through a fresh monitor. Exits may come in any order: the records of
+//! different objects are independent, and a freed record below the top is a hole until the
+//! records above it are freed. Deflation: [`crate::deflate`], per
+//! [`Config::deflation`].
+//!
+//! Atomic operations per fast path:
+//! - lock an unlocked object: one load, two stores (the record), one compare-and-swap of the
+//!   record address, one store (top);
+//! - recursive lock (header points into the caller's records): one load, three stores;
+//! - unlock: one compare-and-swap of the displaced header back, two or three stores;
+//!   recursive unlock: stores only.
+//!
+//! GC: records hold header addresses used only for identity, never dereferenced; the header
+//! points at a record, which moves never. See [`Stack::locked_objects`], [`Stack::relocate`].
+
+use super::mark::{index_of, monitor_word, INFLATING, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::Protocol;
+use crate::deflate::{self, Locate, Via};
+use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
+use crate::runtime::{Config, InflationCause, Runtime};
+use crate::sync::{yield_now, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::time::Instant;
+
+/// Lock records per thread.
+#[cfg(not(loom))]
+pub const LOCK_RECORDS: usize = 64;
+/// Lock records per thread (small under loom, to keep the models small).
+#[cfg(loom)]
+pub const LOCK_RECORDS: usize = 3;
+
+/// How many rounds an owner query retries before giving up on finding the thread that
+/// stack-locked an object (it detached with a forgotten guard).
+const OWNER_QUERY_ROUNDS: u32 = 1 << 14;
+
+/// The header of the `stack` protocol: a 64-bit word in HotSpot's shape (see the module
+/// documentation). Its own type, so that no other protocol can write a `00` word into it —
+/// which `stack` would take for a record address.
+pub struct StackWord(pub(crate) AtomicU64);
+
+impl Default for StackWord {
+    /// An unlocked header with all host bits clear.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl StackWord {
+    /// An unlocked header carrying `host_bits`; bits outside [`super::mark::MARK_HOST_BITS`]
+    /// are ignored.
+    pub fn new(host_bits: u64) -> Self {
+        Self(AtomicU64::new((host_bits & MARK_HOST_BITS) | 0b01))
+    }
+
+    /// The host bits, or `None` while they are displaced into a lock record (stack-locked or
+    /// being inflated).
+    pub fn host_bits(&self) -> Option<u64> {
+        let w = self.0.load(Ordering::Acquire);
+        (w & LOCK_BITS != LOCKED).then_some(w & MARK_HOST_BITS)
+    }
+
+    /// The whole word, for introspection and tests (a racy snapshot).
+    #[inline]
+    pub fn raw(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for StackWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StackWord({:#018x})", self.raw())
+    }
+}
+
+/// A lock record (HotSpot's `BasicObjectLock`): the locked header's address and the displaced
+/// header. 8-byte aligned, so its address has `00` low bits.
+#[repr(align(8))]
+pub struct LockRecord {
+    /// The header's address; 0 = free record.
+    obj: AtomicUsize,
+    /// The displaced header (lock bits `01`, so never 0) of a base record; 0 in a recursive one.
+    displaced: AtomicU64,
+    /// Raw id of the thread whose array this is; [`ANONYMOUS_OWNER`] once it has detached.
+    owner: AtomicU32,
+}
+
+/// A thread's lock records (its "stack"): written by the thread; a contender reads one record
+/// under the INFLATING marker; owner queries only compare addresses.
+pub struct LockRecords {
+    records: Box<[LockRecord]>,
+    /// One above the highest record in use.
+    top: AtomicUsize,
+}
+
+impl LockRecords {
+    fn new(id: ThreadId) -> Self {
+        Self {
+            records: (0..LOCK_RECORDS)
+                .map(|_| LockRecord {
+                    obj: AtomicUsize::new(0),
+                    displaced: AtomicU64::new(0),
+                    owner: AtomicU32::new(u32::from(id.get())),
+                })
+                .collect(),
+            top: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    fn top(&self) -> usize {
+        self.top.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn word_of(&self, i: usize) -> u64 {
+        &self.records[i] as *const LockRecord as usize as u64
+    }
+
+    /// Whether `w` is the address of one of these records.
+    #[inline]
+    fn owns_word(&self, w: u64) -> bool {
+        let base = self.records.as_ptr() as usize as u64;
+        w >= base && w < base + (LOCK_RECORDS * std::mem::size_of::<LockRecord>()) as u64
+    }
+
+    #[inline]
+    fn index_of_word(&self, w: u64) -> usize {
+        let base = self.records.as_ptr() as usize as u64;
+        ((w - base) / std::mem::size_of::<LockRecord>() as u64) as usize
+    }
+
+    /// Owner only: fills record `top` and bumps `top`.
+    #[inline]
+    fn fill(&self, top: usize, a: usize, displaced: u64) {
+        let r = &self.records[top];
+        r.displaced.store(displaced, Ordering::Relaxed);
+        r.obj.store(a, Ordering::Relaxed);
+        self.top.store(top + 1, Ordering::Relaxed);
+    }
+
+    /// Owner only: frees record `i`, and lowers `top` past free records.
+    #[inline]
+    fn free(&self, i: usize) {
+        let r = &self.records[i];
+        r.obj.store(0, Ordering::Relaxed);
+        r.displaced.store(0, Ordering::Relaxed);
+        let mut top = self.top();
+        if i + 1 == top {
+            while top > 0 && self.records[top - 1].obj.load(Ordering::Relaxed) == 0 {
+                top -= 1;
+            }
+            self.top.store(top, Ordering::Relaxed);
+        }
+    }
+
+    /// Owner only: the highest record for `a` and whether it is a base record.
+    fn topmost(&self, a: usize) -> Option<(usize, bool)> {
+        (0..self.top()).rev().find_map(|i| {
+            let r = &self.records[i];
+            (r.obj.load(Ordering::Relaxed) == a)
+                .then(|| (i, r.displaced.load(Ordering::Relaxed) != 0))
+        })
+    }
+
+    /// Owner only: (has a base record, number of recursive records) for `a`.
+    fn held(&self, a: usize) -> (bool, u32) {
+        let (mut base, mut rec) = (false, 0);
+        for r in &self.records[..self.top()] {
+            if r.obj.load(Ordering::Relaxed) == a {
+                if r.displaced.load(Ordering::Relaxed) != 0 {
+                    base = true;
+                } else {
+                    rec += 1;
+                }
+            }
+        }
+        (base, rec)
+    }
+
+    /// The locked headers, one per record in use, oldest first (racy unless the owner is
+    /// stopped).
+    pub fn objects(&self) -> Vec<*const StackWord> {
+        self.records
+            .iter()
+            .map(|r| r.obj.load(Ordering::Acquire))
+            .filter(|&a| a != 0)
+            .map(|a| a as *const StackWord)
+            .collect()
+    }
+}
+
+impl Drop for LockRecords {
+    fn drop(&mut self) {
+        if self
+            .records
+            .iter()
+            .any(|r| r.obj.load(Ordering::Relaxed) != 0)
+        {
+            // A lock held past detach (a forgotten guard): a header may still point into the
+            // array, and a contender will read it under INFLATING. Keep the array forever, and
+            // let no thread that later gets this id pass for its owner.
+            for r in self.records.iter() {
+                r.owner.store(ANONYMOUS_OWNER, Ordering::Relaxed);
+            }
+            std::mem::forget(std::mem::take(&mut self.records));
+        }
+    }
+}
+
+impl std::fmt::Debug for LockRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.objects()).finish()
+    }
+}
+
+/// The `stack` protocol (see the module documentation).
+#[derive(Debug)]
+pub enum Stack {}
+
+/// The monitor index is in the header word.
+impl Locate for Stack {}
+
+#[inline]
+fn addr(h: &StackWord) -> usize {
+    h as *const StackWord as usize
+}
+
+impl Stack {
+    /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
+    /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
+    /// policy). `true` if it did.
+    pub fn deflate_idle(rt: &Runtime<Self>, h: &StackWord) -> bool {
+        deflate::deflate_idle(rt, &h.0)
+    }
+
+    /// GC hook: the headers `t` holds lock records for, one per record, oldest first. Objects
+    /// `t` entered through a monitor without a record are found through the monitors.
+    pub fn locked_objects(t: &ThreadContext<Self>) -> Vec<*const StackWord> {
+        t.local().objects()
+    }
+
+    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
+    /// copied the word verbatim: a record address stays valid, records never move). Rewrites
+    /// every record naming `from`. Call only while every attached thread is stopped outside
+    /// this crate's calls (a safepoint). Record `obj` fields are never dereferenced, so a missed
+    /// relocation is a wrong answer (`IllegalMonitorState`), never undefined behaviour.
+    pub fn relocate(rt: &Runtime<Self>, from: *const StackWord, to: &StackWord) {
+        for cx in rt.threads().snapshot() {
+            for r in cx.local().records.iter() {
+                if r.obj.load(Ordering::Relaxed) == from as usize {
+                    r.obj.store(addr(to), Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// A contender inflates the stack-lock `w` (HotSpot's INFLATING protocol). Returns when
+    /// the header no longer holds `w`; the caller re-reads it.
+    fn inflate_contended(rt: &Runtime<Self>, h: &StackWord, w: u64) -> Result<(), MonitorError> {
+        let Ok(idx) = rt.monitors().allocate() else {
+            // Table full: spin on the header instead.
+            yield_now();
+            return Ok(());
+        };
+        if h.0
+            .compare_exchange(w, INFLATING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            rt.monitors().free(idx);
+            return Ok(());
+        }
+        // SAFETY:
+        // - `h` is a `StackWord`, which only this protocol writes, and its lock bits were `00`
+        //   and the word non-zero, so `w` is the address of a `LockRecord` in the array of a
+        //   thread of this protocol (`fill` + the locking CAS put it there);
+        // - our CAS from `w` to INFLATING succeeded, so at that moment the record was the base
+        //   record of `h`; its owner frees it only after its unlocking CAS from `w` succeeds,
+        //   which it cannot while the header is INFLATING, so the record stays as it is until
+        //   we publish the monitor;
+        // - the array is freed only when its thread's state drops, and `Drop for LockRecords`
+        //   leaks it instead while any record is in use;
+        // - all its fields are atomics, so reading them while the owner runs is no data race.
+        let r = unsafe { &*(w as usize as *const LockRecord) };
+        let displaced = r.displaced.load(Ordering::Relaxed);
+        let owner = r.owner.load(Ordering::Relaxed);
+        let m = rt.monitors().get(idx);
+        // The count is 1 for the base record; recursive records stay with the owner.
+        m.enter_inflated_for(owner, 1)?;
+        h.0.store(monitor_word(displaced, idx), Ordering::Release);
+        rt.stats().inflated(InflationCause::Contention);
+        Ok(())
+    }
+
+    /// The owner inflates its own stack-lock (record address `w`, in `t`'s records), or finds
+    /// the monitor a contender installed.
+    fn inflate_owned<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+        cause: InflationCause,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let rs = t.local();
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w == INFLATING {
+                yield_now();
+                continue;
+            }
+            if w & LOCK_BITS == MONITOR {
+                return match deflate::owned_monitor(rt, t, &h.0, w) {
+                    Ok(Some((m, _))) => Ok(m),
+                    Ok(None) => Err(MonitorError::IllegalMonitorState),
+                    Err(()) => continue,
+                };
+            }
+            if !rs.owns_word(w) {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            let displaced = rs.records[rs.index_of_word(w)]
+                .displaced
+                .load(Ordering::Relaxed);
+            let idx = rt.monitors().allocate()?;
+            let m = rt.monitors().get(idx);
+            m.enter_inflated_for(t.core().raw_id(), 1)?;
+            if h.0
+                .compare_exchange(
+                    w,
+                    monitor_word(displaced, idx),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                rt.stats().inflated(cause);
+                return Ok(m);
+            }
+            // A contender got INFLATING in first; its monitor will name us as owner.
+            m.abandon_fresh();
+            rt.monitors().free(idx);
+        }
+    }
+
+    #[cold]
+    fn enter_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+        block: bool,
+    ) -> Result<bool, MonitorError> {
+        let rs = t.local();
+        let a = addr(h);
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            let top = rs.top();
+            if w & LOCK_BITS == MONITOR {
+                match deflate::enter_monitor(rt, t, &h.0, w, block)? {
+                    Via::Entered => return Ok(true),
+                    Via::Busy => return Ok(false),
+                    Via::Retry => continue,
+                }
+            }
+            if w == INFLATING {
+                yield_now();
+                continue;
+            }
+            if w & LOCK_BITS == LOCKED {
+                if rs.owns_word(w) {
+                    if top < LOCK_RECORDS {
+                        rs.fill(top, a, 0);
+                    } else {
+                        Self::inflate_owned(rt, t, h, InflationCause::RecursionOverflow)?
+                            .enter(t.core_arc())?;
+                    }
+                    return Ok(true);
+                }
+                if !block {
+                    return Ok(false);
+                }
+                Self::inflate_contended(rt, h, w)?;
+                continue;
+            }
+            // Unlocked.
+            if top < LOCK_RECORDS {
+                rs.fill(top, a, w);
+                if h.0
+                    .compare_exchange(w, rs.word_of(top), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(true);
+                }
+                rs.free(top);
+            } else {
+                // No record left: lock it through a fresh monitor.
+                let idx = rt.monitors().allocate()?;
+                let m = rt.monitors().get(idx);
+                m.enter_inflated_for(t.core().raw_id(), 1)?;
+                if h.0
+                    .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    rt.stats().inflated(InflationCause::RecursionOverflow);
+                    return Ok(true);
+                }
+                m.abandon_fresh();
+                rt.monitors().free(idx);
+            }
+        }
+    }
+
+    #[cold]
+    fn exit_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<(), MonitorError> {
+        let rs = t.local();
+        match rs.topmost(addr(h)) {
+            Some((i, false)) => {
+                rs.free(i);
+                Ok(())
+            }
+            Some((i, true)) => loop {
+                let w = h.0.load(Ordering::Acquire);
+                if w == rs.word_of(i) {
+                    let d = rs.records[i].displaced.load(Ordering::Relaxed);
+                    if h.0
+                        .compare_exchange(w, d, Ordering::Release, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        rs.free(i);
+                        return Ok(());
+                    }
+                } else if w == INFLATING {
+                    // A contender is installing a monitor that will name us: wait for it.
+                    yield_now();
+                } else {
+                    // Inflated: the base record's exit is the monitor's exit.
+                    rs.free(i);
+                    return Self::exit_monitor(rt, t, h);
+                }
+            },
+            None => Self::exit_monitor(rt, t, h),
+        }
+    }
+
+    fn exit_monitor(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<(), MonitorError> {
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                Ok(Some((m, idx))) => return deflate::exit_owned(rt, t, &h.0, m, idx),
+                Ok(None) => return Err(MonitorError::IllegalMonitorState),
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// The monitor `t` owns for `h` (inflating its stack-lock if needed), for wait / notify.
+    fn owned_for_wait<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        Self::inflate_owned(rt, t, h, InflationCause::WaitNotify)
+    }
+}
+
+impl Protocol for Stack {
+    const NAME: &'static str = "stack";
+    const SUMMARY: &'static str =
+        "HotSpot stack-locking: displaced header in a lock record, INFLATING marker, deflation";
+    const HEADER_LOCK_BITS: u32 = 64;
+
+    type Header = StackWord;
+    type State = ();
+    type ThreadState = LockRecords;
+
+    fn new_state(_: &Config) {}
+    fn new_thread_state(id: ThreadId, _: &Config) -> LockRecords {
+        LockRecords::new(id)
+    }
+
+    #[inline]
+    fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<(), MonitorError> {
+        let rs = t.local();
+        let top = rs.top();
+        if top < LOCK_RECORDS {
+            let w = h.0.load(Ordering::Relaxed);
+            if w & LOCK_BITS == 0b01 {
+                rs.fill(top, addr(h), w);
+                // Release: a contender that reads our record address under INFLATING sees the
+                // record filled.
+                if h.0
+                    .compare_exchange(w, rs.word_of(top), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                rs.free(top);
+            } else if rs.owns_word(w) {
+                rs.fill(top, addr(h), 0);
+                return Ok(());
+            }
+        }
+        Self::enter_slow(rt, t, h, true).map(|_| ())
+    }
+
+    fn try_enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<bool, MonitorError> {
+        Self::enter_slow(rt, t, h, false)
+    }
+
+    #[inline]
+    fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<(), MonitorError> {
+        let rs = t.local();
+        let top = rs.top();
+        if top > 0 {
+            let r = &rs.records[top - 1];
+            if r.obj.load(Ordering::Relaxed) == addr(h) {
+                let d = r.displaced.load(Ordering::Relaxed);
+                if d == 0 {
+                    rs.free(top - 1);
+                    return Ok(());
+                }
+                if h.0
+                    .compare_exchange(rs.word_of(top - 1), d, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    rs.free(top - 1);
+                    return Ok(());
+                }
+            }
+        }
+        Self::exit_slow(rt, t, h)
+    }
+
+    fn wait(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        let m = Self::owned_for_wait(rt, t, h)?;
+        deflate::wait_owned(t, m, deadline)
+    }
+
+    fn notify(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+        all: bool,
+    ) -> Result<(), MonitorError> {
+        if t.local().owns_word(h.0.load(Ordering::Acquire)) {
+            // HotSpot's quick_notify: a stack-locked object has no wait set, hence no waiters.
+            return Ok(());
+        }
+        Self::owned_for_wait(rt, t, h)?.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &StackWord) -> u32 {
+        let (base, rec) = t.local().held(addr(h));
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & LOCK_BITS != MONITOR {
+                // Stack-locked by us (or INFLATING on our behalf): the records are the count.
+                return u32::from(base) + rec;
+            }
+            match deflate::owned_monitor(rt, t, &h.0, w) {
+                // With a base record the monitor's count includes it and the recursive records
+                // add theirs; without, the monitor's count is all.
+                Ok(Some((m, _))) => return m.count_for(t.core()) + rec,
+                Ok(None) => return 0,
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// A linearizable answer: the returned thread owned `h` at some moment during the call,
+    /// and `None` means that at some moment `h` was unlocked — except for an object stack-locked
+    /// by a thread that detached with a forgotten guard, reported as `None`.
+    ///
+    /// Why: the threads are snapshotted (which keeps their record arrays alive) *before* the
+    /// header is read, so an address in one of their arrays names that thread's record at the
+    /// moment of the read. A record address in no snapshotted array belongs to a thread that
+    /// attached later: snapshot again.
+    fn owner_of(rt: &Runtime<Self>, h: &StackWord) -> Option<ThreadId> {
+        for _ in 0..OWNER_QUERY_ROUNDS {
+            let threads = rt.threads().snapshot();
+            let w = h.0.load(Ordering::SeqCst);
+            if w & LOCK_BITS == MONITOR {
+                match deflate::monitor_owner(rt, &h.0, w) {
+                    None => continue,
+                    Some(0) | Some(ANONYMOUS_OWNER) => return None,
+                    Some(raw) => return ThreadId::from_raw(raw),
+                }
+            }
+            if w & LOCK_BITS != LOCKED {
+                return None;
+            }
+            if w != INFLATING {
+                if let Some(cx) = threads.iter().find(|cx| cx.local().owns_word(w)) {
+                    return Some(cx.id());
+                }
+            }
+            yield_now();
+        }
+        None
+    }
+
+    fn reclaim(rt: &Runtime<Self>, h: &mut StackWord) {
+        let w = h.0.load(Ordering::Relaxed);
+        let host = if w & LOCK_BITS == MONITOR {
+            let idx = index_of(w);
+            if rt.monitors().get(idx).is_idle() {
+                rt.monitors().free(idx);
+            }
+            w
+        } else if w & LOCK_BITS == LOCKED {
+            // Locked by a forgotten guard: the host bits are in a record we must not trust to
+            // be read here (it may belong to another runtime's thread); drop them.
+            0
+        } else {
+            w
+        };
+        h.0.store((host & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::{DeflationPolicy, Runtime};
+    use std::time::Duration;
+
+    const HOST: u64 = 0xdead_beef_0000_00a4;
+
+    /// Seed 001: the header holds "a pointer to this stack location" with low bits 00, the
+    /// record holds the displaced header, and unlocking puts it back.
+    #[test]
+    fn header_points_at_record_with_displaced_header() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let g = me.enter(&h).unwrap();
+        let w = h.raw();
+        assert_eq!(w & LOCK_BITS, LOCKED);
+        assert!(me.context().local().owns_word(w));
+        let r = &me.context().local().records[me.context().local().index_of_word(w)];
+        assert_eq!(r.displaced.load(Ordering::Relaxed), HOST | 0b01);
+        assert_eq!(h.host_bits(), None, "displaced into the record");
+        assert_eq!(
+            rt.owner_of(&h),
+            Some(me.id()),
+            "owner from the record address"
+        );
+        drop(g);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
+    }
+
+    /// Recursion: a second record with an empty displaced header; the header is unchanged.
+    #[test]
+    fn recursion_pushes_empty_record() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let g1 = me.enter(&h).unwrap();
+        let w = h.raw();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), w);
+        let rs = me.context().local();
+        assert_eq!(rs.held(addr(&h)), (true, 1));
+        assert_eq!(Stack::locked_objects(me.context()).len(), 2);
+        drop(g2);
+        assert_eq!(h.raw(), w);
+        drop(g1);
+        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+    }
+
+    /// The contender's inflation through INFLATING: the monitor names the record's thread,
+    /// the host bits come back from the record, recursive records exit as no-ops and the
+    /// base record's exit hands over. Eager deflation restores the header.
+    #[test]
+    fn contender_inflates_through_inflating_marker() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let h = StackWord::new(HOST);
+        let me = rt.attach().unwrap();
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                let g = other.enter(&h).unwrap();
+                assert_eq!(other.lock_count(&h), 1);
+                drop(g);
+            });
+            while h.raw() & LOCK_BITS != MONITOR {
+                std::thread::yield_now();
+            }
+            assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
+            assert_eq!(rt.owner_of(&h), Some(me.id()));
+            assert_eq!(me.lock_count(&h), 2);
+            drop(g2);
+            assert_eq!(me.lock_count(&h), 1);
+            assert_eq!(rt.owner_of(&h), Some(me.id()));
+            drop(g1);
+        });
+        let s = rt.stats_snapshot();
+        assert_eq!(
+            (s.inflations_contention, s.deflations, s.live_monitors),
+            (1, 1, 0)
+        );
+        assert_eq!(h.raw(), HOST | 0b01);
+    }
+
+    /// More objects than records: the rest go through monitors; recursion past the last record
+    /// inflates the owner's own lock. Unstructured exits in any order.
+    #[test]
+    fn records_run_out() {
+        let rt = Runtime::<Stack>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let hs: Vec<StackWord> = (0..LOCK_RECORDS + 2)
+            .map(|_| StackWord::default())
+            .collect();
+        for h in &hs {
+            me.monitor_enter(h).unwrap();
+        }
+        assert_eq!(hs[LOCK_RECORDS].raw() & LOCK_BITS, MONITOR);
+        me.monitor_enter(&hs[0]).unwrap(); // no record left: the owner inflates
+        assert_eq!(hs[0].raw() & LOCK_BITS, MONITOR);
+        assert_eq!(me.lock_count(&hs[0]), 2);
+        for h in hs.iter().step_by(2).chain(hs.iter().skip(1).step_by(2)) {
+            me.monitor_exit(h).unwrap();
+        }
+        me.monitor_exit(&hs[0]).unwrap();
+        assert!(hs.iter().all(|h| rt.owner_of(h).is_none()));
+        assert_eq!(
+            me.monitor_exit(&hs[1]),
+            Err(MonitorError::IllegalMonitorState)
+        );
+    }
+
+    /// Quick notify on a stack-lock, wait inflates and keeps the recursion in the records.
+    #[test]
+    fn wait_inflates_keeping_records() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::default();
+        let _g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        g2.notify_all().unwrap();
+        assert_eq!(h.raw() & LOCK_BITS, LOCKED, "notify needs no monitor");
+        assert_eq!(
+            g2.wait(Some(Duration::ZERO)).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(me.context().local().held(addr(&h)), (true, 1));
+    }
+
+    /// A thread that detaches while a header points into its records (a forgotten guard)
+    /// leaves the array alive: a contender can still inflate, never reading freed memory.
+    #[test]
+    fn forgotten_stack_lock_survives_detach() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let h = StackWord::new(HOST);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                std::mem::forget(me.enter(&h).unwrap());
+            });
+        });
+        assert_eq!(h.raw() & LOCK_BITS, LOCKED);
+        assert_eq!(rt.owner_of(&h), None, "no attached owner");
+        let me = rt.attach().unwrap();
+        assert!(me.try_enter(&h).unwrap().is_none());
+        // A contender inflates (the record is read under INFLATING) and would block forever;
+        // a helper thread does the inflation and gives up through the stats.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let t = rt.attach().unwrap();
+                let _ = Stack::inflate_contended(&rt, &h, h.raw());
+                drop(t);
+            });
+        });
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
+        assert_eq!(rt.owner_of(&h), None);
+        assert!(me.try_enter(&h).unwrap().is_none());
+    }
+}

@@ -1,0 +1,283 @@
+//! Loom models of the races of seed 001's two protocols and of deflation: contention
+//! inflation (the anonymous owner of `lightweight`, the INFLATING marker of `stack`), deflation
+//! against an enter and against a notified waiter, and the owner query against an owner that
+//! reshuffles its lock stack.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
+//! --test loom_hotspot`.
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use objmon::{
+    Config, DeflationPolicy, Lightweight, LightweightSeed, LightweightTable, MarkWord, Protocol,
+    Runtime, Stack, SystemLockConfig, SystemLockVariant, WaitOutcome,
+};
+use std::time::Duration;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(
+        std::env::var("LOOM_MAX_PREEMPTIONS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3),
+    );
+    b.check(f);
+}
+
+fn config(deflation: DeflationPolicy) -> Config {
+    Config {
+        max_threads: 4,
+        monitor_capacity: 3,
+        system_lock: SystemLockConfig {
+            variant: SystemLockVariant::Figure7,
+            spin_limit: 0,
+            fair_handoff: None,
+        },
+        deflation,
+    }
+}
+
+const EAGER: DeflationPolicy = DeflationPolicy::AtExit { keep: 0 };
+
+/// Two threads lock one object: the second finds it fast- / stack-locked and inflates it
+/// (anonymous owner, or INFLATING), the first hands it over at exit. Mutual exclusion, and
+/// the monitor is deflated once both are done.
+fn contention<P: Protocol>()
+where
+    P::Header: 'static,
+{
+    model(|| {
+        let rt = Runtime::<P>::new(config(EAGER));
+        let obj = Arc::new(P::Header::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (rt, obj, inside) = (rt.clone(), obj.clone(), inside.clone());
+                thread::spawn(move || {
+                    let me = rt.attach().unwrap();
+                    let g = me.enter(&obj).unwrap();
+                    assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+                    assert_eq!(me.lock_count(&obj), 1);
+                    inside.store(false, Ordering::Relaxed);
+                    drop(g);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(rt.owner_of(&obj), None);
+        let s = rt.stats_snapshot();
+        assert_eq!(s.live_monitors, 0, "deflated after contention: {s:?}");
+        assert_eq!(s.inflations(), s.deflations);
+    });
+}
+
+#[test]
+fn lightweight_contention_anonymous_owner() {
+    contention::<Lightweight>();
+}
+
+#[test]
+fn lightweight_table_contention() {
+    contention::<LightweightTable>();
+}
+
+/// Two contenders inflate the same fast-lock at once through the side table: only one may
+/// publish its entry (an overwritten entry under a successful CAS leaves a `10` header with no
+/// monitor, and everybody spins forever).
+#[test]
+fn lightweight_table_two_contenders() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        let rt = Runtime::<LightweightTable>::new(config(EAGER));
+        let obj = Arc::new(MarkWord::default());
+        let me = rt.attach().unwrap();
+        let g = me.enter(&obj).unwrap();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (rt, obj) = (rt.clone(), obj.clone());
+                thread::spawn(move || {
+                    let me = rt.attach().unwrap();
+                    drop(me.enter(&obj).unwrap());
+                })
+            })
+            .collect();
+        drop(g);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(rt.owner_of(&obj), None);
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+        assert!(rt.state().is_empty());
+    });
+}
+
+#[test]
+fn stack_contention_inflating_marker() {
+    contention::<Stack>();
+}
+
+/// The owner holds the object recursively (two lock-stack entries / a base and a recursive
+/// record) while a contender inflates: the count survives the anonymous hand-over.
+fn contention_recursive<P: Protocol>()
+where
+    P::Header: 'static,
+{
+    model(|| {
+        let rt = Runtime::<P>::new(config(EAGER));
+        let obj = Arc::new(P::Header::default());
+        let me = rt.attach().unwrap();
+        let g1 = me.enter(&obj).unwrap();
+        let g2 = me.enter(&obj).unwrap();
+        let (rt2, obj2) = (rt.clone(), obj.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&obj2).unwrap();
+            assert_eq!(me.lock_count(&obj2), 1);
+            drop(g);
+        });
+        assert_eq!(me.lock_count(&obj), 2);
+        drop(g2);
+        assert_eq!(me.lock_count(&obj), 1);
+        assert_eq!(rt.owner_of(&obj), Some(me.id()));
+        drop(g1);
+        other.join().unwrap();
+        assert_eq!(rt.owner_of(&obj), None);
+    });
+}
+
+#[test]
+fn lightweight_recursive_owner_vs_contender() {
+    contention_recursive::<Lightweight>();
+}
+
+/// The seed's variant inflates on the recursive enter, racing with the contender's anonymous
+/// inflation: whichever CAS wins, the owner ends up owning the monitor with both levels.
+#[test]
+fn lightweight_seed_recursive_owner_vs_contender() {
+    contention_recursive::<LightweightSeed>();
+}
+
+#[test]
+fn stack_recursive_owner_vs_contender() {
+    contention_recursive::<Stack>();
+}
+
+/// An idle installed monitor: one thread deflates it on request while another enters. The
+/// enterer owns the object exactly (owner query, count), and the books balance.
+fn deflate_vs_enter<P: Protocol>(deflate_idle: fn(&Runtime<P>, &P::Header) -> bool)
+where
+    P::Header: 'static,
+{
+    model(move || {
+        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+        let obj = Arc::new(P::Header::default());
+        {
+            // Inflate (wait needs a monitor) and leave the monitor installed and idle.
+            let me = rt.attach().unwrap();
+            let g = me.enter(&obj).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        }
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        let (rt2, obj2) = (rt.clone(), obj.clone());
+        let enterer = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&obj2).unwrap();
+            assert_eq!(rt2.owner_of(&obj2), Some(me.id()));
+            assert_eq!(me.lock_count(&obj2), 1);
+            drop(g);
+        });
+        let deflated = deflate_idle(&rt, &obj);
+        enterer.join().unwrap();
+        let s = rt.stats_snapshot();
+        assert_eq!(s.deflations, u64::from(deflated));
+        assert_eq!(s.live_monitors, usize::from(!deflated));
+        assert_eq!(rt.owner_of(&obj), None);
+        // The object still works.
+        drop(rt.attach().unwrap().enter(&obj).unwrap());
+    });
+}
+
+#[test]
+fn lightweight_deflate_vs_enter() {
+    deflate_vs_enter::<Lightweight>(Lightweight::deflate_idle);
+}
+
+#[test]
+fn lightweight_table_deflate_vs_enter() {
+    deflate_vs_enter::<LightweightTable>(LightweightTable::deflate_idle);
+}
+
+#[test]
+fn stack_deflate_vs_enter() {
+    deflate_vs_enter::<Stack>(Stack::deflate_idle);
+}
+
+/// A notified waiter is out of the wait set but not yet back in the monitor when the notifier
+/// exits and (eager policy) tries to deflate: the monitor must stay, so that the waiter comes
+/// back owning the object's monitor. (A timed wait, so that the model needs no spin loop: if
+/// the notifier comes first, the waiter times out.)
+#[test]
+fn deflation_spares_notified_waiter() {
+    model(|| {
+        let rt = Runtime::<Lightweight>::new(config(EAGER));
+        let obj = Arc::new(MarkWord::default());
+        let waiting = Arc::new(AtomicBool::new(false));
+        let (rt2, obj2, waiting2) = (rt.clone(), obj.clone(), waiting.clone());
+        let waiter = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&obj2).unwrap();
+            waiting2.store(true, Ordering::Relaxed);
+            let r = g.wait(Some(Duration::from_secs(1))).unwrap();
+            assert_eq!(me.lock_count(&obj2), 1, "back in the monitor");
+            assert_eq!(rt2.owner_of(&obj2), Some(me.id()));
+            assert_eq!(obj2.raw() & 0b11, 0b10, "still inflated while owned");
+            r
+        });
+        let me = rt.attach().unwrap();
+        let g = me.enter(&obj).unwrap();
+        // `waiting` is written under the monitor, so reading it under the monitor is exact.
+        let notified = waiting.load(Ordering::Relaxed);
+        if notified {
+            g.notify().unwrap();
+        }
+        drop(g);
+        let r = waiter.join().unwrap();
+        assert!(r == WaitOutcome::TimedOut || notified);
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+    });
+}
+
+/// The owner query while the owner locks and unlocks other objects out of order (its lock
+/// stack shifts under the scan) and recursively: an object held throughout is reported as held
+/// by its owner every time.
+#[test]
+fn lightweight_owner_query_vs_reshuffle() {
+    model(|| {
+        let rt = Runtime::<Lightweight>::new(config(EAGER));
+        let (a, b) = (Arc::new(MarkWord::default()), Arc::new(MarkWord::default()));
+        let me = rt.attach().unwrap();
+        me.monitor_enter(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let (rt2, b2, seen2) = (rt.clone(), b.clone(), seen.clone());
+        let id = me.id();
+        let q = thread::spawn(move || {
+            assert_eq!(rt2.owner_of(&b2), Some(id));
+            seen2.fetch_add(1, Ordering::Relaxed);
+        });
+        // Exit A while B is above it: B's entry moves down one slot.
+        me.monitor_exit(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        me.monitor_exit(&b).unwrap();
+        q.join().unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 1);
+        me.monitor_exit(&b).unwrap();
+        assert_eq!(rt.owner_of(&b), None);
+    });
+}
