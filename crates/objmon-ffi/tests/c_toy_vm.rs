@@ -2,7 +2,32 @@
 //! generated header, and runs it over every protocol: the C path is tested on every CI run.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `cmd`, killing it if it is still running after `limit`: a hung protocol must fail the
+/// test, not stall CI.
+fn run_with_watchdog(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "toy_vm still running after {limit:?} (a hang); it printed:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
 
 /// Builds the static library. `cargo test` builds only the rlib, so run cargo once more, in a
 /// target directory of this test's own (no wait on the outer build's lock, never stale).
@@ -46,7 +71,7 @@ fn c_toy_vm_runs_on_every_protocol() {
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
     assert!(status.success(), "toy_vm.c did not compile");
-    let run = Command::new(&out).output().unwrap();
+    let run = run_with_watchdog(Command::new(&out), Duration::from_secs(240));
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     println!("{stdout}");
