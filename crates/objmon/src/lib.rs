@@ -8,6 +8,8 @@
 //! |---|---|---|
 //! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor |
 //! | [`Thin`] | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock |
+//! | [`Biased`] | Kawachiya et al. (2002), as in Pizlo et al. §2.2 | bias on first acquire, never rebias |
+//! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread |
 //!
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
@@ -43,6 +45,7 @@ mod error;
 pub mod monitor;
 pub mod park;
 pub mod protocol;
+pub mod revoke;
 pub mod runtime;
 mod sync;
 pub mod table;
@@ -51,7 +54,10 @@ pub mod thread;
 
 pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
+pub use protocol::biased::{BiasConfig, BiasWord, Biased};
+pub use protocol::fable::Fable;
 pub use protocol::{fat::Fat, thin::Thin, visit_all, LockWord, Protocol, ProtocolVisitor};
+pub use revoke::Revocation;
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};
 pub use thread::{ThreadContext, ThreadCore, ThreadId};
