@@ -18,10 +18,10 @@
 //! stores SAFE, reads the request" needs it.
 //!
 //! Deadlock freedom (§3.3: "ensuring deadlock freedom when two or more threads attempt to
-//! simultaneously safepoint each other"): no thread ever blocks without polling. A revoker
-//! takes `T.mutex` with `try_lock` and polls its own requests between tries, and polls while
-//! it waits for T; so if A revokes B while B revokes A, each serves the other's request from
-//! inside its own wait loop.
+//! simultaneously safepoint each other"): a revoker is itself `SAFE` for the whole
+//! revocation (it runs no fast path meanwhile), so if A revokes B while B revokes A, each finds
+//! the other `SAFE` and revokes in place. (Polling instead would not do: both could stop at
+//! their polls, each waiting for the other to end a handshake.)
 //!
 //! ## The barrier (revocation (c), no cooperation)
 //!
@@ -274,19 +274,15 @@ impl Safepoint {
         self.state.store(EXITED, Ordering::SeqCst);
     }
 
-    /// Takes this thread's revoker mutex, serving the caller's own handshake requests (`me`,
-    /// `my_exec`) while it is busy, so that revokers never wait on each other in a cycle.
-    pub(crate) fn lock_for_revoke(
-        &self,
-        me: &Safepoint,
-        my_exec: Revoke<'_>,
-    ) -> crate::sync::MutexGuard<'_, ()> {
+    /// Takes this thread's revoker mutex. The caller must be in a safe state (see
+    /// [`enter_safe`](Self::enter_safe)) while it revokes, so that revokers waiting on each
+    /// other never form a cycle: each sees the other `SAFE` and proceeds in place.
+    pub(crate) fn lock_for_revoke(&self) -> crate::sync::MutexGuard<'_, ()> {
         let mut spins = 0u32;
         loop {
             if let Some(g) = try_lock(&self.mutex) {
                 return g;
             }
-            me.poll(my_exec);
             backoff(&mut spins);
         }
     }
@@ -303,11 +299,9 @@ impl Safepoint {
 
     /// Runs `exec(header, word)` at a moment when `self`'s thread (the bias owner) cannot be
     /// inside a fast path on any header, by pair handshake `kind` (`SyncHandshake` or
-    /// `AsyncHandshake`). `me` is the revoker's own safepoint, polled (with `my_exec`) while
-    /// it waits, so that mutual revocations cannot deadlock. Returns the kind it was counted
-    /// under.
+    /// `AsyncHandshake`). The caller is itself in a safe state (so mutual revocations cannot
+    /// deadlock). Returns the kind it was counted under.
     /// The caller holds `self`'s revoker mutex (`_held`).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn handshake(
         &self,
         _held: &crate::sync::MutexGuard<'_, ()>,
@@ -315,8 +309,6 @@ impl Safepoint {
         header: usize,
         word: u64,
         exec: Revoke<'_>,
-        me: &Safepoint,
-        my_exec: Revoke<'_>,
     ) -> RevocationKind {
         let s = self.state.load(Ordering::SeqCst);
         if s == SAFE || s == EXITED {
@@ -368,7 +360,6 @@ impl Safepoint {
                 }
                 _ => {}
             }
-            me.poll(my_exec);
             backoff(&mut spins);
         }
     }
@@ -408,8 +399,6 @@ mod barrier {
 
     /// 0 = not tried, 1 = registered, 2 = refused.
     static REGISTERED: AtomicU8 = AtomicU8::new(0);
-    /// Test hook: pretend the kernel refused (to exercise the fallback).
-    static FORCE_REFUSED: AtomicU8 = AtomicU8::new(0);
 
     #[cfg(target_os = "linux")]
     fn sys(cmd: libc::c_int) -> bool {
@@ -424,9 +413,6 @@ mod barrier {
     }
 
     pub fn init() -> bool {
-        if FORCE_REFUSED.load(Ordering::Relaxed) != 0 {
-            return false;
-        }
         match REGISTERED.load(Ordering::Acquire) {
             1 => true,
             2 => false,
@@ -446,10 +432,6 @@ mod barrier {
             "membarrier(PRIVATE_EXPEDITED) failed after registration"
         );
     }
-
-    pub fn force_refused(on: bool) {
-        FORCE_REFUSED.store(u8::from(on), Ordering::Relaxed);
-    }
 }
 
 #[cfg(loom)]
@@ -460,7 +442,6 @@ mod barrier {
     pub fn barrier() {
         crate::sync::fence(crate::sync::Ordering::SeqCst);
     }
-    pub fn force_refused(_: bool) {}
 }
 
 /// Registers this process for `membarrier(PRIVATE_EXPEDITED)` (once; later calls return the
@@ -470,12 +451,6 @@ mod barrier {
 /// handshake.
 pub fn init() -> bool {
     barrier::init()
-}
-
-/// For tests: make [`init`] report a refusal from now on (`true`) or ask the kernel again
-/// (`false`), to exercise the fallback on a kernel that supports the barrier.
-pub fn force_membarrier_refused(on: bool) {
-    barrier::force_refused(on)
 }
 
 /// The revoker's half of the asymmetric Dekker: a full barrier on every running thread.
