@@ -350,10 +350,15 @@ impl<F: Flavor> Biasing<F> {
             x.wrapping_sub(RC_ONE) < RC_LIMIT
         };
         if ok {
-            h.0.store(
-                if lock { w + RC_ONE } else { w - RC_ONE },
-                Ordering::Relaxed,
-            );
+            let new = if lock { w + RC_ONE } else { w - RC_ONE };
+            #[cfg(not(loom))]
+            h.0.store(new, Ordering::Relaxed);
+            // Loom keeps modification order as a partial order and so misses C++'s rule that
+            // a read-modify-write sits right after the value it read ([atomics.order]): a
+            // revoker's mark CAS could then "stay newest" over this later plain store. A swap
+            // gives the model that ordering; the hardware (and C++) give it to the store.
+            #[cfg(loom)]
+            h.0.swap(new, Ordering::Relaxed);
             // Release: a barrier revoker that sees `in_op` cleared sees this store.
             sp.in_op.store(0, Ordering::Release);
             return None;
@@ -709,10 +714,15 @@ impl<F: Flavor> Biasing<F> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
-            let w = match Self::biased_step(t, h, true) {
-                None => return Ok(true),
-                Some(_) => h.0.load(Ordering::Acquire),
-            };
+            // Publish `in_op` only when the word says the step can succeed: a thread that
+            // kept setting it while its header is marked would stall the barrier revoker.
+            let w = h.0.load(Ordering::Acquire);
+            if (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT {
+                if Self::biased_step(t, h, true).is_none() {
+                    return Ok(true);
+                }
+                continue;
+            }
             if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
                 return r;
             }
@@ -725,10 +735,13 @@ impl<F: Flavor> Biasing<F> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
-            if Self::biased_step(t, h, false).is_none() {
-                return Ok(());
-            }
             let w = h.0.load(Ordering::Acquire);
+            if ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT {
+                if Self::biased_step(t, h, false).is_none() {
+                    return Ok(());
+                }
+                continue;
+            }
             let me = Self::my_owner(t);
             match w & STATE_MASK {
                 BIASED => {
