@@ -224,21 +224,20 @@ impl Safepoint {
     #[cold]
     fn poll_slow(&self, exec: Revoke<'_>) {
         match self.request.load(Ordering::SeqCst) {
-            REQ_SYNC => {
-                // beginPairHandshake on the target side: announce the stop, then wait for the
-                // revoker's endPairHandshake (it resets the state and clears the request).
+            // beginPairHandshake on the target side: announce the stop, then wait for the
+            // revoker's endPairHandshake (it resets the state and clears the request).
+            REQ_SYNC
                 if self
                     .state
                     .compare_exchange(RUNNING, STOPPED, Ordering::SeqCst, Ordering::SeqCst)
-                    .is_ok()
-                {
-                    // Wait on the state, not the request: the revoker clears the request
-                    // first and then resets the state, so a later revoker's fresh request is
-                    // never mistaken for this one.
-                    let mut spins = 0u32;
-                    while self.state.load(Ordering::SeqCst) == STOPPED {
-                        backoff(&mut spins);
-                    }
+                    .is_ok() =>
+            {
+                // Wait on the state, not the request: the revoker clears the request
+                // first and then resets the state, so a later revoker's fresh request is
+                // never mistaken for this one.
+                let mut spins = 0u32;
+                while self.state.load(Ordering::SeqCst) == STOPPED {
+                    backoff(&mut spins);
                 }
             }
             REQ_ASYNC => {

@@ -25,18 +25,23 @@
 //!
 //! ## Fast paths (what each executes)
 //!
-//! - biased lock / unlock by the bias owner (Figure 4's first case): store the header address
-//!   to the thread's `in_op` slot (plain), compiler barrier, load the header, one xor and one
-//!   compare against the thread's bias bits (rc < 255 for lock, rc ≥ 1 for unlock), store the
-//!   header ± 256 (plain), store 0 to `in_op` (a store-release: a plain `mov` on x86, `stlr` on
-//!   AArch64). **No atomic read-modify-write, no fence.** Two stores to a thread-private line
-//!   and one to the header; `in_op` is the owner's half of the barrier revocation's
-//!   asymmetric Dekker (see below) — the deviation from Figure 4 that lets a revoker proceed
-//!   without the owner's cooperation.
+//! - biased lock / unlock by the bias owner (Figure 4's first case): load the header, one
+//!   xor and one compare against the thread's bias bits (rc < 255 for lock, rc ≥ 1 for
+//!   unlock); store the header's address to the thread's private `in_op` slot (plain), a
+//!   compiler barrier, load the header again and compare it with the first load, store the
+//!   header ± 256 (plain), store 0 to `in_op` (a store-release: a plain `mov` on x86, `stlr`
+//!   on AArch64). **No atomic read-modify-write, no fence**: three plain stores (two to a
+//!   thread-private line, one to the header) and two loads. `in_op` is the owner's half of the
+//!   barrier revocation's asymmetric Dekker (below) — the deviation from Figure 4 that lets a
+//!   revoker proceed without the owner's cooperation. Unlike HotSpot's biased locking, the
+//!   count lives in the header (Figure 3), so the owner does store to it.
 //! - thin lock (Figure 4's second case for `biased`: thin and free; Figure 7's for `fable`:
-//!   thin, rc 0, sticky owner = me): one compare-and-swap.
-//! - thin / learn unlock of the last level (Figure 7's combined path; Figure 4's for
-//!   `biased`, which clears the owner): one compare-and-swap.
+//!   thin, rc 0, sticky owner = me): one load, one compare-and-swap.
+//! - unlock of the last level (Figure 7's combined learn / thin test, one mask and compare):
+//!   thin: one releasing store (Figure 7 has a CAS; nothing else writes a held thin word
+//!   here — contenders spin, only the owner inflates — so seed 000 §2.3.2's store is enough);
+//!   learn: one compare-and-swap (a second thread may turn learn into thin under the guess).
+//!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner).
 //!
 //! ## Revocation
 //!
@@ -286,8 +291,10 @@ impl BiasState {
         &self.revocations
     }
 
-    /// How many times transition `t` happened.
-    pub fn transitions(&self, t: Transition) -> u64 {
+    /// How many times transition `t` happened in threads that have detached, plus the
+    /// revocations (counted here by whichever thread performed them). Attached threads count
+    /// their own transitions privately: see [`Biasing::transitions`].
+    pub fn transitions_shared(&self, t: Transition) -> u64 {
         self.transitions[t as usize].load(Ordering::Relaxed)
     }
 
@@ -302,6 +309,17 @@ pub struct BiasThread {
     sp: Safepoint,
     /// FABLE §3.1 learnCount (only its thread touches it).
     learn_count: AtomicU32,
+    /// Transitions this thread made, written only by it (load + store, no read-modify-write:
+    /// clear → learn happens once per new object, a shared counter would be a hot line).
+    transitions: [AtomicU64; TRANSITIONS],
+}
+
+impl BiasThread {
+    #[inline]
+    fn count(&self, t: Transition) {
+        let c = &self.transitions[t as usize];
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
 }
 
 type Cx<F> = ThreadContext<Biasing<F>>;
@@ -323,6 +341,17 @@ impl<F: Flavor> Biasing<F> {
         rt.state().set(c)
     }
 
+    /// How many times transition `tr` happened in `rt` (attached threads' private counts,
+    /// read racily, plus detached threads' and revocations).
+    pub fn transitions(rt: &Rt<F>, tr: Transition) -> u64 {
+        rt.state().transitions_shared(tr)
+            + rt.threads()
+                .snapshot()
+                .iter()
+                .map(|c| c.local().transitions[tr as usize].load(Ordering::Relaxed))
+                .sum::<u64>()
+    }
+
     /// Thread `t`'s bias bits: owner id and generation, state biased, rc 0.
     #[inline(always)]
     fn my_bias(t: &Cx<F>) -> u64 {
@@ -338,33 +367,42 @@ impl<F: Flavor> Biasing<F> {
     /// header biased to `t`. `None` when done; else the word seen.
     #[inline(always)]
     fn biased_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
-        let sp = &t.local().sp;
         let me = Self::my_bias(t);
+        let ok = |w: u64| {
+            let x = (w & !HOST) ^ me;
+            if lock {
+                x < RC_LIMIT
+            } else {
+                x.wrapping_sub(RC_ONE) < RC_LIMIT
+            }
+        };
+        // A filter first, so that thin and learn words pay nothing for the Dekker below.
+        let w = h.0.load(Ordering::Relaxed);
+        if !ok(w) {
+            return Some(w);
+        }
+        let sp = &t.local().sp;
         sp.in_op.store(addr(h), Ordering::Relaxed);
         owner_barrier();
-        let w = h.0.load(Ordering::Relaxed);
-        let x = (w & !HOST) ^ me;
-        let ok = if lock {
-            x < RC_LIMIT
-        } else {
-            x.wrapping_sub(RC_ONE) < RC_LIMIT
-        };
-        if ok {
-            let new = if lock { w + RC_ONE } else { w - RC_ONE };
-            #[cfg(not(loom))]
-            h.0.store(new, Ordering::Relaxed);
-            // Loom keeps modification order as a partial order and so misses C++'s rule that
-            // a read-modify-write sits right after the value it read ([atomics.order]): a
-            // revoker's mark CAS could then "stay newest" over this later plain store. A swap
-            // gives the model that ordering; the hardware (and C++) give it to the store.
-            #[cfg(loom)]
-            h.0.swap(new, Ordering::Relaxed);
-            // Release: a barrier revoker that sees `in_op` cleared sees this store.
-            sp.in_op.store(0, Ordering::Release);
-            return None;
+        // The Dekker read: after `in_op` is published, a barrier revoker's mark is either
+        // visible here or the revoker sees `in_op` and waits for the store below.
+        let w2 = h.0.load(Ordering::Relaxed);
+        if w2 != w {
+            sp.in_op.store(0, Ordering::Relaxed);
+            return Some(w2);
         }
-        sp.in_op.store(0, Ordering::Relaxed);
-        Some(w)
+        let new = if lock { w + RC_ONE } else { w - RC_ONE };
+        #[cfg(not(loom))]
+        h.0.store(new, Ordering::Relaxed);
+        // Loom keeps modification order as a partial order and so misses C++'s rule that a
+        // read-modify-write sits right after the value it read ([atomics.order]): a revoker's
+        // mark CAS could then "stay newest" over this later plain store. A swap gives the
+        // model that ordering; the hardware (and C++) give it to the store.
+        #[cfg(loom)]
+        h.0.swap(new, Ordering::Relaxed);
+        // Release: a barrier revoker that sees `in_op` cleared sees this store.
+        sp.in_op.store(0, Ordering::Release);
+        None
     }
 
     #[inline]
@@ -550,7 +588,7 @@ impl<F: Flavor> Biasing<F> {
             return Ok(None);
         }
         rt.stats().inflated(cause);
-        rt.state().count(match w & STATE_MASK {
+        t.local().count(match w & STATE_MASK {
             BIASED => Transition::BiasedToFat,
             LEARN => Transition::LearnToFat,
             _ => Transition::ThinToFat,
@@ -586,7 +624,7 @@ impl<F: Flavor> Biasing<F> {
                         (host | Self::my_bias(t) | RC_ONE, Transition::ClearToBiased)
                     };
                     if Self::cas(h, w, new) {
-                        st.count(tr);
+                        t.local().count(tr);
                         return Some(Ok(true));
                     }
                     return None;
@@ -650,7 +688,7 @@ impl<F: Flavor> Biasing<F> {
                         }
                         lc.store(if bias { 0 } else { n }, Ordering::Relaxed);
                         if bias {
-                            st.count(Transition::LearnToBiased);
+                            t.local().count(Transition::LearnToBiased);
                         }
                         return Some(Ok(true));
                     }
@@ -664,7 +702,7 @@ impl<F: Flavor> Biasing<F> {
                     if !Self::cas(h, w, new) {
                         return None;
                     }
-                    st.count(Transition::LearnToThin);
+                    t.local().count(Transition::LearnToThin);
                     return (count == 0).then_some(Ok(true));
                 }
                 if count == 0 {
@@ -877,6 +915,12 @@ impl<F: Flavor> Protocol for Biasing<F> {
             } else {
                 (w & HOST) | THIN
             };
+            if w & STATE_MASK == THIN {
+                // Nobody else writes a held thin word (contenders spin, the owner inflates),
+                // so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
+                h.0.store(new, Ordering::Release);
+                return Ok(());
+            }
             if h.0
                 .compare_exchange(w, new, Ordering::Release, Ordering::Relaxed)
                 .is_ok()
@@ -905,13 +949,10 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let w = h.0.load(Ordering::Acquire);
         match w & STATE_MASK {
             FAT => Self::monitor_of(rt, w).count_for(t.core()),
-            BIASED => {
-                if w & OWNER_MASK != 0 && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) {
-                    rc(w) as u32
-                } else {
-                    0
-                }
+            BIASED if w & OWNER_MASK != 0 && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) => {
+                rc(w) as u32
             }
+            BIASED => 0,
             _ if w & OWNER_MASK == Self::my_owner(t) => rc(w) as u32,
             _ => 0,
         }
@@ -952,8 +993,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
         t.local().sp.leave_safe();
     }
 
-    fn on_detach(_: &Rt<F>, t: &Cx<F>) {
+    fn on_detach(rt: &Rt<F>, t: &Cx<F>) {
         t.local().sp.exit();
+        for (i, c) in t.local().transitions.iter().enumerate() {
+            rt.state().transitions[i].fetch_add(c.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        }
     }
 }
 
@@ -1015,7 +1059,7 @@ mod tests {
         for _ in 0..100 {
             drop(me.enter(&h).unwrap());
         }
-        assert_eq!(rt.state().transitions(Transition::ClearToBiased), 1);
+        assert_eq!(Biasing::transitions(&rt, Transition::ClearToBiased), 1);
         assert_eq!(rt.state().revocations().total(), 0);
     }
 
@@ -1035,7 +1079,7 @@ mod tests {
                 drop(me.enter(&h).unwrap());
             }
             assert_eq!(h.mode(), BiasMode::Biased, "N = {n}");
-            assert_eq!(rt.state().transitions(Transition::LearnToBiased), 1);
+            assert_eq!(Biasing::transitions(&rt, Transition::LearnToBiased), 1);
         }
     }
 
@@ -1061,7 +1105,7 @@ mod tests {
             });
         });
         assert_eq!(rc(h.raw()), 0);
-        assert_eq!(rt.state().transitions(Transition::LearnToThin), 1);
+        assert_eq!(Biasing::transitions(&rt, Transition::LearnToThin), 1);
         assert_eq!(
             rt.state().revocations().total(),
             0,
@@ -1128,7 +1172,7 @@ mod tests {
         assert_eq!(rv.count(k), 1, "{mode:?}: {rv:?}");
         assert_eq!(rv.total(), 1);
         assert!(rv.latency_quantile_ns(0.5).is_some());
-        assert_eq!(rt.state().transitions(Transition::BiasedToThin), 1);
+        assert_eq!(Biasing::transitions(&rt, Transition::BiasedToThin), 1);
     }
 
     #[test]
@@ -1252,7 +1296,7 @@ mod tests {
         assert_eq!(b.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
         assert_eq!(h.mode(), BiasMode::Fat);
         assert_eq!(me.lock_count(&h), 2);
-        assert_eq!(rt.state().transitions(Transition::BiasedToFat), 1);
+        assert_eq!(Biasing::transitions(&rt, Transition::BiasedToFat), 1);
     }
 
     /// The 256th hold of a biased lock inflates, carrying the count.
