@@ -217,7 +217,7 @@ fn main() {
     } else {
         Params {
             threads: 4,
-            objects: 100_000,
+            objects: 1_000_000,
             cloud_time: Duration::from_millis(1000),
             items: 200_000,
             allocs: 2_000_000,
