@@ -256,3 +256,41 @@ fn kko_two_revokers_membarrier() {
 // alternate forever without ever scheduling the owner, which no real scheduler does; the
 // model then exceeds its branch limit without finding a bug. The unit test
 // `mutual_revocation_does_not_deadlock` covers concurrent handshake revokers on real threads.
+
+/// FABLE learn mode under contention: two threads lock a fresh object twice each (clear →
+/// learn, the guess's re-acquire, a second thread waiting for a held learn lock and turning
+/// it thin, the learn unlock's plain store against that CAS).
+#[test]
+fn fable_learn_mode_contention() {
+    model(|| {
+        let rt = Runtime::<Biasing<FableHeuristics>>::new(config());
+        Biasing::<FableHeuristics>::configure(
+            &rt,
+            BiasConfig {
+                revocation: Revocation::Membarrier,
+                learn_limit: 5,
+            },
+        );
+        let h = Arc::new(BiasWord::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let (rt2, h2, inside2, count2) = (rt.clone(), h.clone(), inside.clone(), count.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            for _ in 0..2 {
+                let g = me.enter(&h2).unwrap();
+                critical(&inside2, &count2);
+                drop(g);
+            }
+        });
+        let me = rt.attach().unwrap();
+        for _ in 0..2 {
+            let g = me.enter(&h).unwrap();
+            critical(&inside, &count);
+            drop(g);
+        }
+        other.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 4);
+        assert_eq!(rt.owner_of(&h), None);
+    });
+}

@@ -38,9 +38,10 @@
 //! - thin lock (Figure 4's second case for `biased`: thin and free; Figure 7's for `fable`:
 //!   thin, rc 0, sticky owner = me): one load, one compare-and-swap.
 //! - unlock of the last level (Figure 7's combined learn / thin test, one mask and compare):
-//!   thin: one releasing store (Figure 7 has a CAS; nothing else writes a held thin word
-//!   here — contenders spin, only the owner inflates — so seed 000 §2.3.2's store is enough);
-//!   learn: one compare-and-swap (a second thread may turn learn into thin under the guess).
+//!   one releasing store. Figure 7 uses a CAS because Jikes lets other threads CAS the status
+//!   word (hashing, GC); here nothing else writes a *held* thin or learn word — contenders
+//!   spin, a second thread turns learn into thin only once the guess has released it, only
+//!   the owner inflates — so seed 000 §2.3.2's store is enough.
 //!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner).
 //!
 //! ## Revocation
@@ -692,18 +693,21 @@ impl<F: Flavor> Biasing<F> {
                         }
                         return Some(Ok(true));
                     }
-                    // Figure 5: a second thread in learn mode makes it thin at once, keeping
-                    // the guess as owner if it holds the lock.
-                    let new = if count == 0 {
-                        host | THIN | me | RC_ONE
-                    } else {
-                        (w & !STATE_MASK) | THIN
-                    };
-                    if !Self::cas(h, w, new) {
+                    // Figure 5: a second thread acquiring in learn mode makes it thin. While
+                    // the guess holds it, wait as for a held thin lock: a held learn word is
+                    // then written by its holder only, which lets it unlock with a store.
+                    if count > 0 {
+                        if try_only {
+                            return Some(Ok(false));
+                        }
+                        *contended = true;
+                        return None;
+                    }
+                    if !Self::cas(h, w, host | THIN | me | RC_ONE) {
                         return None;
                     }
                     t.local().count(Transition::LearnToThin);
-                    return (count == 0).then_some(Ok(true));
+                    return Some(Ok(true));
                 }
                 if count == 0 {
                     if !Self::cas(h, w, host | THIN | me | RC_ONE) {
@@ -915,18 +919,10 @@ impl<F: Flavor> Protocol for Biasing<F> {
             } else {
                 (w & HOST) | THIN
             };
-            if w & STATE_MASK == THIN {
-                // Nobody else writes a held thin word (contenders spin, the owner inflates),
-                // so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
-                h.0.store(new, Ordering::Release);
-                return Ok(());
-            }
-            if h.0
-                .compare_exchange(w, new, Ordering::Release, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Ok(());
-            }
+            // Nobody else writes a held thin or learn word (contenders spin, only the owner
+            // inflates), so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
+            h.0.store(new, Ordering::Release);
+            return Ok(());
         }
         Self::exit_slow(rt, t, h)
     }

@@ -6,15 +6,16 @@
 //! non-recursive acquisition by the guess bumps the guess's per-thread `learnCount` and, when
 //! that reaches the runtime's learn limit N (default 5, [`BiasConfig::learn_limit`]), biases the
 //! object to it and resets the count — random counting, so on average N + 1 acquisitions; an
-//! acquisition by any other thread in learn mode makes the object *thin* at once (keeping the
-//! guess as owner if it holds the lock). Biased → thin is a revocation; thin → fat happens on
+//! acquisition by any other thread in learn mode makes the object *thin* at once (if the
+//! guess holds it, the other thread first waits as for a held thin lock). Biased → thin is a revocation; thin → fat happens on
 //! contention, wait / notify and count overflow. Never rebias (§3.1).
 //!
 //! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores (see
 //! the engine's documentation for exactly what they execute); thin lock when the thin lock is
 //! free and its sticky last owner is the caller: one CAS; the combined learn / thin unlock of
-//! the last level (the state's low bit is set in both, §3.2): one CAS that only decrements the
-//! count, leaving the owner in place ("sticky lock owner").
+//! the last level (the state's low bit is set in both, §3.2): one test and one releasing store
+//! that only decrements the count, leaving the owner in place ("sticky lock owner"; Figure 7
+//! has a CAS here — see the engine's documentation for why a store suffices).
 //!
 //! [`BiasConfig::learn_limit`]: super::biased::BiasConfig::learn_limit
 
