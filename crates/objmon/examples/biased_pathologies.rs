@@ -4,6 +4,7 @@
 //! versions replace these once they land.)
 //!
 //! `cargo run --release -p objmon --example biased_pathologies [-- --quick]`
+//! (`ONLY=fable/membarrier` runs just that protocol besides `thin`).
 //!
 //! - Cloud: `THREADS` threads lock random objects out of `OBJECTS` for a fixed time;
 //!   throughput = acquisitions per second (higher is better). FABLE bound: within 10% of thin.
@@ -137,6 +138,15 @@ fn run<P: Protocol>(name: &str, p: &Params, setup: impl Fn(&Runtime<P>)) -> Row
 where
     Runtime<P>: Revocations,
 {
+    if std::env::var("ONLY").is_ok_and(|o| o != name && name != "thin") {
+        return Row {
+            name: name.into(),
+            cloud: f64::NAN,
+            prodcons: f64::NAN,
+            alloc: vec![f64::NAN; KS.len()],
+            revocations: String::new(),
+        };
+    }
     let fresh = || {
         let rt = Runtime::<P>::with_defaults();
         setup(&rt);
