@@ -2,7 +2,7 @@
 //! safepoint state, the synchronous and asynchronous *pair handshake*, the process-wide
 //! barrier (Linux `membarrier`) behind the asymmetric Dekker revocation, and the counters.
 //!
-//! ## Thread states (per attached thread, [`Safepoint::state`])
+//! ## Thread states (per attached thread, `Safepoint::state`)
 //!
 //! | state     | meaning                                                            | set by |
 //! |-----------|--------------------------------------------------------------------|--------|
@@ -28,7 +28,7 @@
 //! `MEMBARRIER_CMD_PRIVATE_EXPEDITED` makes every running thread of the process execute a full
 //! memory barrier before the call returns (threads not running have passed one in the context
 //! switch). So an owner-side *compiler* barrier between two plain accesses acts, against a
-//! revoker that calls [`process_barrier`] between its own two accesses, as if both sides had
+//! revoker that calls the barrier between its own two accesses, as if both sides had
 //! a `SeqCst` fence: an asymmetric Dekker in which the owner pays nothing at run time. The
 //! command needs `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` once per process, which can take
 //! tens of milliseconds after threads exist: call [`init`] at start-up (runtimes of the biased

@@ -59,6 +59,15 @@
 //!   more (every later one reads the mark), so store thin(T, rc); if T's in-flight store
 //!   overwrote it, repeat. T never has to reach a safepoint; a descheduled T delays the wait.
 //!
+//! **Host contract for the handshakes.** A thread that blocks outside objmon (a channel, a
+//! sleep, I/O, a join) must do it inside [`ThreadHandle::in_native`](crate::ThreadHandle::in_native)
+//! and should call [`ThreadHandle::poll`](crate::ThreadHandle::poll) in long loops that take no
+//! lock — as JNI code and JIT-compiled loops do in a JVM — or a handshake revoker waits for it.
+//! The barrier revocation needs neither, which is why it is the default
+//! ([`BiasConfig::default`]): the conformance suite, like most Rust hosts, blocks in `std`
+//! without telling anyone. Where the kernel refuses the barrier the default falls back to the
+//! synchronous handshake, and this contract applies.
+//!
 //! Anything else that writes a biased header is the owner itself (inflation for wait /
 //! notify or count overflow: a CAS, which fails against a concurrent revoker's mark) or a
 //! revoker; contenders, inflation on contention and `reclaim` see only thin, learn or fat
