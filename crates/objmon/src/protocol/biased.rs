@@ -43,6 +43,9 @@
 //!   spin, a second thread turns learn into thin only once the guess has released it, only
 //!   the owner inflates — so seed 000 §2.3.2's store is enough.
 //!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner).
+//! - nested lock / unlock of a thin or learn lock the caller holds (out of line, as in
+//!   Jikes): one load, one store — for the same reason. A learn-mode recursion does not count
+//!   towards biasing (§3.1: "non-recursively").
 //!
 //! ## Revocation
 //!
@@ -667,7 +670,9 @@ impl<F: Flavor> Biasing<F> {
                 let owner = w & OWNER_MASK;
                 if owner == me && count > 0 {
                     if count < 255 {
-                        return Self::cas(h, w, w + RC_ONE).then_some(Ok(true));
+                        // Ours and held: only we write it (seed 000 §2.3.3's nested store).
+                        h.0.store(w + RC_ONE, Ordering::Relaxed);
+                        return Some(Ok(true));
                     }
                     return match Self::inflate_own(
                         rt,
@@ -813,12 +818,9 @@ impl<F: Flavor> Biasing<F> {
                     } else {
                         w - RC_ONE
                     };
-                    if h.0
-                        .compare_exchange(w, new, Ordering::Release, Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        return Ok(());
-                    }
+                    // Held by us: nobody else writes it (module docs), so a store will do.
+                    h.0.store(new, Ordering::Release);
+                    return Ok(());
                 }
                 _ => return Self::monitor_of(rt, w).exit(t.core()),
             }
