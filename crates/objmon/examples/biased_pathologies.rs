@@ -87,6 +87,8 @@ fn cloud<P: Protocol>(rt: &Arc<Runtime<P>>, p: &Params) -> f64 {
 /// Seconds for `items` objects.
 fn prodcons<P: Protocol>(rt: &Arc<Runtime<P>>, p: &Params) -> f64 {
     let (tx, rx) = mpsc::channel::<Box<P::Header>>();
+    let consumed = AtomicBool::new(false);
+    let consumed = &consumed;
     let t0 = Instant::now();
     std::thread::scope(|s| {
         s.spawn(move || {
@@ -96,6 +98,12 @@ fn prodcons<P: Protocol>(rt: &Arc<Runtime<P>>, p: &Params) -> f64 {
                 drop(me.enter(&o).unwrap());
                 tx.send(o).unwrap();
                 me.poll();
+            }
+            // Stay attached (and polling) until the consumer is done, as a long-lived
+            // producer would: revoking the bias of a detached owner is cheaper.
+            while !consumed.load(Ordering::Acquire) {
+                me.poll();
+                std::thread::yield_now();
             }
         });
         s.spawn(move || {
@@ -112,6 +120,7 @@ fn prodcons<P: Protocol>(rt: &Arc<Runtime<P>>, p: &Params) -> f64 {
                 }
                 me.poll();
             }
+            consumed.store(true, Ordering::Release);
         });
     });
     t0.elapsed().as_secs_f64()
