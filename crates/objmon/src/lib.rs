@@ -12,6 +12,11 @@
 //! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack |
 //! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
 //! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table |
+//! | [`Biased`] | Kawachiya et al. (2002), as in Pizlo et al. §2.2 | bias on first acquire, never rebias |
+//! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread |
+//! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up |
+//! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table |
+//! | [`Tasuki`] | Onodera and Kawachiya (1999) | thin lock + contention bit, deflation |
 //!
 //! [`Stack`] and the `Lightweight*` protocols give idle monitors back to their objects ([`deflate`],
 //! [`DeflationPolicy`] in [`Config`]).
@@ -72,6 +77,7 @@ mod error;
 pub mod monitor;
 pub mod park;
 pub mod protocol;
+pub mod revoke;
 pub mod runtime;
 mod sync;
 pub mod table;
@@ -81,7 +87,9 @@ pub mod thread;
 pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
 pub use monitor::{FatMonitor, WaitOutcome};
+pub use protocol::biased::{BiasConfig, BiasWord, Biased};
 pub use protocol::cacao::{Cacao, HostWord};
+pub use protocol::fable::Fable;
 pub use protocol::monitor_cache::MonitorCache;
 pub use protocol::tasuki_bimodal::{Tasuki, TasukiHeader};
 pub use protocol::{
@@ -92,6 +100,7 @@ pub use protocol::{
     thin::Thin,
     visit_all, LockWord, Protocol, ProtocolVisitor,
 };
+pub use revoke::Revocation;
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};
 pub use thread::{ThreadContext, ThreadCore, ThreadId};

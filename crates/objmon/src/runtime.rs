@@ -390,6 +390,28 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
         self.cx.core().is_interrupted()
     }
 
+    /// Safepoint poll (see [`Protocol::poll`]): call it in long loops that take no lock when
+    /// the protocol revokes biases by handshake (`biased`, `fable`); free otherwise.
+    #[inline]
+    pub fn poll(&self) {
+        P::poll(&self.rt, &self.cx)
+    }
+
+    /// Runs `f` "in native" (JNI's state transition): the thread counts as being at a
+    /// safepoint meanwhile, so a revoker never waits for it. `f` must not use this runtime's
+    /// monitors.
+    pub fn in_native<R>(&self, f: impl FnOnce() -> R) -> R {
+        P::enter_native(&self.rt, &self.cx);
+        struct Leave<'h, 'e, P: Protocol>(&'h ThreadHandle<'e, P>);
+        impl<P: Protocol> Drop for Leave<'_, '_, P> {
+            fn drop(&mut self) {
+                P::leave_native(&self.0.rt, &self.0.cx);
+            }
+        }
+        let _leave = Leave(self);
+        f()
+    }
+
     /// Detaches now; returns how many unstructured lock levels were still held and have been
     /// released. Dropping the handle does the same.
     pub fn detach(self) -> usize {
@@ -418,6 +440,7 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
 impl<P: Protocol> Drop for ThreadHandle<'_, P> {
     fn drop(&mut self) {
         self.release_all();
+        P::on_detach(&self.rt, &self.cx);
         self.rt.threads.detach(self.cx.id());
     }
 }

@@ -113,6 +113,7 @@ static void *consumer(void *arg) {
 
 static int run(const char *protocol) {
     objmon_config cfg = {0};
+    printf("%-18s running\n", protocol);
     objmon_status s = objmon_runtime_new(protocol, &cfg, &rt);
     if (s == OBJMON_E_UNSUPPORTED) {
         printf("%-18s skipped: %s\n", protocol, objmon_strerror(s));
@@ -181,6 +182,7 @@ static int run(const char *protocol) {
 
 int main(int argc, char **argv) {
     int bad = 0;
+    setvbuf(stdout, NULL, _IONBF, 0); /* progress must survive a hang and a kill */
     EXPECT(objmon_runtime_new("no-such-protocol", NULL, &rt) == OBJMON_E_UNKNOWN_PROTOCOL);
     if (argc > 1) {
         for (int i = 1; i < argc; i++) bad |= run(argv[i]);

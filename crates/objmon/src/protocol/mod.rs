@@ -12,7 +12,9 @@ use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
 use std::time::Instant;
 
+pub mod biased;
 pub mod cacao;
+pub mod fable;
 pub mod fat;
 pub mod lightweight;
 pub mod mark;
@@ -99,6 +101,22 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// monitor, and reset the header. `&mut` proves nobody else is using it. A monitor that a
     /// thread still owns (only possible after `mem::forget` of a guard) is leaked, not freed.
     fn reclaim(rt: &Runtime<Self>, h: &mut Self::Header);
+
+    /// Safepoint poll: the host calls it (through [`ThreadHandle::poll`](crate::ThreadHandle::poll))
+    /// in long loops that take no lock, so that protocols whose revocation needs the owner's
+    /// cooperation (the pair handshakes of seed 002 §3.3) make progress. No-op by default.
+    #[inline]
+    fn poll(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    /// The thread leaves managed code (JNI's transition to native): until
+    /// [`leave_native`](Self::leave_native) it makes no monitor call and counts as being at a
+    /// safepoint. No-op by default.
+    fn enter_native(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    /// The thread returns from native code; it may wait here for a handshake in progress.
+    /// No-op by default.
+    fn leave_native(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    /// The thread is detaching (its handle is dropped, after its unstructured locks were
+    /// released): it will make no further call. No-op by default.
+    fn on_detach(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
 }
 
 /// Something to run once per protocol type (see [`visit_all`]).
@@ -121,6 +139,8 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<lightweight::Lightweight>();
     v.visit::<lightweight::LightweightSeed>();
     v.visit::<lightweight::LightweightTable>();
+    v.visit::<biased::Biased>();
+    v.visit::<fable::Fable>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

@@ -1,0 +1,1351 @@
+//! `biased`: KKO biased locking as built in Jikes RVM (seed 002 §2.2, Figures 3 and 4) —
+//! bias on first acquire, never rebias — and the engine it shares with [`fable`](super::fable)
+//! (seed 002 §3): the header, the fast paths, the thin and fat slow paths, and bias
+//! revocation three ways (see [`crate::revoke`]).
+//!
+//! Header ([`BiasWord`], 64 bits; Figures 3 and 6 widened so that a bias carries a
+//! generation):
+//!
+//! | bits   | biased (00)          | learn (01, `fable`) | thin (11)          | fat (10)             |
+//! |--------|----------------------|---------------------|--------------------|----------------------|
+//! | 63..34 | owner generation (30 bits) | 0             | 0                  | 0                    |
+//! | 33..19 | bias owner id (0 = clear) | bias guess id  | owner id (sticky in `fable`) | monitor index (23 bits, 41..19) |
+//! | 18     | revoking (barrier revocation in progress) | 0 | 0               | —                    |
+//! | 17..16 | state 00             | state 01            | state 11           | state 10             |
+//! | 15..8  | recursion count rc (holds, 0..255) | rc    | rc                 | —                    |
+//! | 7..0   | host bits            | host bits           | host bits          | host bits            |
+//!
+//! State values as in §3.2: biased is 00, so "biased to me" is one xor and one compare against
+//! the thread's bias bits; learn and thin share the low state bit, so one unlock path serves
+//! both. The all-zero lock field is *clear* (biased to nobody): an object starts there.
+//!
+//! A bias names the owner's id *and* the low 30 bits of its [`generation`](crate::ThreadCore::generation),
+//! so an id recycled after a detach does not match the old bias (it would take 2^30 reuses of
+//! one id; even then the old owner is gone, so the match is a rebias, not a race).
+//!
+//! ## Fast paths (what each executes)
+//!
+//! - biased lock / unlock by the bias owner (Figure 4's first case): load the header, one
+//!   xor and one compare against the thread's bias bits (rc < 255 for lock, rc ≥ 1 for
+//!   unlock); store the header's address to the thread's private `in_op` slot (plain), a
+//!   compiler barrier, load the header again and compare it with the first load, store the
+//!   header ± 256 (plain), store 0 to `in_op` (a store-release: a plain `mov` on x86, `stlr`
+//!   on AArch64). **No atomic read-modify-write, no fence**: three plain stores (two to a
+//!   thread-private line, one to the header) and two loads. `in_op` is the owner's half of the
+//!   barrier revocation's asymmetric Dekker (below) — the deviation from Figure 4 that lets a
+//!   revoker proceed without the owner's cooperation. Unlike HotSpot's biased locking, the
+//!   count lives in the header (Figure 3), so the owner does store to it.
+//! - thin lock (Figure 4's second case for `biased`: thin and free; Figure 7's for `fable`:
+//!   thin, rc 0, sticky owner = me): one load, one compare-and-swap.
+//! - unlock of the last level (Figure 7's combined learn / thin test, one mask and compare):
+//!   one releasing store. Figure 7 uses a CAS because Jikes lets other threads CAS the status
+//!   word (hashing, GC); here nothing else writes a *held* thin or learn word — contenders
+//!   spin, a second thread turns learn into thin only once the guess has released it, only
+//!   the owner inflates — so seed 000 §2.3.2's store is enough.
+//!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner).
+//! - nested lock / unlock of a thin or learn lock the caller holds (out of line, as in
+//!   Jikes): one load, one store — for the same reason. A learn-mode recursion does not count
+//!   towards biasing (§3.1: "non-recursively").
+//!
+//! ## Revocation
+//!
+//! Another thread that finds the header biased to a live thread T revokes: biased(T, rc) →
+//! thin(T, rc), same count, T still the owner; then it contends for the thin lock as usual
+//! (spin, then inflate). Revokers of T are serialized by T's revoker mutex. If T is at a
+//! safepoint (parked, waiting, blocked on a fat monitor, in native) or has detached, the
+//! revoker rewrites the header in place with a CAS. Otherwise, by the runtime's
+//! [`Revocation`]:
+//! - `SyncHandshake` / `AsyncHandshake` (§3.3): T stops at its next poll / runs the CAS itself
+//!   there. T polls in every slow path and in [`ThreadHandle::poll`](crate::ThreadHandle::poll).
+//! - `Membarrier`: CAS the header to *revoking*, `membarrier()`, wait while T's `in_op` names
+//!   this header, re-read: if the mark survived, no fast path of T can write the header any
+//!   more (every later one reads the mark), so store thin(T, rc); if T's in-flight store
+//!   overwrote it, repeat. T never has to reach a safepoint; a descheduled T delays the wait.
+//!
+//! **Host contract for the handshakes.** A thread that blocks outside objmon (a channel, a
+//! sleep, I/O, a join) must do it inside [`ThreadHandle::in_native`](crate::ThreadHandle::in_native)
+//! and should call [`ThreadHandle::poll`](crate::ThreadHandle::poll) in long loops that take no
+//! lock — as JNI code and JIT-compiled loops do in a JVM — or a handshake revoker waits for it.
+//! The barrier revocation needs neither, which is why it is the default
+//! ([`BiasConfig::default`]): the conformance suite, like most Rust hosts, blocks in `std`
+//! without telling anyone. Where the kernel refuses the barrier the default falls back to the
+//! synchronous handshake, and this contract applies.
+//!
+//! Anything else that writes a biased header is the owner itself (inflation for wait /
+//! notify or count overflow: a CAS, which fails against a concurrent revoker's mark) or a
+//! revoker; contenders, inflation on contention and `reclaim` see only thin, learn or fat
+//! words.
+
+use super::{Protocol, HOST_BITS_MASK};
+use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::revoke::{
+    backoff, owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
+};
+use crate::runtime::{Config, InflationCause, Runtime};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::table::MonitorIndex;
+use crate::thread::{ThreadContext, ThreadId};
+use crate::MonitorError;
+use std::marker::PhantomData;
+use std::time::Instant;
+
+const HOST: u64 = HOST_BITS_MASK as u64;
+const RC_SHIFT: u32 = 8;
+const RC_ONE: u64 = 1 << RC_SHIFT;
+const RC_MASK: u64 = 0xff << RC_SHIFT;
+/// `(word ^ bias) < RC_LIMIT` ⇔ biased to me, not revoking, rc < 255.
+const RC_LIMIT: u64 = 0xff << RC_SHIFT;
+const STATE_MASK: u64 = 3 << 16;
+const BIASED: u64 = 0;
+const LEARN: u64 = 1 << 16;
+const FAT: u64 = 2 << 16;
+const THIN: u64 = 3 << 16;
+/// Set in learn and thin: the combined unlock path tests only this bit (§3.2).
+const STATE_LOW: u64 = 1 << 16;
+const REVOKING: u64 = 1 << 18;
+const OWNER_SHIFT: u32 = 19;
+const OWNER_MASK: u64 = 0x7fff << OWNER_SHIFT;
+const GEN_SHIFT: u32 = 34;
+const GEN_BITS: u64 = (1 << 30) - 1;
+const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
+const INDEX_SHIFT: u32 = 19;
+const INDEX_MASK: u64 = 0x7f_ffff << INDEX_SHIFT;
+
+/// The 64-bit header of the biased protocols: see the module documentation for the layout.
+pub struct BiasWord(pub(crate) AtomicU64);
+
+impl Default for BiasWord {
+    /// A clear (never locked) header with all host bits clear.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl BiasWord {
+    /// A clear header carrying `host_bits` in its low byte.
+    pub fn new(host_bits: u8) -> Self {
+        Self(AtomicU64::new(u64::from(host_bits)))
+    }
+
+    /// The host's 8 bits (never changed by the protocols).
+    #[inline]
+    pub fn host_bits(&self) -> u8 {
+        (self.0.load(Ordering::Relaxed) & HOST) as u8
+    }
+
+    /// The whole word, for introspection and tests (a racy snapshot).
+    #[inline]
+    pub fn raw(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The lock state in the word now (a racy snapshot).
+    pub fn mode(&self) -> BiasMode {
+        let w = self.raw();
+        match w & STATE_MASK {
+            BIASED if w & OWNER_MASK == 0 => BiasMode::Clear,
+            BIASED => BiasMode::Biased,
+            LEARN => BiasMode::Learn,
+            THIN => BiasMode::Thin,
+            _ => BiasMode::Fat,
+        }
+    }
+}
+
+impl std::fmt::Debug for BiasWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BiasWord({:#018x})", self.raw())
+    }
+}
+
+/// The states of Figure 5 (seed 002).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BiasMode {
+    /// Never locked.
+    Clear,
+    /// Biased to a thread (possibly being revoked).
+    Biased,
+    /// `fable` learn mode: a bias guess and a count.
+    Learn,
+    /// Thin lock.
+    Thin,
+    /// Fat monitor installed.
+    Fat,
+}
+
+/// State transitions counted per runtime (Figure 5's arrows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transition {
+    /// KKO: first acquire biases.
+    ClearToBiased,
+    /// FABLE: first acquire starts learning.
+    ClearToLearn,
+    /// FABLE: the guess re-acquired often enough.
+    LearnToBiased,
+    /// FABLE: a second thread acquired in learn mode.
+    LearnToThin,
+    /// Revocation.
+    BiasedToThin,
+    /// The bias owner inflated (wait / notify, count overflow).
+    BiasedToFat,
+    /// Inflation from learn mode (wait / notify, count overflow).
+    LearnToFat,
+    /// Inflation of a thin lock (contention, wait / notify, count overflow).
+    ThinToFat,
+}
+
+const TRANSITIONS: usize = 8;
+
+/// The two heuristics over one engine: KKO (`biased`) and FABLE (`fable`).
+pub trait Flavor: Send + Sync + 'static {
+    /// Catalog name.
+    const NAME: &'static str;
+    /// One line for reports.
+    const SUMMARY: &'static str;
+    /// Clear → learn (FABLE §3.1) instead of clear → biased (KKO).
+    const LEARN: bool;
+    /// Thin unlock keeps the owner (FABLE §3.2 "sticky owner") instead of clearing it.
+    const STICKY: bool;
+}
+
+/// KKO heuristics (seed 002 §2.2.1): bias on first acquire, never rebias.
+#[derive(Debug)]
+pub enum Kko {}
+
+impl Flavor for Kko {
+    const NAME: &'static str = "biased";
+    const SUMMARY: &'static str = "KKO biased locking: bias on first acquire, never rebias";
+    const LEARN: bool = false;
+    const STICKY: bool = false;
+}
+
+/// A biased-locking protocol with heuristics `F` (see the module documentation).
+pub struct Biasing<F: Flavor> {
+    _never: std::convert::Infallible,
+    _f: PhantomData<F>,
+}
+
+/// `biased`: KKO biased locking (seed 002 §2.2).
+pub type Biased = Biasing<Kko>;
+
+/// Per-runtime settings of the biased protocols.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BiasConfig {
+    /// How biases held by other threads are revoked.
+    pub revocation: Revocation,
+    /// FABLE's learn limit N (§3.1; default 5); ignored by `biased`.
+    pub learn_limit: u32,
+}
+
+impl Default for BiasConfig {
+    /// Membarrier revocation where the kernel supports it, else the synchronous handshake;
+    /// learn limit 5.
+    fn default() -> Self {
+        Self {
+            revocation: Revocation::Membarrier,
+            learn_limit: 5,
+        }
+    }
+}
+
+/// Runtime-wide state of the biased protocols: settings and counters.
+#[derive(Debug)]
+pub struct BiasState {
+    revocation: AtomicU32,
+    learn_limit: AtomicU32,
+    revocations: RevocationStats,
+    transitions: [AtomicU64; TRANSITIONS],
+}
+
+impl BiasState {
+    fn new() -> Self {
+        let s = Self {
+            revocation: AtomicU32::new(0),
+            learn_limit: AtomicU32::new(5),
+            revocations: RevocationStats::default(),
+            transitions: std::array::from_fn(|_| AtomicU64::new(0)),
+        };
+        s.set(BiasConfig::default());
+        s
+    }
+
+    /// Applies `c`; returns the revocation actually used: `Membarrier` falls back to
+    /// `SyncHandshake` where the kernel refuses the barrier. Safe at any time — every mode
+    /// works against every owner, and revokers of one owner are serialized whatever their
+    /// mode — but meant for start-up, before threads attach.
+    pub fn set(&self, c: BiasConfig) -> Revocation {
+        self.set_with(c, crate::revoke::init)
+    }
+
+    /// [`set`](Self::set) with the barrier's availability supplied (tests of the fallback).
+    fn set_with(&self, c: BiasConfig, barrier_available: impl FnOnce() -> bool) -> Revocation {
+        let r = match c.revocation {
+            Revocation::Membarrier if !barrier_available() => Revocation::SyncHandshake,
+            r => r,
+        };
+        self.revocation.store(r as u32, Ordering::Relaxed);
+        self.learn_limit
+            .store(c.learn_limit.max(1), Ordering::Relaxed);
+        r
+    }
+
+    /// The revocation in use.
+    pub fn revocation(&self) -> Revocation {
+        Revocation::from_u32(self.revocation.load(Ordering::Relaxed))
+    }
+
+    /// FABLE's learn limit.
+    pub fn learn_limit(&self) -> u32 {
+        self.learn_limit.load(Ordering::Relaxed)
+    }
+
+    /// Revocations by kind and their latency.
+    pub fn revocations(&self) -> &RevocationStats {
+        &self.revocations
+    }
+
+    /// How many times transition `t` happened in threads that have detached, plus the
+    /// revocations (counted here by whichever thread performed them). Attached threads count
+    /// their own transitions privately: see [`Biasing::transitions`].
+    pub fn transitions_shared(&self, t: Transition) -> u64 {
+        self.transitions[t as usize].load(Ordering::Relaxed)
+    }
+
+    fn count(&self, t: Transition) {
+        self.transitions[t as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Per-thread state of the biased protocols.
+#[derive(Debug, Default)]
+pub struct BiasThread {
+    sp: Safepoint,
+    /// FABLE §3.1 learnCount (only its thread touches it).
+    learn_count: AtomicU32,
+    /// Transitions this thread made, written only by it (load + store, no read-modify-write:
+    /// clear → learn happens once per new object, a shared counter would be a hot line).
+    transitions: [AtomicU64; TRANSITIONS],
+}
+
+impl BiasThread {
+    #[inline]
+    fn count(&self, t: Transition) {
+        let c = &self.transitions[t as usize];
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+type Cx<F> = ThreadContext<Biasing<F>>;
+type Rt<F> = Runtime<Biasing<F>>;
+
+#[inline]
+fn addr(h: &BiasWord) -> usize {
+    h as *const BiasWord as usize
+}
+
+#[inline]
+fn rc(w: u64) -> u64 {
+    (w & RC_MASK) >> RC_SHIFT
+}
+
+impl<F: Flavor> Biasing<F> {
+    /// Applies `c` to `rt` (see [`BiasState::set`]); returns the revocation in use.
+    pub fn configure(rt: &Rt<F>, c: BiasConfig) -> Revocation {
+        rt.state().set(c)
+    }
+
+    /// How many times transition `tr` happened in `rt` (attached threads' private counts,
+    /// read racily, plus detached threads' and revocations).
+    pub fn transitions(rt: &Rt<F>, tr: Transition) -> u64 {
+        rt.state().transitions_shared(tr)
+            + rt.threads()
+                .snapshot()
+                .iter()
+                .map(|c| c.local().transitions[tr as usize].load(Ordering::Relaxed))
+                .sum::<u64>()
+    }
+
+    /// Thread `t`'s bias bits: owner id and generation, state biased, rc 0.
+    #[inline(always)]
+    fn my_bias(t: &Cx<F>) -> u64 {
+        Self::my_owner(t) | ((u64::from(t.core().generation()) & GEN_BITS) << GEN_SHIFT)
+    }
+
+    #[inline(always)]
+    fn my_owner(t: &Cx<F>) -> u64 {
+        u64::from(t.core().id_shifted16()) << (OWNER_SHIFT - 16)
+    }
+
+    /// The bias owner's plain-store step (Figure 4, first cases): +1 (`lock`) or −1 hold on a
+    /// header biased to `t`. `None` when done; else the word seen.
+    #[inline(always)]
+    fn biased_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        let me = Self::my_bias(t);
+        let ok = |w: u64| {
+            let x = (w & !HOST) ^ me;
+            if lock {
+                x < RC_LIMIT
+            } else {
+                x.wrapping_sub(RC_ONE) < RC_LIMIT
+            }
+        };
+        // A filter first, so that thin and learn words pay nothing for the Dekker below.
+        let w = h.0.load(Ordering::Relaxed);
+        if !ok(w) {
+            return Some(w);
+        }
+        let sp = &t.local().sp;
+        sp.in_op.store(addr(h), Ordering::Relaxed);
+        owner_barrier();
+        // The Dekker read: after `in_op` is published, a barrier revoker's mark is either
+        // visible here or the revoker sees `in_op` and waits for the store below.
+        let w2 = h.0.load(Ordering::Relaxed);
+        if w2 != w {
+            sp.in_op.store(0, Ordering::Relaxed);
+            return Some(w2);
+        }
+        let new = if lock { w + RC_ONE } else { w - RC_ONE };
+        #[cfg(not(loom))]
+        h.0.store(new, Ordering::Relaxed);
+        // Loom keeps modification order as a partial order and so misses C++'s rule that a
+        // read-modify-write sits right after the value it read ([atomics.order]): a revoker's
+        // mark CAS could then "stay newest" over this later plain store. A swap gives the
+        // model that ordering; the hardware (and C++) give it to the store.
+        #[cfg(loom)]
+        h.0.swap(new, Ordering::Relaxed);
+        // Release: a barrier revoker that sees `in_op` cleared sees this store.
+        sp.in_op.store(0, Ordering::Release);
+        None
+    }
+
+    #[inline]
+    fn poll_self(rt: &Rt<F>, t: &Cx<F>) {
+        t.local().sp.poll(&|a, w| Self::exec_async(rt, a, w));
+    }
+
+    /// The asynchronous handshake's callback, run by the bias owner at a safepoint.
+    fn exec_async(rt: &Rt<F>, header: usize, w: u64) {
+        // SAFETY: `header` is the address of a `BiasWord` borrowed by the revoker that posted
+        // the request; the revoker waits (holding the borrow) until this callback has
+        // returned and the request is cleared (or runs it itself and clears it), so the
+        // header is alive and not moved for the whole call.
+        let h = unsafe { &*(header as *const BiasWord) };
+        Self::thin_from_bias(rt, h, w);
+    }
+
+    /// Revocation proper, at a moment the bias owner cannot be in a fast path on `h`:
+    /// biased(T, rc) → thin(T, rc) if `h` is still biased to the owner named in `w`.
+    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64) {
+        let who = w & (OWNER_MASK | GEN_MASK);
+        let mut cur = h.0.load(Ordering::Acquire);
+        while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
+            match h
+                .0
+                .compare_exchange(cur, Self::to_thin(cur), Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    rt.state().count(Transition::BiasedToThin);
+                    return;
+                }
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// The thin word for biased word `w`: same owner, same count (KKO clears a free owner).
+    #[inline]
+    fn to_thin(w: u64) -> u64 {
+        if rc(w) == 0 && !F::STICKY {
+            (w & HOST) | THIN
+        } else {
+            (w & (HOST | RC_MASK | OWNER_MASK)) | THIN
+        }
+    }
+
+    #[inline]
+    fn monitor_of(rt: &Rt<F>, w: u64) -> &FatMonitor {
+        let idx = MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32);
+        rt.monitors()
+            .get(idx.expect("fat word holds a monitor index"))
+    }
+
+    /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile).
+    fn safe<R>(t: &Cx<F>, f: impl FnOnce() -> R) -> R {
+        t.local().sp.enter_safe();
+        let r = f();
+        t.local().sp.leave_safe();
+        r
+    }
+
+    /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`.
+    #[cold]
+    fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
+        let start = Instant::now();
+        let st = rt.state();
+        let gen = (w & GEN_MASK) >> GEN_SHIFT;
+        let target = ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
+            .and_then(|id| rt.threads().get(id))
+            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen);
+        let Some(target) = target else {
+            // The owner detached (its last store happened before the registry's mutex
+            // released its id, which we took to look it up): nobody can store to `h` as it.
+            if h.0
+                .compare_exchange(w, Self::to_thin(w), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                st.count(Transition::BiasedToThin);
+                st.revocations.record(RevocationKind::OwnerExited, start);
+            }
+            return;
+        };
+        // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
+        t.local().sp.enter_safe();
+        Self::revoke_live(rt, h, w, &target.local().sp, start);
+        t.local().sp.leave_safe();
+    }
+
+    fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, tsp: &Safepoint, start: Instant) {
+        let st = rt.state();
+        let held = tsp.lock_for_revoke();
+        // Re-read under the mutex: an earlier revoker may have done it already.
+        let who = w & (OWNER_MASK | GEN_MASK);
+        let w = h.0.load(Ordering::Acquire);
+        if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
+            return;
+        }
+        if let Some(kind) = tsp.quiescent() {
+            // Parked, waiting or in native (it cannot leave while we hold its mutex), or
+            // detached: rewrite in place.
+            Self::thin_from_bias(rt, h, w);
+            st.revocations.record(kind, start);
+            return;
+        }
+        let kind = match st.revocation() {
+            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, tsp),
+            r => tsp.handshake(&held, r, addr(h), w, &|_, x| Self::thin_from_bias(rt, h, x)),
+        };
+        drop(held);
+        st.revocations.record(kind, start);
+    }
+
+    /// Revocation (c): the asymmetric Dekker against the owner's `in_op` (module docs).
+    fn revoke_by_barrier(
+        rt: &Rt<F>,
+        h: &BiasWord,
+        mut w: u64,
+        owner: &Safepoint,
+    ) -> RevocationKind {
+        let who = w & (OWNER_MASK | GEN_MASK);
+        loop {
+            if h.0
+                .compare_exchange(w, w | REVOKING, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // Only the owner's own plain store can change a biased word under us (other
+                // revokers wait for the mutex we hold): re-read and mark again.
+                w = h.0.load(Ordering::Acquire);
+                if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
+                    return RevocationKind::Membarrier;
+                }
+                continue;
+            }
+            // Every running thread fences now: after this, each fast path of the owner either
+            // had published `in_op` (we see it below) or will read our mark.
+            process_barrier();
+            let mut spins = 0;
+            while owner.in_op.load(Ordering::Acquire) == addr(h) {
+                backoff(&mut spins);
+            }
+            let cur = h.0.load(Ordering::Acquire);
+            if cur == w | REVOKING {
+                // Nobody else writes a marked word: the owner's fast paths fail on it and
+                // other revokers are behind the mutex.
+                h.0.store(Self::to_thin(w), Ordering::Release);
+                rt.state().count(Transition::BiasedToThin);
+                return RevocationKind::Membarrier;
+            }
+            // An in-flight fast path stored over the mark; it has finished. Again.
+            rt.state().revocations.retried();
+            w = cur;
+            if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
+                return RevocationKind::Membarrier;
+            }
+        }
+    }
+
+    /// The owner of `w` (biased, learn or thin, held `count` times by `t`) installs a fat
+    /// monitor. `Ok(None)` if the word changed first (a revoker's mark, a learn → thin).
+    fn inflate_own<'r>(
+        rt: &'r Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        w: u64,
+        count: u32,
+        cause: InflationCause,
+    ) -> Result<Option<&'r FatMonitor>, MonitorError> {
+        let idx = rt.monitors().allocate()?;
+        let m = rt.monitors().get(idx);
+        if let Err(e) = m.enter_inflated(t.core_arc(), count) {
+            rt.monitors().free(idx);
+            return Err(e);
+        }
+        let new = (w & HOST) | FAT | (u64::from(idx.get()) << INDEX_SHIFT);
+        if h.0
+            .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            for _ in 0..count {
+                let _ = m.exit(t.core());
+            }
+            rt.monitors().free(idx);
+            return Ok(None);
+        }
+        rt.stats().inflated(cause);
+        t.local().count(match w & STATE_MASK {
+            BIASED => Transition::BiasedToFat,
+            LEARN => Transition::LearnToFat,
+            _ => Transition::ThinToFat,
+        });
+        Ok(Some(m))
+    }
+
+    fn cas(h: &BiasWord, w: u64, new: u64) -> bool {
+        h.0.compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// One attempt of the slow lock path. `Some(result)` when finished; `None` to retry.
+    /// `contended` remembers that a thin lock was seen held by another thread.
+    fn enter_step(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        w: u64,
+        contended: &mut bool,
+        try_only: bool,
+    ) -> Option<Result<bool, MonitorError>> {
+        let host = w & HOST;
+        let me = Self::my_owner(t);
+        let count = rc(w) as u32;
+        let st = rt.state();
+        match w & STATE_MASK {
+            BIASED => {
+                if w & OWNER_MASK == 0 {
+                    let (new, tr) = if F::LEARN {
+                        (host | LEARN | me | RC_ONE, Transition::ClearToLearn)
+                    } else {
+                        (host | Self::my_bias(t) | RC_ONE, Transition::ClearToBiased)
+                    };
+                    if Self::cas(h, w, new) {
+                        t.local().count(tr);
+                        return Some(Ok(true));
+                    }
+                    return None;
+                }
+                if w & REVOKING != 0 {
+                    return None; // the revoker finishes without us (we are not in_op)
+                }
+                if w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) {
+                    // Ours with rc 255 (the fast step refused): the 256th hold inflates.
+                    return match Self::inflate_own(
+                        rt,
+                        t,
+                        h,
+                        w,
+                        count + 1,
+                        InflationCause::RecursionOverflow,
+                    ) {
+                        Ok(Some(_)) => Some(Ok(true)),
+                        Ok(None) => None,
+                        Err(e) => Some(Err(e)),
+                    };
+                }
+                if try_only && count > 0 {
+                    return Some(Ok(false)); // held by its bias owner right now
+                }
+                Self::revoke(rt, t, h, w);
+                None
+            }
+            LEARN | THIN => {
+                let owner = w & OWNER_MASK;
+                if owner == me && count > 0 {
+                    if count < 255 {
+                        // Ours and held: only we write it (seed 000 §2.3.3's nested store).
+                        h.0.store(w + RC_ONE, Ordering::Relaxed);
+                        return Some(Ok(true));
+                    }
+                    return match Self::inflate_own(
+                        rt,
+                        t,
+                        h,
+                        w,
+                        count + 1,
+                        InflationCause::RecursionOverflow,
+                    ) {
+                        Ok(Some(_)) => Some(Ok(true)),
+                        Ok(None) => None,
+                        Err(e) => Some(Err(e)),
+                    };
+                }
+                if w & STATE_MASK == LEARN {
+                    if owner == me {
+                        // §3.1: the guess re-acquires; bias when learnCount reaches N.
+                        let lc = &t.local().learn_count;
+                        let n = lc.load(Ordering::Relaxed) + 1;
+                        let bias = n >= st.learn_limit();
+                        let new = if bias {
+                            host | Self::my_bias(t) | RC_ONE
+                        } else {
+                            w + RC_ONE
+                        };
+                        if !Self::cas(h, w, new) {
+                            return None;
+                        }
+                        lc.store(if bias { 0 } else { n }, Ordering::Relaxed);
+                        if bias {
+                            t.local().count(Transition::LearnToBiased);
+                        }
+                        return Some(Ok(true));
+                    }
+                    // Figure 5: a second thread acquiring in learn mode makes it thin. While
+                    // the guess holds it, wait as for a held thin lock: a held learn word is
+                    // then written by its holder only, which lets it unlock with a store.
+                    if count > 0 {
+                        if try_only {
+                            return Some(Ok(false));
+                        }
+                        *contended = true;
+                        return None;
+                    }
+                    if !Self::cas(h, w, host | THIN | me | RC_ONE) {
+                        return None;
+                    }
+                    t.local().count(Transition::LearnToThin);
+                    return Some(Ok(true));
+                }
+                if count == 0 {
+                    if !Self::cas(h, w, host | THIN | me | RC_ONE) {
+                        return None;
+                    }
+                    if *contended {
+                        // As thin locks (seed 000 §2.3.4): having won a contended lock, make
+                        // it fat. A full table leaves it thin, which is still correct.
+                        let _ = Self::inflate_own(
+                            rt,
+                            t,
+                            h,
+                            host | THIN | me | RC_ONE,
+                            1,
+                            InflationCause::Contention,
+                        );
+                    }
+                    return Some(Ok(true));
+                }
+                if try_only {
+                    return Some(Ok(false));
+                }
+                *contended = true;
+                None
+            }
+            _ => {
+                let m = Self::monitor_of(rt, w);
+                match m.try_enter(t.core()) {
+                    Ok(true) => Some(Ok(true)),
+                    Ok(false) if try_only => Some(Ok(false)),
+                    Ok(false) => Some(Self::safe(t, || m.enter(t.core_arc())).map(|()| true)),
+                    Err(e) => Some(Err(e)),
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn enter_slow(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        try_only: bool,
+    ) -> Result<bool, MonitorError> {
+        let mut contended = false;
+        let mut spins = 0u32;
+        loop {
+            Self::poll_self(rt, t);
+            // Publish `in_op` only when the word says the step can succeed: a thread that
+            // kept setting it while its header is marked would stall the barrier revoker.
+            let w = h.0.load(Ordering::Acquire);
+            if (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT {
+                if Self::biased_step(t, h, true).is_none() {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
+                return r;
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    #[cold]
+    fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+        let mut spins = 0u32;
+        loop {
+            Self::poll_self(rt, t);
+            let w = h.0.load(Ordering::Acquire);
+            if ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT {
+                if Self::biased_step(t, h, false).is_none() {
+                    return Ok(());
+                }
+                continue;
+            }
+            let me = Self::my_owner(t);
+            match w & STATE_MASK {
+                BIASED => {
+                    let mine = w & OWNER_MASK != 0
+                        && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t)
+                        && rc(w) > 0;
+                    if !mine {
+                        return Err(MonitorError::IllegalMonitorState);
+                    }
+                    // Ours, being revoked: the revoker does not need us; wait for thin.
+                }
+                LEARN | THIN => {
+                    if w & OWNER_MASK != me || rc(w) == 0 {
+                        return Err(MonitorError::IllegalMonitorState);
+                    }
+                    let new = if rc(w) == 1 && !F::STICKY {
+                        (w & HOST) | THIN
+                    } else {
+                        w - RC_ONE
+                    };
+                    // Held by us: nobody else writes it (module docs), so a store will do.
+                    h.0.store(new, Ordering::Release);
+                    return Ok(());
+                }
+                _ => return Self::monitor_of(rt, w).exit(t.core()),
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// The fat monitor for wait / notify: installed, or inflated by its owner `t`.
+    fn fat_for_wait<'r>(
+        rt: &'r Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+    ) -> Result<&'r FatMonitor, MonitorError> {
+        let mut spins = 0u32;
+        loop {
+            Self::poll_self(rt, t);
+            let w = h.0.load(Ordering::Acquire);
+            let held = match w & STATE_MASK {
+                FAT => return Ok(Self::monitor_of(rt, w)),
+                BIASED => {
+                    if w & OWNER_MASK == 0
+                        || w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t)
+                        || rc(w) == 0
+                    {
+                        return Err(MonitorError::IllegalMonitorState);
+                    }
+                    w & REVOKING == 0
+                }
+                _ => {
+                    if w & OWNER_MASK != Self::my_owner(t) || rc(w) == 0 {
+                        return Err(MonitorError::IllegalMonitorState);
+                    }
+                    true
+                }
+            };
+            if held {
+                if let Some(m) =
+                    Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::WaitNotify)?
+                {
+                    return Ok(m);
+                }
+            }
+            backoff(&mut spins);
+        }
+    }
+}
+
+impl<F: Flavor> Protocol for Biasing<F> {
+    const NAME: &'static str = F::NAME;
+    const SUMMARY: &'static str = F::SUMMARY;
+    const HEADER_LOCK_BITS: u32 = 56;
+
+    type Header = BiasWord;
+    type State = BiasState;
+    type ThreadState = BiasThread;
+
+    fn new_state(_: &Config) -> BiasState {
+        BiasState::new()
+    }
+
+    fn new_thread_state(_: ThreadId, _: &Config) -> BiasThread {
+        BiasThread::default()
+    }
+
+    #[inline]
+    fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+        let Some(w) = Self::biased_step(t, h, true) else {
+            return Ok(());
+        };
+        // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me.
+        let free = if F::STICKY {
+            THIN | Self::my_owner(t)
+        } else {
+            THIN
+        };
+        if w & !HOST == free
+            && h.0
+                .compare_exchange(
+                    w,
+                    (w & HOST) | THIN | Self::my_owner(t) | RC_ONE,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            return Ok(());
+        }
+        Self::enter_slow(rt, t, h, false).map(|_| ())
+    }
+
+    fn try_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<bool, MonitorError> {
+        Self::enter_slow(rt, t, h, true)
+    }
+
+    #[inline]
+    fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+        let Some(w) = Self::biased_step(t, h, false) else {
+            return Ok(());
+        };
+        // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
+        // clearing the owner).
+        if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK)
+            == STATE_LOW | Self::my_owner(t) | RC_ONE
+        {
+            let new = if F::STICKY {
+                w - RC_ONE
+            } else {
+                (w & HOST) | THIN
+            };
+            // Nobody else writes a held thin or learn word (contenders spin, only the owner
+            // inflates), so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
+            h.0.store(new, Ordering::Release);
+            return Ok(());
+        }
+        Self::exit_slow(rt, t, h)
+    }
+
+    fn wait(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        deadline: Option<Instant>,
+    ) -> Result<WaitOutcome, MonitorError> {
+        let m = Self::fat_for_wait(rt, t, h)?;
+        Self::safe(t, || m.wait(t.core_arc(), deadline))
+    }
+
+    fn notify(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, all: bool) -> Result<(), MonitorError> {
+        Self::fat_for_wait(rt, t, h)?.notify(t.core(), all)
+    }
+
+    fn lock_count(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> u32 {
+        let w = h.0.load(Ordering::Acquire);
+        match w & STATE_MASK {
+            FAT => Self::monitor_of(rt, w).count_for(t.core()),
+            BIASED if w & OWNER_MASK != 0 && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) => {
+                rc(w) as u32
+            }
+            BIASED => 0,
+            _ if w & OWNER_MASK == Self::my_owner(t) => rc(w) as u32,
+            _ => 0,
+        }
+    }
+
+    fn owner_of(rt: &Rt<F>, h: &BiasWord) -> Option<ThreadId> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & STATE_MASK == FAT {
+            return Self::monitor_of(rt, w).owner();
+        }
+        if rc(w) == 0 {
+            return None;
+        }
+        ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
+    }
+
+    fn reclaim(rt: &Rt<F>, h: &mut BiasWord) {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & STATE_MASK == FAT {
+            let idx = MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32).expect("index");
+            if rt.monitors().get(idx).is_idle() {
+                rt.monitors().free(idx);
+            }
+        }
+        h.0.store(w & HOST, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn poll(rt: &Rt<F>, t: &Cx<F>) {
+        Self::poll_self(rt, t);
+    }
+
+    fn enter_native(_: &Rt<F>, t: &Cx<F>) {
+        t.local().sp.enter_safe();
+    }
+
+    fn leave_native(_: &Rt<F>, t: &Cx<F>) {
+        t.local().sp.leave_safe();
+    }
+
+    fn on_detach(rt: &Rt<F>, t: &Cx<F>) {
+        t.local().sp.exit();
+        for (i, c) in t.local().transitions.iter().enumerate() {
+            rt.state().transitions[i].fetch_add(c.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+}
+
+impl<F: Flavor> std::fmt::Debug for Biasing<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(F::NAME)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::protocol::fable::{Fable, FableHeuristics};
+    use crate::revoke::RevocationKind as K;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Barrier};
+    use std::time::Duration;
+
+    const MODES: [Revocation; 3] = [
+        Revocation::SyncHandshake,
+        Revocation::AsyncHandshake,
+        Revocation::Membarrier,
+    ];
+
+    fn rt_with<F: Flavor>(mode: Revocation, learn_limit: u32) -> Arc<Rt<F>> {
+        let rt = Runtime::<Biasing<F>>::with_defaults();
+        assert_eq!(
+            Biasing::<F>::configure(
+                &rt,
+                BiasConfig {
+                    revocation: mode,
+                    learn_limit
+                }
+            ),
+            mode,
+            "this kernel supports membarrier"
+        );
+        rt
+    }
+
+    /// §2.2.1 KKO: the first acquisition biases; the owner's lock / unlock then changes only
+    /// the count field (plain stores, Figure 4), and unlocked it stays biased.
+    #[test]
+    fn kko_biases_on_first_acquire_and_counts_in_the_header() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::new(0x5a);
+        assert_eq!(h.mode(), BiasMode::Clear);
+        let g1 = me.enter(&h).unwrap();
+        assert_eq!(h.mode(), BiasMode::Biased);
+        let biased = h.raw();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), biased + RC_ONE);
+        assert_eq!(rc(h.raw()), 2);
+        drop((g2, g1));
+        assert_eq!(h.raw(), biased - RC_ONE, "still biased, count 0");
+        assert_eq!(h.host_bits(), 0x5a);
+        assert_eq!(rt.owner_of(&h), None);
+        for _ in 0..100 {
+            drop(me.enter(&h).unwrap());
+        }
+        assert_eq!(Biasing::transitions(&rt, Transition::ClearToBiased), 1);
+        assert_eq!(rt.state().revocations().total(), 0);
+    }
+
+    /// §3.1: with learn limit N the object biases on the (N + 1)-th non-recursive acquisition
+    /// by one thread; recursive ones do not count.
+    #[test]
+    fn fable_learns_then_biases_after_n_plus_one() {
+        for n in [1u32, 3, 5] {
+            let rt = rt_with::<FableHeuristics>(Revocation::Membarrier, n);
+            let me = rt.attach().unwrap();
+            let h = BiasWord::default();
+            let g = me.enter(&h).unwrap();
+            assert_eq!(h.mode(), BiasMode::Learn);
+            drop((me.enter(&h).unwrap(), g)); // recursive: not counted
+            for i in 1..=n {
+                assert_eq!(h.mode(), BiasMode::Learn, "N = {n}, after {i} acquisitions");
+                drop(me.enter(&h).unwrap());
+            }
+            assert_eq!(h.mode(), BiasMode::Biased, "N = {n}");
+            assert_eq!(Biasing::transitions(&rt, Transition::LearnToBiased), 1);
+        }
+    }
+
+    /// Figure 5: a second thread acquiring in learn mode makes the lock thin; thin unlock
+    /// keeps the owner (§3.2 sticky owner) with count 0.
+    #[test]
+    fn fable_second_thread_in_learn_mode_goes_thin() {
+        let rt = Runtime::<Fable>::with_defaults();
+        let h = BiasWord::default();
+        let me = rt.attach().unwrap();
+        drop(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Learn);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                drop(other.enter(&h).unwrap());
+                assert_eq!(h.mode(), BiasMode::Thin);
+                assert_eq!(
+                    (h.raw() & OWNER_MASK) >> OWNER_SHIFT,
+                    u64::from(other.id().get()),
+                    "sticky owner"
+                );
+            });
+        });
+        assert_eq!(rc(h.raw()), 0);
+        assert_eq!(Biasing::transitions(&rt, Transition::LearnToThin), 1);
+        assert_eq!(
+            rt.state().revocations().total(),
+            0,
+            "learn mode never revokes"
+        );
+    }
+
+    /// Revoking a held bias hands the owner a thin lock with the same count; in the barrier
+    /// mode the owner neither polls nor blocks cooperatively (it busy-waits on a flag, then
+    /// sleeps in a system call).
+    fn revoke_held<F: Flavor>(mode: Revocation) {
+        let rt = rt_with::<F>(mode, 1);
+        let h = BiasWord::default();
+        let (biased, revoked) = (Barrier::new(3), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                // Learn limit 1: the second acquisition biases a FABLE lock.
+                drop(me.enter(&h).unwrap());
+                drop(me.enter(&h).unwrap());
+                assert_eq!(h.mode(), BiasMode::Biased);
+                let gs: Vec<_> = (0..3).map(|_| me.enter(&h).unwrap()).collect();
+                biased.wait();
+                while !revoked.load(Ordering::Acquire) {
+                    if mode == Revocation::Membarrier {
+                        std::hint::spin_loop(); // never polls
+                    } else {
+                        me.poll();
+                    }
+                }
+                if mode == Revocation::Membarrier {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                assert_eq!(me.lock_count(&h), 3, "{mode:?}: count preserved");
+                assert_eq!(rt.owner_of(&h), Some(me.id()), "{mode:?}: still the owner");
+                drop(gs);
+            });
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                biased.wait();
+                // Held by its bias owner: try_enter fails at once, without revoking.
+                assert_eq!(me.try_enter(&h).unwrap().map(|_| ()), None);
+                assert_eq!(rt.state().revocations().total(), 0);
+                // try_enter saw count 3 and returned at once; now block: revokes, then spins.
+                let g = me.enter(&h).unwrap();
+                assert_eq!(me.lock_count(&h), 1);
+                drop(g);
+            });
+            // A watcher without a handle tells the owner once the header is no longer biased.
+            s.spawn(|| {
+                biased.wait();
+                while h.mode() == BiasMode::Biased || rt.state().revocations().total() == 0 {
+                    std::thread::yield_now();
+                }
+                revoked.store(true, Ordering::Release);
+            });
+        });
+        let k = match mode {
+            Revocation::SyncHandshake => K::Sync,
+            Revocation::AsyncHandshake => K::Async,
+            Revocation::Membarrier => K::Membarrier,
+        };
+        let rv = rt.state().revocations();
+        assert_eq!(rv.count(k), 1, "{mode:?}: {rv:?}");
+        assert_eq!(rv.total(), 1);
+        assert!(rv.latency_quantile_ns(0.5).is_some());
+        assert_eq!(Biasing::transitions(&rt, Transition::BiasedToThin), 1);
+    }
+
+    #[test]
+    fn revocation_keeps_owner_and_count() {
+        for mode in MODES {
+            revoke_held::<Kko>(mode);
+            revoke_held::<FableHeuristics>(mode);
+        }
+    }
+
+    /// A thread in native (or parked in a wait) is at a safepoint: the handshake revokes in
+    /// place without it.
+    #[test]
+    fn owner_in_native_is_revoked_in_place() {
+        for mode in [Revocation::SyncHandshake, Revocation::AsyncHandshake] {
+            let rt = rt_with::<Kko>(mode, 5);
+            let h = BiasWord::default();
+            let (inside, done) = (Barrier::new(2), Barrier::new(2));
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    drop(me.enter(&h).unwrap());
+                    me.in_native(|| {
+                        inside.wait();
+                        done.wait();
+                    });
+                    assert_eq!(me.lock_count(&h), 0);
+                    drop(me.enter(&h).unwrap());
+                });
+                let me = rt.attach().unwrap();
+                inside.wait();
+                let g = me.enter(&h).unwrap(); // the owner never polls: it is in native
+                assert_eq!(me.lock_count(&h), 1);
+                drop(g);
+                done.wait();
+            });
+            assert_eq!(rt.state().revocations().count(K::OwnerSafe), 1, "{mode:?}");
+        }
+    }
+
+    /// Two threads revoking each other's biases at the same time do not deadlock.
+    #[test]
+    fn mutual_revocation_does_not_deadlock() {
+        for mode in MODES {
+            let rt = rt_with::<Kko>(mode, 5);
+            let rounds = 200;
+            let hs: Vec<[BiasWord; 2]> = (0..rounds).map(|_| Default::default()).collect();
+            let go = Barrier::new(2);
+            std::thread::scope(|s| {
+                for who in 0..2 {
+                    let (rt, hs, go) = (&rt, &hs, &go);
+                    s.spawn(move || {
+                        let me = rt.attach().unwrap();
+                        for pair in hs {
+                            drop(me.enter(&pair[who]).unwrap()); // bias mine
+                                                                 // A host blocking outside objmon says so (JNI-style), or a
+                                                                 // handshake revoker would wait for its poll forever.
+                            me.in_native(|| go.wait());
+                            drop(me.enter(&pair[1 - who]).unwrap()); // revoke theirs
+                            me.in_native(|| go.wait());
+                        }
+                    });
+                }
+            });
+            assert_eq!(
+                rt.state().revocations().total(),
+                2 * rounds as u64,
+                "{mode:?}"
+            );
+        }
+    }
+
+    /// A bias whose owner detached is revoked without a handshake, and a recycled id (same
+    /// number, next generation) does not match the old bias.
+    #[test]
+    fn exited_owner_and_recycled_id() {
+        for mode in MODES {
+            let rt = Runtime::<Biased>::new(Config {
+                max_threads: 1,
+                ..Config::default()
+            });
+            Biased::configure(
+                &rt,
+                BiasConfig {
+                    revocation: mode,
+                    learn_limit: 5,
+                },
+            );
+            let h = BiasWord::default();
+            let old = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    drop(me.enter(&h).unwrap());
+                    me.id()
+                })
+                .join()
+                .unwrap()
+            });
+            assert_eq!(h.mode(), BiasMode::Biased);
+            let me = rt.attach().unwrap();
+            assert_eq!(me.id(), old, "the id is recycled");
+            assert_eq!(me.lock_count(&h), 0, "the old bias is not ours");
+            let g = me.enter(&h).unwrap();
+            assert_eq!(h.mode(), BiasMode::Thin, "revoked, not inherited");
+            assert_eq!(me.lock_count(&h), 1);
+            drop(g);
+            assert_eq!(rt.state().revocations().count(K::OwnerExited), 1);
+        }
+    }
+
+    /// wait on a biased lock: the owner inflates it itself (revoking its own bias) and keeps
+    /// its count.
+    #[test]
+    fn wait_on_a_biased_lock_inflates_with_count() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        let _a = me.enter(&h).unwrap();
+        let b = me.enter(&h).unwrap();
+        assert_eq!(h.mode(), BiasMode::Biased);
+        assert_eq!(b.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(h.mode(), BiasMode::Fat);
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(Biasing::transitions(&rt, Transition::BiasedToFat), 1);
+    }
+
+    /// The 256th hold of a biased lock inflates, carrying the count.
+    #[test]
+    fn biased_count_overflow_inflates() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        let mut gs: Vec<_> = (0..255).map(|_| me.enter(&h).unwrap()).collect();
+        assert_eq!(h.mode(), BiasMode::Biased);
+        gs.push(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Fat);
+        assert_eq!(me.lock_count(&h), 256);
+        drop(gs);
+        assert_eq!(rt.owner_of(&h), None);
+    }
+
+    /// Where the kernel refuses membarrier, a runtime asking for it gets the synchronous
+    /// handshake, and revocation works.
+    #[test]
+    fn membarrier_refused_falls_back_to_the_handshake() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let got = rt.state().set_with(BiasConfig::default(), || false);
+        assert_eq!(got, Revocation::SyncHandshake);
+        assert_eq!(rt.state().revocation(), Revocation::SyncHandshake);
+        let h = BiasWord::default();
+        let biased = Barrier::new(2);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                drop(me.enter(&h).unwrap());
+                biased.wait();
+                while !stop.load(Ordering::Acquire) {
+                    me.poll();
+                }
+            });
+            let me = rt.attach().unwrap();
+            biased.wait();
+            drop(me.enter(&h).unwrap());
+            stop.store(true, Ordering::Release);
+        });
+        assert_eq!(rt.state().revocations().count(K::Sync), 1);
+    }
+}

@@ -1,0 +1,507 @@
+//! Bias revocation machinery shared by the biased protocols (seed 002 §3.3): per-thread
+//! safepoint state, the synchronous and asynchronous *pair handshake*, the process-wide
+//! barrier (Linux `membarrier`) behind the asymmetric Dekker revocation, and the counters.
+//!
+//! ## Thread states (per attached thread, `Safepoint::state`)
+//!
+//! | state     | meaning                                                            | set by |
+//! |-----------|--------------------------------------------------------------------|--------|
+//! | `RUNNING` | may be inside a biased fast path: only it writes its biased headers | itself (leaving a safe state, under `mutex`) or its revoker (ending a sync handshake) |
+//! | `SAFE`    | parked, waiting, blocked on a fat monitor or "in native": never inside a fast path | itself |
+//! | `STOPPED` | stopped at a safepoint by a synchronous pair handshake              | itself, at a poll |
+//! | `EXITED`  | detached: will never run a fast path again                          | itself |
+//!
+//! A revoker of thread T holds `T.mutex` for the whole revocation, so two revokers of the same
+//! owner are serialized; T leaves `SAFE` only under `T.mutex`, so a revoker that saw `SAFE`
+//! finishes before T runs again. Every state change and request is `SeqCst`: these are slow
+//! paths, and the Dekker between "revoker posts a request, reads the state" and "target
+//! stores SAFE, reads the request" needs it.
+//!
+//! Deadlock freedom (§3.3: "ensuring deadlock freedom when two or more threads attempt to
+//! simultaneously safepoint each other"): a revoker is itself `SAFE` for the whole
+//! revocation (it runs no fast path meanwhile), so if A revokes B while B revokes A, each finds
+//! the other `SAFE` and revokes in place. (Polling instead would not do: both could stop at
+//! their polls, each waiting for the other to end a handshake.)
+//!
+//! ## The barrier (revocation (c), no cooperation)
+//!
+//! `MEMBARRIER_CMD_PRIVATE_EXPEDITED` makes every running thread of the process execute a full
+//! memory barrier before the call returns (threads not running have passed one in the context
+//! switch). So an owner-side *compiler* barrier between two plain accesses acts, against a
+//! revoker that calls the barrier between its own two accesses, as if both sides had
+//! a `SeqCst` fence: an asymmetric Dekker in which the owner pays nothing at run time. The
+//! command needs `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED` once per process, which can take
+//! tens of milliseconds after threads exist: call [`init`] at start-up (runtimes of the biased
+//! protocols call it on creation). Under loom the barrier is modelled as what it implies: a
+//! `SeqCst` fence on the revoker side *and* at the owner's compiler barrier.
+
+use crate::sync::{lock, spin_hint, yield_now, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
+use std::time::Instant;
+
+/// `Safepoint::state`: may be inside a fast path.
+pub(crate) const RUNNING: u32 = 0;
+/// Parked / waiting / blocked / in native.
+pub(crate) const SAFE: u32 = 1;
+/// Stopped by a synchronous pair handshake.
+pub(crate) const STOPPED: u32 = 2;
+/// Detached.
+pub(crate) const EXITED: u32 = 3;
+
+const REQ_NONE: u32 = 0;
+const REQ_SYNC: u32 = 1;
+const REQ_ASYNC: u32 = 2;
+
+/// How a runtime revokes a bias held by another thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Revocation {
+    /// §3.3 synchronous pair handshake: stop the owner at its next safepoint
+    /// (`beginPairHandshake`), revoke with a CAS, resume it (`endPairHandshake`).
+    SyncHandshake,
+    /// §3.3 asynchronous pair handshake: the owner runs the revocation itself at its next
+    /// safepoint and never stops; if it is at a safepoint already the revoker runs it.
+    AsyncHandshake,
+    /// Asymmetric Dekker on `membarrier(PRIVATE_EXPEDITED)`: needs nothing from the owner,
+    /// which may spin without polling or sit in a system call.
+    Membarrier,
+}
+
+impl Revocation {
+    pub(crate) fn from_u32(v: u32) -> Self {
+        match v {
+            0 => Self::SyncHandshake,
+            1 => Self::AsyncHandshake,
+            _ => Self::Membarrier,
+        }
+    }
+}
+
+/// The kinds a revocation is counted under in [`RevocationStats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RevocationKind {
+    /// Synchronous pair handshake with a running owner.
+    Sync,
+    /// Asynchronous pair handshake with a running owner.
+    Async,
+    /// Membarrier (asymmetric Dekker).
+    Membarrier,
+    /// The owner was at a safepoint (parked, waiting, in native): revoked in place.
+    OwnerSafe,
+    /// The owner had detached (its id free or reused under another generation).
+    OwnerExited,
+}
+
+const KINDS: usize = 5;
+const BUCKETS: usize = 256;
+
+/// Revocation and state-transition counters of one runtime (relaxed; slow paths only).
+#[derive(Debug)]
+pub struct RevocationStats {
+    by_kind: [AtomicU64; KINDS],
+    /// Latency histogram: bucket `4 * floor(log2 ns) + next two bits`.
+    latency: [AtomicU64; BUCKETS],
+    /// Barrier retries: an owner's in-flight plain store overwrote the revoker's mark.
+    retries: AtomicU64,
+}
+
+impl Default for RevocationStats {
+    fn default() -> Self {
+        Self {
+            by_kind: std::array::from_fn(|_| AtomicU64::new(0)),
+            latency: std::array::from_fn(|_| AtomicU64::new(0)),
+            retries: AtomicU64::new(0),
+        }
+    }
+}
+
+fn bucket_of(ns: u64) -> usize {
+    let ns = ns.max(1);
+    let lg = 63 - ns.leading_zeros() as usize;
+    let sub = if lg >= 2 { (ns >> (lg - 2)) & 3 } else { 0 } as usize;
+    (lg * 4 + sub).min(BUCKETS - 1)
+}
+
+fn bucket_floor(b: usize) -> u64 {
+    let (lg, sub) = (b / 4, (b % 4) as u64);
+    if lg >= 2 {
+        (1u64 << lg) | (sub << (lg - 2))
+    } else {
+        1u64 << lg
+    }
+}
+
+impl RevocationStats {
+    pub(crate) fn record(&self, kind: RevocationKind, since: Instant) {
+        self.by_kind[kind as usize].fetch_add(1, Ordering::Relaxed);
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.latency[bucket_of(ns)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn retried(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Revocations counted under `kind`.
+    pub fn count(&self, kind: RevocationKind) -> u64 {
+        self.by_kind[kind as usize].load(Ordering::Relaxed)
+    }
+
+    /// All revocations.
+    pub fn total(&self) -> u64 {
+        self.by_kind.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Barrier rounds repeated because the owner was mid-store.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// The `q`-quantile (0..=1) of revocation latency in nanoseconds, as the lower bound of
+    /// its histogram bucket (buckets are a quarter of a power of two wide); `None` if no
+    /// revocation was recorded.
+    pub fn latency_quantile_ns(&self, q: f64) -> Option<u64> {
+        let counts: Vec<u64> = self
+            .latency
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect();
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (b, c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(bucket_floor(b));
+            }
+        }
+        None
+    }
+}
+
+/// A thread's safepoint and handshake state (see the module documentation).
+#[derive(Debug)]
+pub struct Safepoint {
+    pub(crate) state: AtomicU32,
+    request: AtomicU32,
+    /// Asynchronous request: the header to revoke (an address) and the bias word seen.
+    op_header: AtomicUsize,
+    op_word: AtomicU64,
+    /// Held by a revoker of this thread for the whole revocation.
+    mutex: Mutex<()>,
+    /// Address of the header this thread is running a biased fast path on, 0 if none: the
+    /// owner's half of the asymmetric Dekker.
+    pub(crate) in_op: AtomicUsize,
+}
+
+impl Default for Safepoint {
+    fn default() -> Self {
+        Self {
+            state: AtomicU32::new(RUNNING),
+            request: AtomicU32::new(REQ_NONE),
+            op_header: AtomicUsize::new(0),
+            op_word: AtomicU64::new(0),
+            mutex: Mutex::new(()),
+            in_op: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What a revoker does once the owner cannot be inside a fast path on the header:
+/// `(header address, bias word seen)`.
+pub(crate) type Revoke<'a> = &'a dyn Fn(usize, u64);
+
+impl Safepoint {
+    /// Safepoint poll: one relaxed load (a plain `mov`) when nothing is requested.
+    #[inline]
+    pub(crate) fn poll(&self, exec: Revoke<'_>) {
+        if self.request.load(Ordering::Relaxed) != REQ_NONE {
+            self.poll_slow(exec);
+        }
+    }
+
+    #[cold]
+    fn poll_slow(&self, exec: Revoke<'_>) {
+        match self.request.load(Ordering::SeqCst) {
+            // beginPairHandshake on the target side: announce the stop, then wait for the
+            // revoker's endPairHandshake (it resets the state and clears the request).
+            REQ_SYNC
+                if self
+                    .state
+                    .compare_exchange(RUNNING, STOPPED, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok() =>
+            {
+                // Wait on the state, not the request: the revoker clears the request
+                // first and then resets the state, so a later revoker's fresh request is
+                // never mistaken for this one.
+                let mut spins = 0u32;
+                while self.state.load(Ordering::SeqCst) == STOPPED {
+                    backoff(&mut spins);
+                }
+            }
+            REQ_ASYNC => {
+                // The callback of asyncPairHandshake, run by the owner itself: it is at a
+                // safepoint, so not inside a fast path.
+                exec(
+                    self.op_header.load(Ordering::SeqCst),
+                    self.op_word.load(Ordering::SeqCst),
+                );
+                self.request.store(REQ_NONE, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+    }
+
+    /// Enters a safe state (parking, waiting, native). The thread must not be inside a fast
+    /// path and must make no biased access until [`leave_safe`](Self::leave_safe).
+    #[inline]
+    pub(crate) fn enter_safe(&self) {
+        self.state.store(SAFE, Ordering::SeqCst);
+    }
+
+    /// Leaves the safe state, after any revocation of this thread in progress.
+    pub(crate) fn leave_safe(&self) {
+        let _g = lock(&self.mutex);
+        self.state.store(RUNNING, Ordering::SeqCst);
+    }
+
+    /// The thread detaches: revokers treat it as permanently safe.
+    /// No mutex: a revoker holding it may be waiting for this very thread to poll; seeing
+    /// `EXITED` lets it finish.
+    pub(crate) fn exit(&self) {
+        self.state.store(EXITED, Ordering::SeqCst);
+    }
+
+    /// Takes this thread's revoker mutex. The caller must be in a safe state (see
+    /// [`enter_safe`](Self::enter_safe)) while it revokes, so that revokers waiting on each
+    /// other never form a cycle: each sees the other `SAFE` and proceeds in place.
+    pub(crate) fn lock_for_revoke(&self) -> crate::sync::MutexGuard<'_, ()> {
+        let mut spins = 0u32;
+        loop {
+            if let Some(g) = try_lock(&self.mutex) {
+                return g;
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// Whether the thread is at a safepoint or gone (`Some(kind)` to count it under).
+    /// Exact while the caller holds [`lock_for_revoke`](Self::lock_for_revoke).
+    pub(crate) fn quiescent(&self) -> Option<RevocationKind> {
+        match self.state.load(Ordering::SeqCst) {
+            SAFE => Some(RevocationKind::OwnerSafe),
+            EXITED => Some(RevocationKind::OwnerExited),
+            _ => None,
+        }
+    }
+
+    /// Runs `exec(header, word)` at a moment when `self`'s thread (the bias owner) cannot be
+    /// inside a fast path on any header, by pair handshake `kind` (`SyncHandshake` or
+    /// `AsyncHandshake`). The caller is itself in a safe state (so mutual revocations cannot
+    /// deadlock). Returns the kind it was counted under.
+    /// The caller holds `self`'s revoker mutex (`_held`).
+    pub(crate) fn handshake(
+        &self,
+        _held: &crate::sync::MutexGuard<'_, ()>,
+        kind: Revocation,
+        header: usize,
+        word: u64,
+        exec: Revoke<'_>,
+    ) -> RevocationKind {
+        let s = self.state.load(Ordering::SeqCst);
+        if s == SAFE || s == EXITED {
+            exec(header, word);
+            return if s == SAFE {
+                RevocationKind::OwnerSafe
+            } else {
+                RevocationKind::OwnerExited
+            };
+        }
+        let req = if kind == Revocation::AsyncHandshake {
+            self.op_header.store(header, Ordering::SeqCst);
+            self.op_word.store(word, Ordering::SeqCst);
+            REQ_ASYNC
+        } else {
+            REQ_SYNC
+        };
+        self.request.store(req, Ordering::SeqCst);
+        let mut spins = 0u32;
+        loop {
+            let s = self.state.load(Ordering::SeqCst);
+            // Read after the state: an owner that finished the callback cleared the request
+            // before it could store SAFE.
+            let r = self.request.load(Ordering::SeqCst);
+            if r == REQ_NONE {
+                // The owner ran the asynchronous callback.
+                return RevocationKind::Async;
+            }
+            match s {
+                STOPPED => {
+                    exec(header, word);
+                    // endPairHandshake: clear the request, then release the owner (it waits
+                    // on the state), all before the mutex goes: the next revoker sees neither
+                    // a stale request nor a stale STOPPED.
+                    self.request.store(REQ_NONE, Ordering::SeqCst);
+                    self.state.store(RUNNING, Ordering::SeqCst);
+                    return RevocationKind::Sync;
+                }
+                SAFE | EXITED => {
+                    // It reached a safe state without polling; it cannot leave it while we
+                    // hold the mutex, nor run the callback (it is not polling).
+                    exec(header, word);
+                    self.request.store(REQ_NONE, Ordering::SeqCst);
+                    return if s == SAFE {
+                        RevocationKind::OwnerSafe
+                    } else {
+                        RevocationKind::OwnerExited
+                    };
+                }
+                _ => {}
+            }
+            backoff(&mut spins);
+        }
+    }
+}
+
+fn try_lock(m: &Mutex<()>) -> Option<crate::sync::MutexGuard<'_, ()>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        #[cfg(not(loom))]
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(_) => None,
+    }
+}
+
+/// Spin briefly, then yield the processor.
+#[inline]
+pub(crate) fn backoff(spins: &mut u32) {
+    if cfg!(loom) {
+        // One scheduling point per round keeps loom's models small.
+        yield_now();
+        return;
+    }
+    if *spins < 6 {
+        for _ in 0..(1u32 << *spins) {
+            spin_hint();
+        }
+        *spins += 1;
+    } else {
+        yield_now();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// membarrier
+
+#[cfg(not(loom))]
+mod barrier {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+    /// 0 = not tried, 1 = registered, 2 = refused.
+    static REGISTERED: AtomicU8 = AtomicU8::new(0);
+
+    #[cfg(target_os = "linux")]
+    fn sys(cmd: libc::c_int) -> bool {
+        // SAFETY: membarrier(2) takes (cmd, flags, cpu_id) by value and touches no user
+        // memory; an unknown command or an old kernel only returns an error.
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) == 0 }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn sys(_: libc::c_int) -> bool {
+        false
+    }
+
+    pub fn init() -> bool {
+        match REGISTERED.load(Ordering::Acquire) {
+            1 => true,
+            2 => false,
+            _ => {
+                let ok = sys(CMD_REGISTER_PRIVATE_EXPEDITED);
+                REGISTERED.store(if ok { 1 } else { 2 }, Ordering::Release);
+                ok
+            }
+        }
+    }
+
+    pub fn barrier() {
+        let ok = sys(CMD_PRIVATE_EXPEDITED);
+        // Registered before any runtime could pick this mode; the command cannot fail then.
+        assert!(
+            ok,
+            "membarrier(PRIVATE_EXPEDITED) failed after registration"
+        );
+    }
+}
+
+#[cfg(loom)]
+mod barrier {
+    pub fn init() -> bool {
+        true
+    }
+    pub fn barrier() {
+        crate::sync::fence(crate::sync::Ordering::SeqCst);
+    }
+}
+
+/// Registers this process for `membarrier(PRIVATE_EXPEDITED)` (once; later calls return the
+/// cached answer). Call it at start-up, before spawning threads: registration with many
+/// threads alive can take tens of milliseconds. `false` if the kernel refuses (not Linux,
+/// kernel < 4.14, seccomp); the biased runtimes then fall back to the synchronous pair
+/// handshake.
+pub fn init() -> bool {
+    barrier::init()
+}
+
+/// The revoker's half of the asymmetric Dekker: a full barrier on every running thread.
+#[inline]
+pub(crate) fn process_barrier() {
+    barrier::barrier()
+}
+
+/// The owner's half: a compiler barrier, which the revoker's [`process_barrier`] turns into
+/// a full one. Under loom, modelled as the `SeqCst` fence it amounts to.
+#[inline(always)]
+pub(crate) fn owner_barrier() {
+    #[cfg(not(loom))]
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    #[cfg(loom)]
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotone_and_cover() {
+        let mut last = 0;
+        for ns in [1u64, 2, 3, 4, 5, 7, 8, 100, 1000, 12345, 1 << 40] {
+            let b = bucket_of(ns);
+            assert!(b >= last);
+            last = b;
+            assert!(bucket_floor(b) <= ns, "{ns} -> {}", bucket_floor(b));
+        }
+    }
+
+    #[test]
+    fn quantiles() {
+        let s = RevocationStats::default();
+        assert_eq!(s.latency_quantile_ns(0.5), None);
+        for ns in [100u64, 100, 100, 100_000] {
+            s.latency[bucket_of(ns)].fetch_add(1, Ordering::Relaxed);
+        }
+        assert_eq!(
+            s.latency_quantile_ns(0.5),
+            Some(bucket_floor(bucket_of(100)))
+        );
+        assert_eq!(
+            s.latency_quantile_ns(0.99),
+            Some(bucket_floor(bucket_of(100_000)))
+        );
+    }
+}
