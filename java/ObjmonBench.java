@@ -5,7 +5,7 @@
 // Usage: java ObjmonBench key=value...   (all sizes are passed in by the Rust driver so that
 // both sides run the same experiment). Output: one line per figure,
 //   R <bench> <threads> <param> <ns per op of each repetition...>
-// after two untimed warm-up repetitions (which let the JIT compile the loop).
+// after four untimed warm-up repetitions (which let the JIT compile the loop).
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -66,8 +66,9 @@ public final class ObjmonBench {
     }
 
     static void figure(String bench, long threads, long param, Run r) throws Exception {
-        r.once(); // warm-up: the JIT compiles the loop (on stack replacement) ...
-        r.once(); // ... and the method that runs it
+        // Warm-up: the JIT compiles the loop (on-stack replacement), then the method that
+        // runs it through the tiers; fewer rounds leave tier changes inside timed runs.
+        for (int i = 0; i < 4; i++) r.once();
         int reps = (int) arg("reps");
         StringBuilder sb = new StringBuilder("R " + bench + " " + threads + " " + param);
         for (int i = 0; i < reps; i++) sb.append(' ').append(r.once());
@@ -225,32 +226,42 @@ public final class ObjmonBench {
         }
     }
 
+    // Times are taken inside the worker threads (first start to last end): on 2 cores the
+    // main thread may not run again until the workers are done.
+    static double span(long[] starts, long[] ends) {
+        long a = Long.MAX_VALUE, b = Long.MIN_VALUE;
+        for (long x : starts) a = Math.min(a, x);
+        for (long x : ends) b = Math.max(b, x);
+        return b - a;
+    }
+
     static double contended(int n, long each) throws Exception {
         final Object lock = new Object();
         final long[] counter = {0};
-        CyclicBarrier start = new CyclicBarrier(n + 1);
+        final long[] starts = new long[n], ends = new long[n];
+        CyclicBarrier start = new CyclicBarrier(n);
         Thread[] ts = new Thread[n];
         for (int i = 0; i < n; i++) {
+            final int me = i;
             ts[i] = new Thread(() -> {
                 try {
                     start.await();
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
+                starts[me] = System.nanoTime();
                 for (long j = 0; j < each; j++) {
                     synchronized (lock) {
                         counter[0]++;
                     }
                 }
+                ends[me] = System.nanoTime();
             });
             ts[i].start();
         }
-        start.await();
-        long t0 = System.nanoTime();
         for (Thread t : ts) t.join();
-        double r = perOp(t0, n * each);
         if (counter[0] != n * each) throw new IllegalStateException("lost update");
-        return r;
+        return span(starts, ends) / (n * each);
     }
 
     static double cloud(Obj[] cloud, int n, long ms) throws Exception {
@@ -296,10 +307,12 @@ public final class ObjmonBench {
 
     static double prodCons(long n) throws Exception {
         ArrayBlockingQueue<Obj> q = new ArrayBlockingQueue<>(1024);
-        CyclicBarrier start = new CyclicBarrier(3);
+        CyclicBarrier start = new CyclicBarrier(2);
+        final long[] starts = new long[2], ends = new long[2];
         Thread p = new Thread(() -> {
             try {
                 start.await();
+                starts[0] = System.nanoTime();
                 for (long i = 0; i < n; i++) {
                     Obj o = new Obj();
                     synchronized (o) {
@@ -308,6 +321,7 @@ public final class ObjmonBench {
                     q.put(o);
                 }
                 q.put(POISON);
+                ends[0] = System.nanoTime();
             } catch (Exception e) {
                 throw new RuntimeException(e);
             }
@@ -315,22 +329,22 @@ public final class ObjmonBench {
         Thread c = new Thread(() -> {
             try {
                 start.await();
+                starts[1] = System.nanoTime();
                 for (Obj o = q.take(); o != POISON; o = q.take()) {
                     synchronized (o) {
                         o.v++;
                     }
                 }
+                ends[1] = System.nanoTime();
             } catch (Exception e) {
                 throw new RuntimeException(e);
             }
         });
         p.start();
         c.start();
-        start.await();
-        long t0 = System.nanoTime();
         p.join();
         c.join();
-        return perOp(t0, n);
+        return span(starts, ends) / n;
     }
 
     static double systemMonitor(long n) throws Exception {

@@ -98,8 +98,8 @@ impl Plan {
     pub fn new(quick: bool, reps: Option<usize>) -> Self {
         if quick {
             Plan {
-                reps: reps.unwrap_or(3),
-                pairs: 200_000,
+                reps: reps.unwrap_or(5),
+                pairs: 1_000_000,
                 cloud_time: Duration::from_millis(100),
                 cloud_objects: 1_000_000,
                 productions: 50_000,
@@ -172,7 +172,10 @@ impl Bench {
                 "seed 002 §5.1 Fig. 8",
                 "ns per acquisition (wall / all acquisitions of all threads)",
             ),
-            Bench::ProdCons => ("seed 002 §5.1 Fig. 11", "ns per object produced and consumed"),
+            Bench::ProdCons => (
+                "seed 002 §5.1 Fig. 11",
+                "ns per object produced and consumed",
+            ),
             Bench::AllocLock => (
                 "seed 002 §5.3 Fig. 16",
                 "ns per iteration (allocate, lock k times, drop), param = k",
@@ -307,7 +310,9 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             let rt = S::runtime();
             let mut tree: Vec<Slot<S::Obj>> = (0..TREE_NODES).map(|_| Slot(S::new_obj())).collect();
             let t = S::attach(&rt);
-            repeat(reps, &mut out, || tree_test::<S>(&t, &tree, plan.traversals));
+            repeat(reps, &mut out, || {
+                tree_test::<S>(&t, &tree, plan.traversals)
+            });
             drop(t);
             for o in &mut tree {
                 S::retire(&rt, &mut o.0);
@@ -321,7 +326,9 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
         }
         Bench::WaitNotify => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
-            repeat(reps, &mut out, || wait_notify::<S>(&rt, &o.0, plan.handovers));
+            repeat(reps, &mut out, || {
+                wait_notify::<S>(&rt, &o.0, plan.handovers)
+            });
         }
     }
     out
@@ -424,26 +431,39 @@ fn multi_sync<S: Subject>(t: &S::Thread, objs: &[Slot<S::Obj>], passes: u64) -> 
 /// `threads` threads each lock `o` `each` times; a racy counter checks exclusion.
 fn contended<S: Subject>(rt: &S::Rt, o: &S::Obj, threads: usize, each: u64) -> f64 {
     let counter = AtomicU64::new(0);
-    let start = Barrier::new(threads + 1);
-    let mut t0 = Instant::now();
-    thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let t = S::attach(rt);
-                start.wait();
-                for _ in 0..each {
-                    let g = S::lock(&t, o);
-                    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                    drop(g);
-                }
-            });
-        }
-        start.wait();
-        t0 = Instant::now();
+    let start = Barrier::new(threads);
+    let spans = thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let t = S::attach(rt);
+                    start.wait();
+                    let t0 = Instant::now();
+                    for _ in 0..each {
+                        let g = S::lock(&t, o);
+                        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                        drop(g);
+                    }
+                    (t0, Instant::now())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("locker"))
+            .collect::<Vec<_>>()
     });
     let total = threads as u64 * each;
     assert_eq!(counter.into_inner(), total, "{}: lost update", S::NAME);
-    per_op(t0, total)
+    span_ns(&spans) / total.max(1) as f64
+}
+
+/// Wall time from the first thread's start to the last thread's end, taken inside the
+/// threads: on 2 cores the spawning thread may not run again until the workers are done, so
+/// its own clock would miss the work.
+fn span_ns(spans: &[(Instant, Instant)]) -> f64 {
+    let first = spans.iter().map(|s| s.0).min().expect("a thread");
+    let last = spans.iter().map(|s| s.1).max().expect("a thread");
+    last.duration_since(first).as_nanos() as f64
 }
 
 /// A small fast generator (xorshift64*): the cloud's random object choice must cost far less
@@ -462,7 +482,7 @@ impl XorShift {
     /// A value in `0..n` (multiply-shift; the bias is below 2^-32 for our n).
     #[inline]
     fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) * n as u64 >> 32) as usize
+        (((self.next() >> 32) * n as u64) >> 32) as usize
     }
 }
 
@@ -476,7 +496,7 @@ fn cloud<S: Subject>(rt: &S::Rt, objs: &[Slot<S::Obj>], threads: usize, time: Du
             let (stop, total, start) = (&stop, &total, &start);
             s.spawn(move || {
                 let t = S::attach(rt);
-                let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1) * 0x1234_5678_9ABC);
+                let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0x1234_5678_9ABC));
                 let mut n = 0u64;
                 start.wait();
                 while !stop.load(Ordering::Relaxed) {
@@ -502,31 +522,36 @@ fn cloud<S: Subject>(rt: &S::Rt, objs: &[Slot<S::Obj>], threads: usize, time: Du
 
 fn prod_cons<S: Subject>(rt: &S::Rt, n: u64) -> f64 {
     let (tx, rx) = mpsc::sync_channel::<Box<Slot<S::Obj>>>(1024);
-    let start = Barrier::new(3);
-    let mut t0 = Instant::now();
-    thread::scope(|s| {
+    let start = Barrier::new(2);
+    let spans = thread::scope(|s| {
         let start = &start;
-        s.spawn(move || {
+        let producer = s.spawn(move || {
             let t = S::attach(rt);
             start.wait();
+            let t0 = Instant::now();
             for _ in 0..n {
                 let o = Box::new(Slot(S::new_obj()));
                 drop(S::lock(&t, &o.0));
                 tx.send(o).expect("consumer alive");
             }
+            (t0, Instant::now())
         });
-        s.spawn(move || {
+        let consumer = s.spawn(move || {
             let t = S::attach(rt);
             start.wait();
+            let t0 = Instant::now();
             for mut o in rx {
                 drop(S::lock(&t, &o.0));
                 S::retire(rt, &mut o.0);
             }
+            (t0, Instant::now())
         });
-        start.wait();
-        t0 = Instant::now();
+        [
+            producer.join().expect("producer"),
+            consumer.join().expect("consumer"),
+        ]
     });
-    per_op(t0, n)
+    span_ns(&spans) / n.max(1) as f64
 }
 
 fn alloc_lock<S: Subject>(rt: &S::Rt, t: &S::Thread, k: u64, iters: u64) -> f64 {
@@ -655,7 +680,7 @@ pub fn live_after_contention<S: Subject>(
             let (stop, objs, rt) = (&stop, &objs, &rt);
             s.spawn(move || {
                 let t = S::attach(rt);
-                let mut rng = XorShift(0xDEAD_BEEF ^ (i as u64 + 7) * 0x9E37_79B9);
+                let mut rng = XorShift(0xDEAD_BEEF ^ ((i as u64 + 7) * 0x9E37_79B9));
                 while !stop.load(Ordering::Relaxed) {
                     let g = S::lock(&t, &objs[rng.below(objs.len())].0);
                     thread::yield_now();

@@ -35,10 +35,18 @@ pub fn markdown(blocks: &[Block]) -> String {
             }
             Block::Table(h, rows) => {
                 let esc = |c: &String| c.replace('|', "\\|");
-                let _ = writeln!(s, "| {} |", h.iter().map(esc).collect::<Vec<_>>().join(" | "));
+                let _ = writeln!(
+                    s,
+                    "| {} |",
+                    h.iter().map(esc).collect::<Vec<_>>().join(" | ")
+                );
                 let _ = writeln!(s, "|{}", "---|".repeat(h.len()));
                 for r in rows {
-                    let _ = writeln!(s, "| {} |", r.iter().map(esc).collect::<Vec<_>>().join(" | "));
+                    let _ = writeln!(
+                        s,
+                        "| {} |",
+                        r.iter().map(esc).collect::<Vec<_>>().join(" | ")
+                    );
                 }
                 s.push('\n');
             }
@@ -125,7 +133,10 @@ mod tests {
     fn renders_both() {
         let d = vec![
             Block::H(1, "T".into()),
-            Block::Table(vec!["a".into(), "b".into()], vec![vec!["1".into(), "<2>".into()]]),
+            Block::Table(
+                vec!["a".into(), "b".into()],
+                vec![vec!["1".into(), "<2>".into()]],
+            ),
         ];
         assert!(markdown(&d).contains("| a | b |\n|---|---|\n| 1 | <2> |"));
         assert!(html("T", &d).contains("<td>&lt;2&gt;</td>"));

@@ -113,7 +113,11 @@ fn java_version(home: &Path) -> Option<(u32, String)> {
     let quoted = first.split('"').nth(1)?;
     let mut parts = quoted.split(['.', '-', '+']);
     let a: u32 = parts.next()?.parse().ok()?;
-    let major = if a == 1 { parts.next()?.parse().ok()? } else { a };
+    let major = if a == 1 {
+        parts.next()?.parse().ok()?
+    } else {
+        a
+    };
     Some((major, first))
 }
 
@@ -243,8 +247,25 @@ pub fn run(sel: &Selection) -> JavaOutcome {
     out
 }
 
-fn run_mode(jdk: &Jdk, mode: &Mode, classes: &Path, sel: &Selection) -> Result<Vec<Record>, String> {
-    let plan: &Plan = &sel.plan;
+fn run_mode(
+    jdk: &Jdk,
+    mode: &Mode,
+    classes: &Path,
+    sel: &Selection,
+) -> Result<Vec<Record>, String> {
+    // Quick runs give the JVMs a fifth of the loop sizes and three repetitions: JVM start-up
+    // and JIT warm-up dominate otherwise, and five modes would eat most of the 3 minutes.
+    let quick_plan = Plan {
+        reps: 3,
+        pairs: sel.plan.pairs / 5,
+        productions: sel.plan.productions / 2,
+        ..sel.plan
+    };
+    let plan: &Plan = if sel.plan.quick {
+        &quick_plan
+    } else {
+        &sel.plan
+    };
     let benches: Vec<&str> = sel.benches.iter().map(|b| b.name()).collect();
     let mut cmd = Command::new(jdk.home.join("bin/java"));
     cmd.args(&mode.flags)
@@ -271,7 +292,9 @@ fn run_mode(jdk: &Jdk, mode: &Mode, classes: &Path, sel: &Selection) -> Result<V
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("java did not start: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("java did not start: {e}"))?;
     // A hung JVM must not hang the report.
     let limit = if plan.quick {
         Duration::from_secs(120)

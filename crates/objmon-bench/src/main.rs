@@ -65,7 +65,7 @@ enum Command {
         /// Small sizes (seconds, not minutes).
         #[arg(long)]
         quick: bool,
-        /// Timed repetitions per figure (default 3 quick, 7 full).
+        /// Timed repetitions per figure (default 5 quick, 7 full).
         #[arg(long)]
         reps: Option<usize>,
         /// Output format (json: one object per line).
@@ -83,7 +83,7 @@ enum Command {
         /// Output directory.
         #[arg(long, default_value = "target/objmon-report")]
         out: PathBuf,
-        /// Timed repetitions per figure (default 3 quick, 7 full).
+        /// Timed repetitions per figure (default 5 quick, 7 full).
         #[arg(long)]
         reps: Option<usize>,
         /// Leave the HotSpot rows out even if a JDK is installed.
@@ -205,7 +205,7 @@ fn main() {
                 println!("  {:<18} {seed}: {what}", b.name());
             }
             println!("rows:");
-            println!("  {:<24} {}", "none", "speed-of-light");
+            println!("  {:<24} speed-of-light", "none");
             for (n, k) in report::all_rows() {
                 println!("  {n:<24} {k}");
             }

@@ -6,6 +6,9 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use std::path::Path;
 
+/// Pixels kept right of a line chart for its legend.
+const LEGEND_WIDTH: u32 = 190;
+
 /// One bar: label, median, min, max.
 pub type Bar = (String, f64, f64, f64);
 
@@ -34,7 +37,8 @@ pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult 
         .margin(10)
         .x_label_area_size(36)
         .y_label_area_size(170)
-        .build_cartesian_2d(0f64..xmax, (0..n).into_segmented())?;
+        // An integer range is inclusive in plotters: 0..n-1 gives exactly n bands.
+        .build_cartesian_2d(0f64..xmax, (0..n.saturating_sub(1).max(1)).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -53,7 +57,10 @@ pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult 
         let y = n - 1 - i;
         let color = color_for(label, i);
         chart.draw_series(std::iter::once(Rectangle::new(
-            [(0.0, SegmentValue::Exact(y)), (*med, SegmentValue::Exact(y + 1))],
+            [
+                (0.0, SegmentValue::Exact(y)),
+                (*med, SegmentValue::Exact(y + 1)),
+            ],
             color.mix(0.75).filled(),
         )))?;
         chart.draw_series(std::iter::once(PathElement::new(
@@ -92,18 +99,18 @@ pub fn lines(
         x1 = x0 + 1.0;
     }
     let (y0, y1) = ((y0 * 0.8).max(1e-3), y1 * 1.25);
-    let root = SVGBackend::new(path, (820, 520)).into_drawing_area();
+    let root = SVGBackend::new(path, (1000, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut builder = ChartBuilder::on(&root);
     builder
         .caption(title, ("sans-serif", 16))
         .margin(10)
+        .margin_right(LEGEND_WIDTH)
         .x_label_area_size(36)
         .y_label_area_size(60);
     // Log y always: rows span orders of magnitude (a biased fast path vs a futex hand-off).
     if log_x {
-        let mut chart =
-            builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
+        let mut chart = builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
@@ -137,11 +144,8 @@ where
 {
     for (i, (label, pts)) in series.iter().enumerate() {
         let color = color_for(label, i);
-        let style = ShapeStyle::from(&color).stroke_width(if label.starts_with("sol-") {
-            1
-        } else {
-            2
-        });
+        let style =
+            ShapeStyle::from(&color).stroke_width(if label.starts_with("sol-") { 1 } else { 2 });
         chart
             .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), style))?
             .label(label.clone())
@@ -159,9 +163,11 @@ where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
+    // The legend sits in the right margin, clear of the lines.
+    let (w, _) = chart.plotting_area().dim_in_pixel();
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::Coordinate(w as i32 + 12, 0))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 11))

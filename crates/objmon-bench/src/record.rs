@@ -109,10 +109,13 @@ mod tests {
         let r = Record::from_values("sync", "thin", "protocol", 1, 0, &[3.0, 1.0, 2.0]).unwrap();
         assert_eq!((r.min, r.median, r.max), (1.0, 2.0, 3.0));
         assert_eq!(r.ops_per_sec, 5e8);
-        let r = Record::from_values("sync", "thin", "protocol", 1, 0, &[4.0, 1.0, 2.0, 3.0])
-            .unwrap();
+        let r =
+            Record::from_values("sync", "thin", "protocol", 1, 0, &[4.0, 1.0, 2.0, 3.0]).unwrap();
         assert_eq!(r.median, 2.5);
         assert!(Record::from_values("s", "p", "k", 1, 0, &[]).is_none());
-        assert_eq!(r.csv().split(',').count(), Record::CSV_HEADER.split(',').count());
+        assert_eq!(
+            r.csv().split(',').count(),
+            Record::CSV_HEADER.split(',').count()
+        );
     }
 }

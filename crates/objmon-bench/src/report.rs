@@ -30,10 +30,23 @@ impl Results {
             .find(|r| r.bench == bench && r.protocol == row && r.param == param)
     }
 
-    /// Rows that measured `bench`, in first-seen order (the visiting order).
+    /// Rows that measured `bench`, in the run's row order (speed of light, protocols in
+    /// catalog order, anchors, system locks, HotSpot).
     pub fn rows_of(&self, bench: &str) -> Vec<String> {
+        let order = self.row_order();
         let mut v: Vec<String> = Vec::new();
         for r in self.records.iter().filter(|r| r.bench == bench) {
+            if !v.contains(&r.protocol) {
+                v.push(r.protocol.clone());
+            }
+        }
+        v.sort_by_key(|n| order.iter().position(|o| o == n));
+        v
+    }
+
+    fn row_order(&self) -> Vec<String> {
+        let mut v: Vec<String> = vec!["none".into()];
+        for r in &self.records {
             if !v.contains(&r.protocol) {
                 v.push(r.protocol.clone());
             }
@@ -132,7 +145,9 @@ pub struct Machine {
 }
 
 fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 fn cmd_out(cmd: &str, args: &[&str]) -> Option<String> {
@@ -277,7 +292,8 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
     struct P(Vec<String>);
     impl ProtocolVisitor for P {
         fn visit<Q: Protocol>(&mut self) {
-            self.0.push(format!("{} — objmon protocol: {}", Q::NAME, Q::SUMMARY));
+            self.0
+                .push(format!("{} — objmon protocol: {}", Q::NAME, Q::SUMMARY));
         }
     }
     let mut p = P(Vec::new());
@@ -294,7 +310,10 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
             .into(),
     );
     for r in syslock::ROWS {
-        v.push(format!("{} — system lock only (seed 004 §5.1): {}", r.name, r.summary));
+        v.push(format!(
+            "{} — system lock only (seed 004 §5.1): {}",
+            r.name, r.summary
+        ));
     }
     for (jdk, m) in &java.modes {
         v.push(format!(
@@ -401,10 +420,15 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
     rows.push(claim_row(
         "004 §5.1 Table 2",
         "tasuki lock ~30% less time than a double-atomic lock (28.8–31.6%)",
-        r.ratio("system-monitor", "syslock-tasuki-fig7", "syslock-double-atomic", 0)
-            .map_or("not measured".into(), |x| {
-                format!("{:.1}% less time ({x:.2}×)", 100.0 * (1.0 - x))
-            }),
+        r.ratio(
+            "system-monitor",
+            "syslock-tasuki-fig7",
+            "syslock-double-atomic",
+            0,
+        )
+        .map_or("not measured".into(), |x| {
+            format!("{:.1}% less time ({x:.2}×)", 100.0 * (1.0 - x))
+        }),
         "1 − tasuki-fig7 ÷ double-atomic, bare system locks",
     ));
     rows.push(claim_row(
@@ -424,7 +448,11 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
         ratio_text(r.ratio("sync", "sol-cas-cas", "sol-cas-store", 0)),
         "sol-cas-cas ÷ sol-cas-store, sync",
     ));
-    for hs in r.rows_of("sync").iter().filter(|n| n.starts_with("hotspot")) {
+    for hs in r
+        .rows_of("sync")
+        .iter()
+        .filter(|n| n.starts_with("hotspot"))
+    {
         rows.push(claim_row(
             "—",
             &format!("objmon thin vs {hs} on Sync (no paper claim)"),
@@ -453,14 +481,11 @@ impl Results {
 
 /// A table with one row per subject and one column per bench (single-parameter benches).
 fn wide_table(d: &mut Vec<Block>, r: &Results, benches: &[&str]) {
-    let mut rows_order: Vec<String> = Vec::new();
-    for b in benches {
-        for row in r.rows_of(b) {
-            if !rows_order.contains(&row) {
-                rows_order.push(row);
-            }
-        }
-    }
+    let rows_order: Vec<String> = r
+        .row_order()
+        .into_iter()
+        .filter(|row| benches.iter().any(|b| r.get(b, row, 0).is_some()))
+        .collect();
     let mut header = vec!["row".to_string()];
     header.extend(benches.iter().map(|b| b.to_string()));
     let rows = rows_order
@@ -526,7 +551,10 @@ fn figure(d: &mut Vec<Block>, out: &Path, file: &str, caption: &str, res: plot::
 }
 
 fn seed000(d: &mut Vec<Block>, r: &Results, out: &Path) {
-    d.push(Block::H(2, "Seed 000 (thin locks) §3.3: Table 2 micro-benchmarks".into()));
+    d.push(Block::H(
+        2,
+        "Seed 000 (thin locks) §3.3: Table 2 micro-benchmarks".into(),
+    ));
     d.push(Block::P(
         "ns per operation (lock+unlock pair, or call). NoSync and Call are the loops alone; \
          sol-* rows run the same loops with a no-op or bare-atomic 'lock'. Nested rows need a \
@@ -536,16 +564,31 @@ fn seed000(d: &mut Vec<Block>, r: &Results, out: &Path) {
     wide_table(
         d,
         r,
-        &["no-sync", "sync", "nested-sync", "call", "call-sync", "nested-call-sync"],
+        &[
+            "no-sync",
+            "sync",
+            "nested-sync",
+            "call",
+            "call-sync",
+            "nested-call-sync",
+        ],
     );
     for (b, title) in [
-        ("sync", "Figure 4 shape: Sync (ns per lock+unlock, whisker = min–max)"),
+        (
+            "sync",
+            "Figure 4 shape: Sync (ns per lock+unlock, whisker = min–max)",
+        ),
         ("nested-sync", "Figure 4 shape: NestedSync"),
         ("call-sync", "Figure 4 shape: CallSync"),
         ("nested-call-sync", "Figure 4 shape: NestedCallSync"),
     ] {
         let file = format!("seed000-fig4-{b}.svg");
-        let res = plot::bars(&out.join(&file), title, "ns per op", &bars_of(r, b, 0, |x| x));
+        let res = plot::bars(
+            &out.join(&file),
+            title,
+            "ns per op",
+            &bars_of(r, b, 0, |x| x),
+        );
         figure(d, out, &file, title, res.map_err(|e| e.to_string()));
     }
     d.push(Block::H(3, "MultiSync n (working set of n objects)".into()));
@@ -672,7 +715,9 @@ fn seed003(d: &mut Vec<Block>, r: &Results) {
         };
         rows.push(vec![
             row.clone(),
-            m.map_or("—".into(), |x| format!("{:.2}", x.median * 300_000.0 / 1e6)),
+            m.map_or("—".into(), |x| {
+                format!("{:.2}", x.median * 300_000.0 / 1e6)
+            }),
             cost(m, base_m),
             t.map_or("—".into(), |x| {
                 format!("{:.1}", x.median * 65_535.0 * 50.0 / 1e6)
@@ -699,7 +744,10 @@ fn seed003(d: &mut Vec<Block>, r: &Results) {
 }
 
 fn seed004(d: &mut Vec<Block>, r: &Results, out: &Path) {
-    d.push(Block::H(2, "Seed 004 (tasuki lock) §5.1: the system monitor".into()));
+    d.push(Block::H(
+        2,
+        "Seed 004 (tasuki lock) §5.1: the system monitor".into(),
+    ));
     d.push(Block::P(
         "Seed setup: one thread waits on the object (which forces the fat monitor where a \
          protocol has one), another calls a synchronized method on it, uncontended; ns per \
@@ -723,10 +771,12 @@ fn other(d: &mut Vec<Block>, r: &Results) {
     if r.rows_of("wait-notify").is_empty() {
         return;
     }
-    d.push(Block::H(2, "Wait / notify hand-over (not in the seeds)".into()));
+    d.push(Block::H(
+        2,
+        "Wait / notify hand-over (not in the seeds)".into(),
+    ));
     d.push(Block::P(
-        "Two threads pass a turn back and forth with wait and notifyAll; ns per hand-over."
-            .into(),
+        "Two threads pass a turn back and forth with wait and notifyAll; ns per hand-over.".into(),
     ));
     wide_table(d, r, &["wait-notify"]);
 }
@@ -803,9 +853,8 @@ mod tests {
 
     #[test]
     fn ratios_come_from_records() {
-        let rec = |row: &str, v: f64| {
-            Record::from_values("sync", row, "protocol", 1, 0, &[v]).unwrap()
-        };
+        let rec =
+            |row: &str, v: f64| Record::from_values("sync", row, "protocol", 1, 0, &[v]).unwrap();
         let r = Results {
             records: vec![rec("thin", 2.0), rec("monitor-cache", 7.0)],
         };
@@ -827,7 +876,11 @@ mod tests {
         assert_eq!(s.len(), objmon::protocol::names().len());
         for x in &s {
             assert!(x.live_after_reclaim <= x.live_after, "{}", x.name);
-            assert_eq!(x.live_after_reclaim, 0, "{}: reclaim leaves monitors", x.name);
+            assert_eq!(
+                x.live_after_reclaim, 0,
+                "{}: reclaim leaves monitors",
+                x.name
+            );
         }
     }
 }

@@ -244,10 +244,9 @@ impl Subject for StdMutex {
     }
     fn wait(g: &mut StdGuard<'_>, timeout: Duration) {
         let held = g.g.take().expect("held");
-        let (held, _) = g
-            .cv
-            .wait_timeout(held, timeout)
-            .unwrap_or_else(|e| e.into_inner());
+        let (held, _) =
+            g.cv.wait_timeout(held, timeout)
+                .unwrap_or_else(|e| e.into_inner());
         g.g = Some(held);
     }
     fn notify_all(g: &StdGuard<'_>) {
@@ -359,8 +358,7 @@ impl Subject for SolEmpty {
 /// Spins until `o` goes 0 → 1 (a test-and-test-and-set lock that yields when it waits long).
 #[inline]
 fn spin_acquire(o: &AtomicU32) {
-    if o
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+    if o.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
         spin_acquire_slow(o);
@@ -379,8 +377,7 @@ fn spin_acquire_slow(o: &AtomicU32) {
                 std::hint::spin_loop();
             }
         }
-        if o
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        if o.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
             return;
