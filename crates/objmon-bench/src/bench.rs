@@ -89,6 +89,10 @@ pub struct Plan {
     pub system_calls: u64,
     /// Wait-notify: hand-overs per repetition.
     pub handovers: u32,
+    /// Time one figure may take: when the warm-up shows that `reps` runs would exceed it,
+    /// fewer are timed (at least one; the record says how many). Keeps a pathological row
+    /// (say, a revocation storm) from eating the whole `--quick` budget.
+    pub figure_budget: Duration,
     /// Whether this is the quick plan.
     pub quick: bool,
 }
@@ -106,6 +110,7 @@ impl Plan {
                 traversals: 5,
                 system_calls: 400_000,
                 handovers: 2_000,
+                figure_budget: Duration::from_secs(3),
                 quick,
             }
         } else {
@@ -118,6 +123,7 @@ impl Plan {
                 traversals: 50,
                 system_calls: 8_000_000,
                 handovers: 20_000,
+                figure_budget: Duration::from_secs(60),
                 quick,
             }
         }
@@ -239,20 +245,24 @@ impl Bench {
 
 /// Runs one figure of `bench` on `S`: the warm-up, then `plan.reps` values in ns per op.
 pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) -> Vec<f64> {
-    let reps = plan.reps.max(1);
+    let (reps, budget) = (plan.reps.max(1), plan.figure_budget);
     let mut out = Vec::with_capacity(reps);
     match bench {
-        Bench::NoSync => repeat(reps, &mut out, || no_sync(plan.pairs)),
-        Bench::Call => repeat(reps, &mut out, || call(plan.pairs)),
+        Bench::NoSync => repeat(reps, budget, &mut out, || no_sync(plan.pairs)),
+        Bench::Call => repeat(reps, budget, &mut out, || call(plan.pairs)),
         Bench::Sync => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
             let t = S::attach(&rt);
-            repeat(reps, &mut out, || sync::<S>(&t, &o.0, plan.pairs, false));
+            repeat(reps, budget, &mut out, || {
+                sync::<S>(&t, &o.0, plan.pairs, false)
+            });
         }
         Bench::NestedSync => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
             let t = S::attach(&rt);
-            repeat(reps, &mut out, || sync::<S>(&t, &o.0, plan.pairs, true));
+            repeat(reps, budget, &mut out, || {
+                sync::<S>(&t, &o.0, plan.pairs, true)
+            });
         }
         Bench::CallSync | Bench::NestedCallSync | Bench::MutexTest => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
@@ -263,14 +273,18 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
                 plan.pairs
             };
             let nested = bench == Bench::NestedCallSync;
-            repeat(reps, &mut out, || call_sync::<S>(&t, &o.0, n, nested));
+            repeat(reps, budget, &mut out, || {
+                call_sync::<S>(&t, &o.0, n, nested)
+            });
         }
         Bench::MultiSync => {
             let rt = S::runtime();
             let mut objs: Vec<Slot<S::Obj>> = (0..param).map(|_| Slot(S::new_obj())).collect();
             let t = S::attach(&rt);
             let passes = (plan.pairs / param.max(1)).max(1);
-            repeat(reps, &mut out, || multi_sync::<S>(&t, &objs, passes));
+            repeat(reps, budget, &mut out, || {
+                multi_sync::<S>(&t, &objs, passes)
+            });
             drop(t);
             for o in &mut objs {
                 S::retire(&rt, &mut o.0);
@@ -280,7 +294,7 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
             // Contended pairs are slow: half the single-thread budget, shared by the threads.
             let total = (plan.pairs / 2).max(param);
-            repeat(reps, &mut out, || {
+            repeat(reps, budget, &mut out, || {
                 contended::<S>(&rt, &o.0, param as usize, total / param)
             });
         }
@@ -289,7 +303,7 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             let mut objs: Vec<Slot<S::Obj>> = (0..plan.cloud_objects)
                 .map(|_| Slot(S::new_obj()))
                 .collect();
-            repeat(reps, &mut out, || {
+            repeat(reps, budget, &mut out, || {
                 cloud::<S>(&rt, &objs, threads, plan.cloud_time)
             });
             for o in &mut objs {
@@ -298,19 +312,23 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
         }
         Bench::ProdCons => {
             let rt = S::runtime();
-            repeat(reps, &mut out, || prod_cons::<S>(&rt, plan.productions));
+            repeat(reps, budget, &mut out, || {
+                prod_cons::<S>(&rt, plan.productions)
+            });
         }
         Bench::AllocLock => {
             let rt = S::runtime();
             let t = S::attach(&rt);
             let iters = (plan.pairs / (param + 1)).max(1);
-            repeat(reps, &mut out, || alloc_lock::<S>(&rt, &t, param, iters));
+            repeat(reps, budget, &mut out, || {
+                alloc_lock::<S>(&rt, &t, param, iters)
+            });
         }
         Bench::TreeTest => {
             let rt = S::runtime();
             let mut tree: Vec<Slot<S::Obj>> = (0..TREE_NODES).map(|_| Slot(S::new_obj())).collect();
             let t = S::attach(&rt);
-            repeat(reps, &mut out, || {
+            repeat(reps, budget, &mut out, || {
                 tree_test::<S>(&t, &tree, plan.traversals)
             });
             drop(t);
@@ -320,13 +338,13 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
         }
         Bench::SystemMonitor => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
-            repeat(reps, &mut out, || {
+            repeat(reps, budget, &mut out, || {
                 system_monitor::<S>(&rt, &o.0, plan.system_calls)
             });
         }
         Bench::WaitNotify => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
-            repeat(reps, &mut out, || {
+            repeat(reps, budget, &mut out, || {
                 wait_notify::<S>(&rt, &o.0, plan.handovers)
             });
         }
@@ -334,10 +352,13 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
     out
 }
 
-/// One warm-up run, then `reps` timed runs.
-fn repeat(reps: usize, out: &mut Vec<f64>, mut f: impl FnMut() -> f64) {
+/// One warm-up run, then `reps` timed runs (fewer if they would overrun the budget).
+fn repeat(reps: usize, budget: Duration, out: &mut Vec<f64>, mut f: impl FnMut() -> f64) {
+    let t0 = Instant::now();
     black_box(f());
-    for _ in 0..reps {
+    let warm = t0.elapsed().max(Duration::from_micros(1));
+    let fit = (budget.as_nanos() / warm.as_nanos()).max(1) as usize;
+    for _ in 0..reps.min(fit) {
         out.push(f());
     }
 }
@@ -735,6 +756,7 @@ mod tests {
             traversals: 1,
             system_calls: 1_000,
             handovers: 50,
+            figure_budget: Duration::from_secs(10),
             quick: true,
         };
         crate::subject::visit_subjects(&mut Check(plan));

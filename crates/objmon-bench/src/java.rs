@@ -238,7 +238,10 @@ pub fn run(sel: &Selection) -> JavaOutcome {
         }
         for mode in modes {
             match run_mode(&jdk, &mode, &classes, sel) {
-                Ok(recs) => out.records.extend(recs),
+                Ok((recs, note)) => {
+                    out.records.extend(recs);
+                    out.notes.extend(note.map(|n| format!("{}: {n}", mode.row)));
+                }
                 Err(e) => out.notes.push(format!("{}: {e}", mode.row)),
             }
             out.modes.push((jdk.clone(), mode));
@@ -247,12 +250,13 @@ pub fn run(sel: &Selection) -> JavaOutcome {
     out
 }
 
+/// Runs one mode: its figures, and a note if the JVM failed or was stopped.
 fn run_mode(
     jdk: &Jdk,
     mode: &Mode,
     classes: &Path,
     sel: &Selection,
-) -> Result<Vec<Record>, String> {
+) -> Result<(Vec<Record>, Option<String>), String> {
     // Quick runs give the JVMs a fifth of the loop sizes and three repetitions: JVM start-up
     // and JIT warm-up dominate otherwise, and five modes would eat most of the 3 minutes.
     let quick_plan = Plan {
@@ -295,30 +299,37 @@ fn run_mode(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("java did not start: {e}"))?;
-    // A hung JVM must not hang the report.
+    // A hung or slow JVM must not hang the report: past the limit it is killed, and what it
+    // printed so far is kept.
     let limit = if plan.quick {
-        Duration::from_secs(120)
+        Duration::from_secs(40)
     } else {
         Duration::from_secs(1800)
     };
     let t0 = Instant::now();
+    let mut killed = false;
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
             Ok(None) if t0.elapsed() > limit => {
                 let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("killed after {} s", limit.as_secs()));
+                killed = true;
+                break;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(e.to_string()),
         }
     }
     let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let recs = parse(&stdout, &mode.row);
-    if !o.status.success() {
-        return Err(format!(
+    let recs = parse(&String::from_utf8_lossy(&o.stdout), &mode.row);
+    let note = if killed {
+        Some(format!(
+            "killed after {} s; kept the {} figures it had printed",
+            limit.as_secs(),
+            recs.len()
+        ))
+    } else if !o.status.success() {
+        Some(format!(
             "JVM exited with {}: {}",
             o.status,
             String::from_utf8_lossy(&o.stderr)
@@ -326,9 +337,11 @@ fn run_mode(
                 .filter(|l| !l.contains("deprecated"))
                 .collect::<Vec<_>>()
                 .join(" ")
-        ));
-    }
-    Ok(recs)
+        ))
+    } else {
+        None
+    };
+    Ok((recs, note))
 }
 
 /// Parses the `R bench threads param values...` lines of one JVM run.

@@ -118,7 +118,6 @@ pub fn lines(
             .label_style(("sans-serif", 12))
             .draw()?;
         draw_series_into(&mut chart, series)?;
-        legend(&mut chart)?;
     } else {
         let mut chart = builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?;
         chart
@@ -128,8 +127,8 @@ pub fn lines(
             .label_style(("sans-serif", 12))
             .draw()?;
         draw_series_into(&mut chart, series)?;
-        legend(&mut chart)?;
     }
+    legend(&root, series)?;
     root.present()?;
     Ok(())
 }
@@ -144,12 +143,13 @@ where
 {
     for (i, (label, pts)) in series.iter().enumerate() {
         let color = color_for(label, i);
-        let style =
-            ShapeStyle::from(&color).stroke_width(if label.starts_with("sol-") { 1 } else { 2 });
-        chart
-            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), style))?
-            .label(label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+        let style = line_style(label, color);
+        let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+        if label.starts_with("hotspot") {
+            chart.draw_series(DashedLineSeries::new(xy, 6, 4, style))?;
+        } else {
+            chart.draw_series(LineSeries::new(xy, style))?;
+        }
         chart.draw_series(
             pts.iter()
                 .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.filled(), 6)),
@@ -158,20 +158,34 @@ where
     Ok(())
 }
 
-fn legend<'a, X, Y>(chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>) -> PlotResult
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
-    // The legend sits in the right margin, clear of the lines.
-    let (w, _) = chart.plotting_area().dim_in_pixel();
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::Coordinate(w as i32 + 12, 0))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font(("sans-serif", 11))
-        .draw()?;
+fn line_style(label: &str, color: RGBColor) -> ShapeStyle {
+    ShapeStyle::from(&color).stroke_width(if label.starts_with("sol-") { 1 } else { 2 })
+}
+
+/// The legend, drawn on the whole image in the right margin (plotters' own legend is clipped
+/// to the plotting area, where it would hide lines).
+fn legend(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    series: &[Series],
+) -> PlotResult {
+    let (w, _) = root.dim_in_pixel();
+    let x = w as i32 - LEGEND_WIDTH as i32 + 8;
+    for (i, (label, _)) in series.iter().enumerate() {
+        let y = 40 + 17 * i as i32;
+        let color = color_for(label, i);
+        let style = line_style(label, color);
+        if label.starts_with("hotspot") {
+            root.draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))?;
+            root.draw(&PathElement::new(vec![(x + 12, y), (x + 20, y)], style))?;
+        } else {
+            root.draw(&PathElement::new(vec![(x, y), (x + 20, y)], style))?;
+        }
+        root.draw(&Text::new(
+            label.clone(),
+            (x + 26, y - 6),
+            ("sans-serif", 12).into_font(),
+        ))?;
+    }
     Ok(())
 }
 
@@ -182,14 +196,14 @@ fn color_for(label: &str, i: usize) -> RGBColor {
         let g = 120 + 30 * (i % 3) as u8;
         RGBColor(g, g, g)
     } else if label.starts_with("hotspot") {
-        let k = (label.len() * 37 + i * 13) % 5;
+        // HotSpot rows are contiguous in the row order, so consecutive indices differ.
         [
             RGBColor(230, 120, 20),
-            RGBColor(200, 80, 40),
-            RGBColor(240, 170, 40),
-            RGBColor(180, 60, 90),
-            RGBColor(210, 140, 90),
-        ][k]
+            RGBColor(140, 70, 20),
+            RGBColor(200, 30, 30),
+            RGBColor(200, 160, 0),
+            RGBColor(110, 110, 0),
+        ][i % 5]
     } else {
         let c = Palette99::pick(i);
         let (r, g, b) = c.rgb();
