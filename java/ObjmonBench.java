@@ -164,7 +164,7 @@ public final class ObjmonBench {
                     break;
                 case "threads":
                     for (long n : list("threads")) {
-                        long total = Math.max(pairs / 2, n);
+                        long total = Math.max(pairs / 5, n);
                         figure(b, n, n, () -> contended((int) n, total / n));
                     }
                     break;

@@ -123,7 +123,7 @@ impl Plan {
                 traversals: 50,
                 system_calls: 8_000_000,
                 handovers: 20_000,
-                figure_budget: Duration::from_secs(60),
+                figure_budget: Duration::from_secs(30),
                 quick,
             }
         }
@@ -292,8 +292,9 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
         }
         Bench::Threads => {
             let (rt, o) = (S::runtime(), Slot(S::new_obj()));
-            // Contended pairs are slow: half the single-thread budget, shared by the threads.
-            let total = (plan.pairs / 2).max(param);
+            // Contended pairs are slow: a fifth of the single-thread budget, shared by the
+            // threads.
+            let total = (plan.pairs / 5).max(param);
             repeat(reps, budget, &mut out, || {
                 contended::<S>(&rt, &o.0, param as usize, total / param)
             });

@@ -6,7 +6,9 @@
 //!   [--quick] [--format table|json|csv]` measures a selection and prints it;
 //! - `objmon-bench report [--quick] [--out DIR]` runs everything and writes a Markdown and an
 //!   HTML report with SVG figures (and `results.json`);
-//! - `objmon-bench list` names the benches and rows.
+//! - `objmon-bench list` names the benches and rows;
+//! - `objmon-bench stress` runs random mixes of every monitor operation with invariants
+//!   checked (see `stress.rs`).
 //!
 //! Benchmarks are generic over [`subject::Subject`]; protocols come only through
 //! `objmon::visit_all`, so a new protocol is measured with no change here.
@@ -20,6 +22,7 @@ mod plot;
 mod record;
 mod report;
 mod runner;
+mod stress;
 mod subject;
 mod syslock;
 
@@ -28,7 +31,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use record::Record;
 use runner::Selection;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(version, about = "Benchmarks of the objmon locking protocols")]
@@ -92,6 +95,27 @@ enum Command {
     },
     /// Lists benches and rows.
     List,
+    /// Random mixes of every monitor operation with invariants checked continuously.
+    Stress {
+        /// Protocol name, or `all`.
+        #[arg(long, default_value = "all")]
+        protocol: String,
+        /// Seconds per protocol.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Worker threads (default: 4 per core, at least 8).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Objects.
+        #[arg(long, default_value_t = 64)]
+        objects: usize,
+        /// Seed of the random streams (default: from the clock; printed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Seconds without progress after which a worker counts as stuck.
+        #[arg(long, default_value_t = 20)]
+        watchdog: u64,
+    },
 }
 
 fn main() {
@@ -194,6 +218,47 @@ fn main() {
                 }
                 Err(e) => {
                     eprintln!("could not write the report into {}: {e}", out.display());
+                    std::process::exit(1);
+                }
+            }
+        }
+        Command::Stress {
+            protocol,
+            seconds,
+            threads,
+            objects,
+            seed,
+            watchdog,
+        } => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let seed = seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+            let config = stress::StressConfig {
+                protocol,
+                duration: Duration::from_secs(seconds),
+                threads: threads.unwrap_or((4 * cores).max(8)),
+                objects,
+                seed,
+                watchdog: Duration::from_secs(watchdog),
+            };
+            println!(
+                "stress: {} threads, {} objects, seed {}",
+                config.threads, config.objects, seed
+            );
+            match stress::run(&config) {
+                Ok(reports) => {
+                    for (name, r) in reports {
+                        println!(
+                            "{name:<14} ok: {} lock ops, {} waits, {} tokens, {} interrupts, {} re-attaches, {} live monitors",
+                            r.locks, r.waits, r.tokens, r.interrupts, r.reattaches, r.live_monitors
+                        );
+                    }
+                }
+                Err(v) => {
+                    eprintln!("{v}");
                     std::process::exit(1);
                 }
             }
