@@ -437,7 +437,11 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
             0,
         )
         .map_or("not measured".into(), |x| {
-            format!("{:.1}% less time ({x:.2}×)", 100.0 * (1.0 - x))
+            if x <= 1.0 {
+                format!("{:.1}% less time ({x:.2}×)", 100.0 * (1.0 - x))
+            } else {
+                format!("{:.1}% MORE time ({x:.2}×)", 100.0 * (x - 1.0))
+            }
         }),
         "1 − tasuki-fig7 ÷ double-atomic, bare system locks",
     ));
