@@ -1,16 +1,36 @@
-//! `objmon-bench`: measures every objmon protocol.
+//! `objmon-bench`: the seed papers' experiments over every objmon protocol, the speed-of-light
+//! rows, the anchors (`std-mutex`, `parking-lot`) and every HotSpot locking mode on the
+//! machine.
 //!
-//! `objmon-bench report` runs a short multi-threaded workload (lock, nested lock, contention,
-//! wait/notify) over every protocol in `objmon::visit_all` and prints ns per lock+unlock pair.
+//! - `objmon-bench run [--bench NAME]... [--protocol NAME]... [--threads N] [--param X]
+//!   [--quick] [--format table|json|csv]` measures a selection and prints it;
+//! - `objmon-bench report [--quick] [--out DIR]` runs everything and writes a Markdown and an
+//!   HTML report with SVG figures (and `results.json`);
+//! - `objmon-bench list` names the benches and rows;
+//! - `objmon-bench stress` runs random mixes of every monitor operation with invariants
+//!   checked (see `stress.rs`).
+//!
+//! Benchmarks are generic over [`subject::Subject`]; protocols come only through
+//! `objmon::visit_all`, so a new protocol is measured with no change here.
 
+#![warn(missing_docs)]
+
+mod bench;
+mod doc;
+mod java;
+mod plot;
+mod record;
+mod report;
+mod runner;
 mod stress;
+mod subject;
+mod syslock;
 
-use clap::{Parser, Subcommand};
-use objmon::{Protocol, ProtocolVisitor, Runtime};
-use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Barrier;
-use std::thread;
+use bench::{Bench, Plan, ALL};
+use clap::{Parser, Subcommand, ValueEnum};
+use record::Record;
+use runner::Selection;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -20,17 +40,61 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Short workload over every protocol; prints a table of ns per lock+unlock pair.
-    Report {
-        /// Fewer iterations (for CI smoke runs).
+    /// Measures the selected benches on the selected rows and prints the figures.
+    Run {
+        /// Bench to run (repeatable; default all). See `list`.
+        #[arg(long = "bench")]
+        benches: Vec<String>,
+        /// Row to run (repeatable; default all): a protocol, `std-mutex`, `parking-lot`,
+        /// `sol-*`, `syslock-*`, `hotspot<version>-<mode>`, `none`; a trailing `*` matches a
+        /// prefix (`hotspot*`).
+        #[arg(long = "protocol")]
+        protocols: Vec<String>,
+        /// Threads: for `threads`, the thread count; for `cloud`, the number of lockers.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Parameter of the swept benches (multi-sync n, threads n, alloc-lock k); repeatable.
+        #[arg(long = "param")]
+        params: Vec<u64>,
+        /// Small sizes (seconds, not minutes).
         #[arg(long)]
         quick: bool,
-        /// Repetitions per figure; the median is shown.
-        #[arg(long, default_value_t = 5)]
-        reps: usize,
+        /// Timed repetitions per figure (default 5 quick, 7 full).
+        #[arg(long)]
+        reps: Option<usize>,
+        /// Output format (json: one object per line).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Leave the HotSpot rows out even if a JDK is installed.
+        #[arg(long)]
+        no_java: bool,
     },
+    /// Runs everything and writes report.md, report.html, SVG figures and results.json.
+    Report {
+        /// Small sizes: the whole report in under 3 minutes on 2 cores.
+        #[arg(long)]
+        quick: bool,
+        /// Output directory.
+        #[arg(long, default_value = "target/objmon-report")]
+        out: PathBuf,
+        /// Timed repetitions per figure (default 5 quick, 7 full).
+        #[arg(long)]
+        reps: Option<usize>,
+        /// Leave the HotSpot rows out even if a JDK is installed.
+        #[arg(long)]
+        no_java: bool,
+    },
+    /// Lists benches and rows.
+    List,
     /// Random mixes of every monitor operation with invariants checked continuously.
     Stress {
         /// Protocol name, or `all`.
@@ -54,175 +118,110 @@ enum Command {
     },
 }
 
-/// One measured figure: the median of the repetitions, with their spread.
-struct Figure {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-fn measure(reps: usize, mut run: impl FnMut() -> f64) -> Figure {
-    run(); // warm-up: page faults, first inflation, thread creation
-    let mut v: Vec<f64> = (0..reps.max(1)).map(|_| run()).collect();
-    v.sort_by(f64::total_cmp);
-    Figure {
-        median: v[v.len() / 2],
-        min: v[0],
-        max: v[v.len() - 1],
-    }
-}
-
-/// ns per lock+unlock on one object, one thread (seed 000's Sync).
-fn sync<P: Protocol>(iters: u64) -> f64 {
-    let rt = Runtime::<P>::with_defaults();
-    let me = rt.attach().unwrap();
-    let h = P::Header::default();
-    let t0 = Instant::now();
-    for _ in 0..iters {
-        let g = me.enter(black_box(&h)).unwrap();
-        black_box(&g);
-    }
-    t0.elapsed().as_nanos() as f64 / iters as f64
-}
-
-/// ns per nested lock+unlock, the object already held once (seed 000's NestedSync).
-fn nested<P: Protocol>(iters: u64) -> f64 {
-    let rt = Runtime::<P>::with_defaults();
-    let me = rt.attach().unwrap();
-    let h = P::Header::default();
-    let _outer = me.enter(&h).unwrap();
-    let t0 = Instant::now();
-    for _ in 0..iters {
-        let g = me.enter(black_box(&h)).unwrap();
-        black_box(&g);
-    }
-    t0.elapsed().as_nanos() as f64 / iters as f64
-}
-
-/// ns per lock+unlock pair (wall time / all pairs) with `threads` threads on one object.
-fn contended<P: Protocol>(threads: usize, iters: u64) -> f64 {
-    let rt = Runtime::<P>::with_defaults();
-    let h = P::Header::default();
-    let counter = AtomicU32::new(0);
-    let start = Barrier::new(threads + 1);
-    let elapsed = thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let me = rt.attach().unwrap();
-                start.wait();
-                for _ in 0..iters {
-                    let g = me.enter(&h).unwrap();
-                    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                    drop(g);
-                }
-            });
-        }
-        start.wait();
-        let t0 = Instant::now();
-        // Scope joins here.
-        t0
-    });
-    let ns = elapsed.elapsed().as_nanos() as f64;
-    assert_eq!(
-        counter.into_inner() as u64,
-        threads as u64 * iters,
-        "lost update"
-    );
-    ns / (threads as u64 * iters) as f64
-}
-
-/// ns per hand-over in a two-thread ping-pong with wait / notify on one object.
-fn wait_notify<P: Protocol>(rounds: u32) -> f64 {
-    let rt = Runtime::<P>::with_defaults();
-    let h = P::Header::default();
-    let turn = AtomicU32::new(0);
-    let done = AtomicBool::new(false);
-    let t0 = Instant::now();
-    thread::scope(|s| {
-        for me_turn in 0..2u32 {
-            let (rt, h, turn, done) = (&rt, &h, &turn, &done);
-            s.spawn(move || {
-                let me = rt.attach().unwrap();
-                let g = me.enter(h).unwrap();
-                for _ in 0..rounds {
-                    while turn.load(Ordering::Relaxed) != me_turn {
-                        g.wait(Some(Duration::from_millis(100))).unwrap();
-                    }
-                    turn.store(1 - me_turn, Ordering::Relaxed);
-                    g.notify().unwrap();
-                }
-                done.store(true, Ordering::Relaxed);
-            });
-        }
-    });
-    t0.elapsed().as_nanos() as f64 / (2 * rounds) as f64
-}
-
-/// The floor: a bare compare-and-swap and release store on a private word.
-fn speed_of_light(iters: u64) -> f64 {
-    let w = std::sync::atomic::AtomicU32::new(0);
-    let t0 = Instant::now();
-    for _ in 0..iters {
-        let _ = black_box(&w).compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed);
-        black_box(&w).store(0, Ordering::Release);
-    }
-    t0.elapsed().as_nanos() as f64 / iters as f64
-}
-
-struct Report {
-    iters: u64,
-    reps: usize,
-    rows: Vec<(String, Vec<Figure>)>,
-}
-
-impl ProtocolVisitor for Report {
-    fn visit<P: Protocol>(&mut self) {
-        let (n, r) = (self.iters, self.reps);
-        let figures = vec![
-            measure(r, || sync::<P>(n)),
-            measure(r, || nested::<P>(n)),
-            measure(r, || contended::<P>(2, n / 10)),
-            measure(r, || wait_notify::<P>((n / 1000).max(100) as u32)),
-        ];
-        self.rows.push((P::NAME.to_string(), figures));
-    }
-}
-
-fn report(quick: bool, reps: usize) {
-    let iters = if quick { 200_000 } else { 5_000_000 };
-    let cores = thread::available_parallelism().map_or(1, |n| n.get());
-    println!("objmon report: {iters} iterations, median of {reps} repetitions, {cores} cores");
-    println!(
-        "ns per lock+unlock pair (wait-notify: ns per hand-over); [min..max] of the repetitions\n"
-    );
-    let sol = measure(reps, || speed_of_light(iters));
-    let mut rep = Report {
-        iters,
-        reps,
-        rows: Vec::new(),
-    };
-    objmon::visit_all(&mut rep);
-    let cols = ["sync", "nested-sync", "contended-2t", "wait-notify"];
-    print!("{:<16}", "protocol");
-    for c in cols {
-        print!("{c:>26}");
-    }
-    println!();
-    let cell = |f: &Figure| format!("{:.1} [{:.1}..{:.1}]", f.median, f.min, f.max);
-    print!("{:<16}{:>26}", "cas+store", cell(&sol));
-    println!();
-    for (name, figs) in &rep.rows {
-        print!("{name:<16}");
-        for f in figs {
-            print!("{:>26}", cell(f));
-        }
-        println!();
-    }
-}
-
 fn main() {
     match Cli::parse().command {
-        Command::Report { quick, reps } => report(quick, reps),
+        Command::Run {
+            benches,
+            protocols,
+            threads,
+            params,
+            quick,
+            reps,
+            format,
+            no_java,
+        } => {
+            let benches = if benches.is_empty() {
+                ALL.to_vec()
+            } else {
+                benches
+                    .iter()
+                    .map(|n| {
+                        Bench::by_name(n).unwrap_or_else(|| {
+                            eprintln!("unknown bench {n:?}; `objmon-bench list` names them");
+                            std::process::exit(2)
+                        })
+                    })
+                    .collect()
+            };
+            let sel = Selection {
+                benches,
+                rows: protocols,
+                params: (!params.is_empty()).then_some(params),
+                threads,
+                plan: Plan::new(quick, reps),
+            };
+            let rust = runner::run(&sel);
+            let mut records = rust.records;
+            let wants_java = sel.rows.is_empty() || sel.rows.iter().any(|r| r.starts_with("hot"));
+            let mut notes: Vec<String> = rust
+                .skips
+                .iter()
+                .map(|s| format!("{} on {}: skipped ({})", s.bench, s.row, s.reason))
+                .collect();
+            if !no_java && wants_java {
+                let j = java::run(&sel);
+                records.extend(j.records);
+                notes.extend(j.notes);
+            }
+            print_records(&records, format);
+            for n in notes {
+                eprintln!("note: {n}");
+            }
+        }
+        Command::Report {
+            quick,
+            out,
+            reps,
+            no_java,
+        } => {
+            let t0 = Instant::now();
+            let load0 = report::loadavg();
+            let machine = report::machine();
+            let sel = report::selection(quick, reps);
+            eprintln!(
+                "objmon-bench report ({} plan): {} rows x {} benches; progress on stderr",
+                if quick { "quick" } else { "full" },
+                report::all_rows().len(),
+                sel.benches.len()
+            );
+            let rust = runner::run(&sel);
+            let java = if no_java {
+                java::JavaOutcome {
+                    notes: vec!["HotSpot rows left out (--no-java).".into()],
+                    ..Default::default()
+                }
+            } else {
+                eprintln!("HotSpot: looking for JDKs ...");
+                java::run(&sel)
+            };
+            let space = report::space(std::time::Duration::from_millis(if quick {
+                100
+            } else {
+                500
+            }));
+            let load1 = report::loadavg();
+            match report::write(
+                &out,
+                &sel,
+                &rust,
+                &java,
+                &space,
+                &machine,
+                (load0, load1),
+                t0.elapsed(),
+            ) {
+                Ok((md, html)) => {
+                    print_summary(&rust.records, &java.records);
+                    println!("wrote {}", md.display());
+                    println!("wrote {}", html.display());
+                    println!("took {:.0} s", t0.elapsed().as_secs_f64());
+                }
+                Err(e) => {
+                    eprintln!("could not write the report into {}: {e}", out.display());
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::Stress {
             protocol,
             seconds,
@@ -231,7 +230,7 @@ fn main() {
             seed,
             watchdog,
         } => {
-            let cores = thread::available_parallelism().map_or(1, |n| n.get());
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let seed = seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -264,5 +263,70 @@ fn main() {
                 }
             }
         }
+        Command::List => {
+            println!("benches:");
+            for b in ALL {
+                let (seed, what) = b.describe();
+                println!("  {:<18} {seed}: {what}", b.name());
+            }
+            println!("rows:");
+            println!("  {:<24} speed-of-light", "none");
+            for (n, k) in report::all_rows() {
+                println!("  {n:<24} {k}");
+            }
+            for jdk in java::find_jdks() {
+                for m in java::modes(&jdk) {
+                    println!("  {:<24} hotspot: {}", m.row, m.summary);
+                }
+            }
+        }
+    }
+}
+
+fn print_records(records: &[Record], format: Format) {
+    match format {
+        Format::Json => {
+            for r in records {
+                println!("{}", serde_json::to_string(r).expect("record serializes"));
+            }
+        }
+        Format::Csv => {
+            println!("{}", Record::CSV_HEADER);
+            for r in records {
+                println!("{}", r.csv());
+            }
+        }
+        Format::Table => {
+            println!(
+                "{:<18} {:<26} {:>7} {:>8} {:>12} {:>27} {:>8}",
+                "bench", "row", "threads", "param", "ns/op", "[min .. max]", "spread"
+            );
+            for r in records {
+                println!(
+                    "{:<18} {:<26} {:>7} {:>8} {:>12} {:>27} {:>7.0}%",
+                    r.bench,
+                    r.protocol,
+                    r.threads,
+                    r.param,
+                    report::num(r.median),
+                    format!("[{} .. {}]", report::num(r.min), report::num(r.max)),
+                    r.spread_pct()
+                );
+            }
+        }
+    }
+}
+
+/// The report's short console form: Sync per row, so CI logs show a figure.
+fn print_summary(rust: &[Record], java: &[Record]) {
+    println!("sync, ns per lock+unlock, median [min..max]:");
+    for r in rust.iter().chain(java).filter(|r| r.bench == "sync") {
+        println!(
+            "  {:<24} {:>9} [{} .. {}]",
+            r.protocol,
+            report::num(r.median),
+            report::num(r.min),
+            report::num(r.max)
+        );
     }
 }

@@ -1,0 +1,79 @@
+//! `cargo bench -p objmon-bench`: criterion timings of every protocol's uncontended fast
+//! paths, through `objmon::visit_all` (a new protocol is benchmarked with no change here).
+//!
+//! Per protocol: `enter+exit` on an unlocked object (seed 000 Sync), a nested `enter+exit`
+//! with the object already held (NestedSync), `try_enter+exit`, and `enter+exit` of a freshly
+//! made header (first lock of an object: seed 002's learn / bias transitions). The bare
+//! compare-and-swap + release store is the floor.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use objmon::{Protocol, ProtocolVisitor, Runtime};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+struct FastPaths<'a>(&'a mut Criterion);
+
+impl ProtocolVisitor for FastPaths<'_> {
+    fn visit<P: Protocol>(&mut self) {
+        let rt = Runtime::<P>::with_defaults();
+        let me = rt.attach().expect("attach");
+        let (rtr, cx) = (&*rt, me.context());
+        let mut g = self.0.benchmark_group(P::NAME);
+
+        let h = P::Header::default();
+        g.bench_function("enter+exit", |b| {
+            b.iter(|| {
+                P::enter(rtr, cx, black_box(&h)).unwrap();
+                P::exit(rtr, cx, black_box(&h)).unwrap();
+            })
+        });
+
+        P::enter(rtr, cx, &h).unwrap();
+        g.bench_function("nested enter+exit", |b| {
+            b.iter(|| {
+                P::enter(rtr, cx, black_box(&h)).unwrap();
+                P::exit(rtr, cx, black_box(&h)).unwrap();
+            })
+        });
+        P::exit(rtr, cx, &h).unwrap();
+
+        g.bench_function("try_enter+exit", |b| {
+            b.iter(|| {
+                assert!(P::try_enter(rtr, cx, black_box(&h)).unwrap());
+                P::exit(rtr, cx, black_box(&h)).unwrap();
+            })
+        });
+
+        g.bench_function("new object enter+exit", |b| {
+            b.iter(|| {
+                let mut fresh = P::Header::default();
+                P::enter(rtr, cx, black_box(&fresh)).unwrap();
+                P::exit(rtr, cx, black_box(&fresh)).unwrap();
+                rtr.reclaim(&mut fresh);
+            })
+        });
+        g.finish();
+    }
+}
+
+fn fast_paths(c: &mut Criterion) {
+    c.bench_function("speed-of-light/cas+release-store", |b| {
+        let w = AtomicU32::new(0);
+        b.iter(|| {
+            let w = black_box(&w);
+            let _ = w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed);
+            w.store(0, Ordering::Release);
+        })
+    });
+    c.bench_function("speed-of-light/cas+cas", |b| {
+        let w = AtomicU32::new(0);
+        b.iter(|| {
+            let w = black_box(&w);
+            let _ = w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed);
+            let _ = w.compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed);
+        })
+    });
+    objmon::visit_all(&mut FastPaths(c));
+}
+
+criterion_group!(benches, fast_paths);
+criterion_main!(benches);

@@ -1,0 +1,775 @@
+//! The seeds' experiments, each written once and generic over [`Subject`].
+//!
+//! Every workload returns one value per repetition in **ns per operation** (an operation is
+//! one lock+unlock pair unless the bench says otherwise), timed around the measured loop only:
+//! runtime creation, object allocation for the working set and thread start-up are outside the
+//! clock (threads start behind a barrier). One untimed warm-up repetition precedes the timed
+//! ones, so first-touch page faults and first inflations are not in the figures.
+
+use crate::subject::Subject;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{mpsc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One benchmark of the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bench {
+    /// Seed 000 Table 2 NoSync: the loop with an increment, no locking.
+    NoSync,
+    /// Seed 000 Sync: one unlocked object locked and unlocked per iteration.
+    Sync,
+    /// Seed 000 NestedSync: the object is already held once (nested level 1).
+    NestedSync,
+    /// Seed 000 MultiSync n: n objects synchronized per iteration (working set n).
+    MultiSync,
+    /// Seed 000 Call: a non-synchronized (not inlined) method call per iteration.
+    Call,
+    /// Seed 000 CallSync: a synchronized method per iteration.
+    CallSync,
+    /// Seed 000 NestedCallSync: a synchronized method on an object already held.
+    NestedCallSync,
+    /// Seed 000 Threads n: n threads lock one object in a tight loop.
+    Threads,
+    /// Seed 002 §5.1 Cloud: 10 threads randomly lock 1,000,000 objects for a fixed time.
+    Cloud,
+    /// Seed 002 §5.1 ProdCons: the producer allocates, locks once, enqueues; the consumer
+    /// dequeues, locks once, drops.
+    ProdCons,
+    /// Seed 002 §5.3 AllocLock k: allocate an object, lock it k times, drop it.
+    AllocLock,
+    /// Seed 003 'mutex test': a synchronized method called 300,000 times.
+    MutexTest,
+    /// Seed 003 'tree test': a balanced tree of 65,535 nodes traversed through synchronized
+    /// methods.
+    TreeTest,
+    /// Seed 004 §5.1: one thread waits on the object (forcing the fat monitor where the
+    /// protocol has one) while another calls a synchronized method on it, uncontended.
+    SystemMonitor,
+    /// Two threads hand a turn back and forth with wait / notifyAll (not in the seeds).
+    WaitNotify,
+}
+
+/// All benchmarks in report order.
+pub const ALL: [Bench; 15] = [
+    Bench::NoSync,
+    Bench::Sync,
+    Bench::NestedSync,
+    Bench::MultiSync,
+    Bench::Call,
+    Bench::CallSync,
+    Bench::NestedCallSync,
+    Bench::Threads,
+    Bench::Cloud,
+    Bench::ProdCons,
+    Bench::AllocLock,
+    Bench::MutexTest,
+    Bench::TreeTest,
+    Bench::SystemMonitor,
+    Bench::WaitNotify,
+];
+
+/// Sizes of one run (`--quick` or full).
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Timed repetitions per figure (after one warm-up).
+    pub reps: usize,
+    /// Lock+unlock pairs per repetition in the single-threaded loops.
+    pub pairs: u64,
+    /// Cloud: how long each repetition runs.
+    pub cloud_time: Duration,
+    /// Cloud: objects in the cloud.
+    pub cloud_objects: usize,
+    /// ProdCons: objects produced per repetition.
+    pub productions: u64,
+    /// Tree test: traversals per repetition.
+    pub traversals: u32,
+    /// System monitor: synchronized calls per repetition.
+    pub system_calls: u64,
+    /// Wait-notify: hand-overs per repetition.
+    pub handovers: u32,
+    /// Time one figure may take: when the warm-up shows that `reps` runs would exceed it,
+    /// fewer are timed (at least one; the record says how many). Keeps a pathological row
+    /// (say, a revocation storm) from eating the whole `--quick` budget.
+    pub figure_budget: Duration,
+    /// Whether this is the quick plan.
+    pub quick: bool,
+}
+
+impl Plan {
+    /// The plan for `quick` (CI smoke runs, under 3 minutes for the whole report) or full.
+    pub fn new(quick: bool, reps: Option<usize>) -> Self {
+        if quick {
+            Plan {
+                reps: reps.unwrap_or(5),
+                pairs: 1_000_000,
+                cloud_time: Duration::from_millis(100),
+                cloud_objects: 1_000_000,
+                productions: 50_000,
+                traversals: 5,
+                system_calls: 400_000,
+                handovers: 2_000,
+                figure_budget: Duration::from_secs(3),
+                quick,
+            }
+        } else {
+            Plan {
+                reps: reps.unwrap_or(7),
+                pairs: 4_000_000,
+                cloud_time: Duration::from_secs(1),
+                cloud_objects: 1_000_000,
+                productions: 1_000_000,
+                traversals: 50,
+                system_calls: 8_000_000,
+                handovers: 20_000,
+                figure_budget: Duration::from_secs(30),
+                quick,
+            }
+        }
+    }
+}
+
+impl Bench {
+    /// CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::NoSync => "no-sync",
+            Bench::Sync => "sync",
+            Bench::NestedSync => "nested-sync",
+            Bench::MultiSync => "multi-sync",
+            Bench::Call => "call",
+            Bench::CallSync => "call-sync",
+            Bench::NestedCallSync => "nested-call-sync",
+            Bench::Threads => "threads",
+            Bench::Cloud => "cloud",
+            Bench::ProdCons => "prod-cons",
+            Bench::AllocLock => "alloc-lock",
+            Bench::MutexTest => "mutex-test",
+            Bench::TreeTest => "tree-test",
+            Bench::SystemMonitor => "system-monitor",
+            Bench::WaitNotify => "wait-notify",
+        }
+    }
+
+    /// Looks a bench up by CLI name.
+    pub fn by_name(name: &str) -> Option<Bench> {
+        ALL.iter().copied().find(|b| b.name() == name)
+    }
+
+    /// Where the experiment comes from and what one operation is.
+    pub fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Bench::NoSync => ("seed 000 Table 2", "ns per loop iteration, no lock"),
+            Bench::Sync => ("seed 000 Table 2", "ns per lock+unlock"),
+            Bench::NestedSync => ("seed 000 Table 2", "ns per nested lock+unlock"),
+            Bench::MultiSync => (
+                "seed 000 Table 2",
+                "ns per lock+unlock, param = objects in the working set",
+            ),
+            Bench::Call => ("seed 000 Table 2", "ns per plain call"),
+            Bench::CallSync => ("seed 000 Table 2", "ns per synchronized call"),
+            Bench::NestedCallSync => ("seed 000 Table 2", "ns per nested synchronized call"),
+            Bench::Threads => (
+                "seed 000 Table 2",
+                "ns per lock+unlock (wall time / all pairs), param = threads on one object",
+            ),
+            Bench::Cloud => (
+                "seed 002 §5.1 Fig. 8",
+                "ns per acquisition (wall / all acquisitions of all threads)",
+            ),
+            Bench::ProdCons => (
+                "seed 002 §5.1 Fig. 11",
+                "ns per object produced and consumed",
+            ),
+            Bench::AllocLock => (
+                "seed 002 §5.3 Fig. 16",
+                "ns per iteration (allocate, lock k times, drop), param = k",
+            ),
+            Bench::MutexTest => ("seed 003 Motivation", "ns per synchronized call"),
+            Bench::TreeTest => ("seed 003 Motivation", "ns per synchronized node visit"),
+            Bench::SystemMonitor => (
+                "seed 004 §5.1 Table 2",
+                "ns per synchronized call while another thread waits on the object",
+            ),
+            Bench::WaitNotify => ("—", "ns per hand-over (wait + notifyAll)"),
+        }
+    }
+
+    /// The parameter values a run sweeps (`--param` overrides).
+    pub fn params(self, plan: &Plan) -> Vec<u64> {
+        match self {
+            Bench::MultiSync if plan.quick => vec![1, 100, 10_000, 1_000_000],
+            Bench::MultiSync => vec![1, 10, 100, 1_000, 10_000, 100_000, 1_000_000],
+            Bench::Threads if plan.quick => vec![1, 2, 4],
+            Bench::Threads => vec![1, 2, 4, 8, 16],
+            Bench::AllocLock if plan.quick => vec![1, 2, 3, 5, 8, 12, 15],
+            Bench::AllocLock => (1..=15).collect(),
+            _ => vec![0],
+        }
+    }
+
+    /// Threads the bench runs (for the record), given its parameter.
+    pub fn threads(self, param: u64, cloud_threads: usize) -> usize {
+        match self {
+            Bench::Threads => param as usize,
+            Bench::Cloud => cloud_threads,
+            Bench::ProdCons | Bench::SystemMonitor | Bench::WaitNotify => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether the figure does not depend on the subject (runs once, as row `none`).
+    pub fn subject_free(self) -> bool {
+        matches!(self, Bench::NoSync | Bench::Call)
+    }
+
+    /// Why `S` cannot run this bench, if it cannot.
+    pub fn skip_reason<S: Subject>(self) -> Option<&'static str> {
+        let nested = matches!(self, Bench::NestedSync | Bench::NestedCallSync);
+        let threaded = matches!(
+            self,
+            Bench::Threads | Bench::Cloud | Bench::ProdCons | Bench::WaitNotify
+        );
+        if nested && !S::REENTRANT {
+            Some("not reentrant")
+        } else if threaded && !S::EXCLUSIVE {
+            Some("excludes no other thread")
+        } else if self == Bench::WaitNotify && !S::WAIT {
+            Some("has no wait/notify")
+        } else {
+            None
+        }
+    }
+}
+
+/// Runs one figure of `bench` on `S`: the warm-up, then `plan.reps` values in ns per op.
+pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) -> Vec<f64> {
+    let (reps, budget) = (plan.reps.max(1), plan.figure_budget);
+    let mut out = Vec::with_capacity(reps);
+    match bench {
+        Bench::NoSync => repeat(reps, budget, &mut out, || no_sync(plan.pairs)),
+        Bench::Call => repeat(reps, budget, &mut out, || call(plan.pairs)),
+        Bench::Sync => {
+            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let t = S::attach(&rt);
+            repeat(reps, budget, &mut out, || {
+                sync::<S>(&t, &o.0, plan.pairs, false)
+            });
+        }
+        Bench::NestedSync => {
+            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let t = S::attach(&rt);
+            repeat(reps, budget, &mut out, || {
+                sync::<S>(&t, &o.0, plan.pairs, true)
+            });
+        }
+        Bench::CallSync | Bench::NestedCallSync | Bench::MutexTest => {
+            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let t = S::attach(&rt);
+            let n = if bench == Bench::MutexTest {
+                300_000
+            } else {
+                plan.pairs
+            };
+            let nested = bench == Bench::NestedCallSync;
+            repeat(reps, budget, &mut out, || {
+                call_sync::<S>(&t, &o.0, n, nested)
+            });
+        }
+        Bench::MultiSync => {
+            let rt = S::runtime();
+            let mut objs: Vec<Slot<S::Obj>> = (0..param).map(|_| Slot(S::new_obj())).collect();
+            let t = S::attach(&rt);
+            let passes = (plan.pairs / param.max(1)).max(1);
+            repeat(reps, budget, &mut out, || {
+                multi_sync::<S>(&t, &objs, passes)
+            });
+            drop(t);
+            for o in &mut objs {
+                S::retire(&rt, &mut o.0);
+            }
+        }
+        Bench::Threads => {
+            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            // Contended pairs are slow: a fifth of the single-thread budget, shared by the
+            // threads.
+            let total = (plan.pairs / 5).max(param);
+            repeat(reps, budget, &mut out, || {
+                contended::<S>(&rt, &o.0, param as usize, total / param)
+            });
+        }
+        Bench::Cloud => {
+            let rt = S::runtime();
+            let mut objs: Vec<Slot<S::Obj>> = (0..plan.cloud_objects)
+                .map(|_| Slot(S::new_obj()))
+                .collect();
+            repeat(reps, budget, &mut out, || {
+                cloud::<S>(&rt, &objs, threads, plan.cloud_time)
+            });
+            for o in &mut objs {
+                S::retire(&rt, &mut o.0);
+            }
+        }
+        Bench::ProdCons => {
+            let rt = S::runtime();
+            repeat(reps, budget, &mut out, || {
+                prod_cons::<S>(&rt, plan.productions)
+            });
+        }
+        Bench::AllocLock => {
+            let rt = S::runtime();
+            let t = S::attach(&rt);
+            let iters = (plan.pairs / (param + 1)).max(1);
+            repeat(reps, budget, &mut out, || {
+                alloc_lock::<S>(&rt, &t, param, iters)
+            });
+        }
+        Bench::TreeTest => {
+            let rt = S::runtime();
+            let mut tree: Vec<Slot<S::Obj>> = (0..TREE_NODES).map(|_| Slot(S::new_obj())).collect();
+            let t = S::attach(&rt);
+            repeat(reps, budget, &mut out, || {
+                tree_test::<S>(&t, &tree, plan.traversals)
+            });
+            drop(t);
+            for o in &mut tree {
+                S::retire(&rt, &mut o.0);
+            }
+        }
+        Bench::SystemMonitor => {
+            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            repeat(reps, budget, &mut out, || {
+                system_monitor::<S>(&rt, &o.0, plan.system_calls)
+            });
+        }
+        Bench::WaitNotify => {
+            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            repeat(reps, budget, &mut out, || {
+                wait_notify::<S>(&rt, &o.0, plan.handovers)
+            });
+        }
+    }
+    out
+}
+
+/// One warm-up run, then `reps` timed runs (fewer if they would overrun the budget).
+fn repeat(reps: usize, budget: Duration, out: &mut Vec<f64>, mut f: impl FnMut() -> f64) {
+    let t0 = Instant::now();
+    black_box(f());
+    let warm = t0.elapsed().max(Duration::from_micros(1));
+    let fit = (budget.as_nanos() / warm.as_nanos()).max(1) as usize;
+    for _ in 0..reps.min(fit) {
+        out.push(f());
+    }
+}
+
+/// An object as a heap holds it: at least 16 bytes, the smallest Java object with a
+/// compressed class pointer, so that working sets of tiny headers are not unrealistically
+/// dense in the cache.
+#[repr(align(16))]
+pub struct Slot<O>(pub O);
+
+/// Elapsed ns since `t0` divided by `ops`.
+fn per_op(t0: Instant, ops: u64) -> f64 {
+    t0.elapsed().as_nanos() as f64 / ops.max(1) as f64
+}
+
+fn no_sync(n: u64) -> f64 {
+    let mut c = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..n {
+        c = black_box(c + 1);
+    }
+    black_box(c);
+    per_op(t0, n)
+}
+
+#[inline(never)]
+fn plain_method(c: &mut u64) {
+    *c = black_box(*c + 1);
+}
+
+fn call(n: u64) -> f64 {
+    let mut c = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..n {
+        plain_method(&mut c);
+    }
+    black_box(c);
+    per_op(t0, n)
+}
+
+fn sync<S: Subject>(t: &S::Thread, o: &S::Obj, n: u64, nested: bool) -> f64 {
+    let outer = nested.then(|| S::lock(t, o));
+    let mut c = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..n {
+        let g = S::lock(t, black_box(o));
+        c = black_box(c + 1);
+        drop(g);
+    }
+    let ns = per_op(t0, n);
+    drop(outer);
+    black_box(c);
+    ns
+}
+
+/// A synchronized method: the lock is taken inside the (not inlined) callee, as the JVM's
+/// method prologue does.
+#[inline(never)]
+fn synchronized_method<S: Subject>(t: &S::Thread, o: &S::Obj, c: &mut u64) {
+    let _g = S::lock(t, o);
+    *c = black_box(*c + 1);
+}
+
+fn call_sync<S: Subject>(t: &S::Thread, o: &S::Obj, n: u64, nested: bool) -> f64 {
+    let outer = nested.then(|| S::lock(t, o));
+    let mut c = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..n {
+        synchronized_method::<S>(t, black_box(o), &mut c);
+    }
+    let ns = per_op(t0, n);
+    drop(outer);
+    black_box(c);
+    ns
+}
+
+fn multi_sync<S: Subject>(t: &S::Thread, objs: &[Slot<S::Obj>], passes: u64) -> f64 {
+    let mut c = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..passes {
+        for o in objs {
+            let g = S::lock(t, &o.0);
+            c = black_box(c + 1);
+            drop(g);
+        }
+    }
+    black_box(c);
+    per_op(t0, passes * objs.len() as u64)
+}
+
+/// `threads` threads each lock `o` `each` times; a racy counter checks exclusion.
+fn contended<S: Subject>(rt: &S::Rt, o: &S::Obj, threads: usize, each: u64) -> f64 {
+    let counter = AtomicU64::new(0);
+    let start = Barrier::new(threads);
+    let spans = thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let t = S::attach(rt);
+                    start.wait();
+                    let t0 = Instant::now();
+                    for _ in 0..each {
+                        let g = S::lock(&t, o);
+                        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                        drop(g);
+                    }
+                    (t0, Instant::now())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("locker"))
+            .collect::<Vec<_>>()
+    });
+    let total = threads as u64 * each;
+    assert_eq!(counter.into_inner(), total, "{}: lost update", S::NAME);
+    span_ns(&spans) / total.max(1) as f64
+}
+
+/// Wall time from the first thread's start to the last thread's end, taken inside the
+/// threads: on 2 cores the spawning thread may not run again until the workers are done, so
+/// its own clock would miss the work.
+fn span_ns(spans: &[(Instant, Instant)]) -> f64 {
+    let first = spans.iter().map(|s| s.0).min().expect("a thread");
+    let last = spans.iter().map(|s| s.1).max().expect("a thread");
+    last.duration_since(first).as_nanos() as f64
+}
+
+/// A small fast generator (xorshift64*): the cloud's random object choice must cost far less
+/// than a lock.
+struct XorShift(u64);
+
+impl XorShift {
+    #[inline]
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A value in `0..n` (multiply-shift; the bias is below 2^-32 for our n).
+    #[inline]
+    fn below(&mut self, n: usize) -> usize {
+        (((self.next() >> 32) * n as u64) >> 32) as usize
+    }
+}
+
+fn cloud<S: Subject>(rt: &S::Rt, objs: &[Slot<S::Obj>], threads: usize, time: Duration) -> f64 {
+    let stop = AtomicBool::new(false);
+    let total = AtomicU64::new(0);
+    let start = Barrier::new(threads + 1);
+    let mut elapsed = Duration::ZERO;
+    thread::scope(|s| {
+        for i in 0..threads {
+            let (stop, total, start) = (&stop, &total, &start);
+            s.spawn(move || {
+                let t = S::attach(rt);
+                let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0x1234_5678_9ABC));
+                let mut n = 0u64;
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..256 {
+                        let g = S::lock(&t, &objs[rng.below(objs.len())].0);
+                        n += 1;
+                        drop(g);
+                    }
+                }
+                total.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        start.wait();
+        let t0 = Instant::now();
+        thread::sleep(time);
+        stop.store(true, Ordering::Relaxed);
+        elapsed = t0.elapsed();
+        // The acquisitions after `stop` (at most 256 per thread) count with the time until
+        // `stop`; both are small against the run.
+    });
+    elapsed.as_nanos() as f64 / total.into_inner().max(1) as f64
+}
+
+fn prod_cons<S: Subject>(rt: &S::Rt, n: u64) -> f64 {
+    let (tx, rx) = mpsc::sync_channel::<Box<Slot<S::Obj>>>(1024);
+    let start = Barrier::new(2);
+    let spans = thread::scope(|s| {
+        let start = &start;
+        let producer = s.spawn(move || {
+            let t = S::attach(rt);
+            start.wait();
+            let t0 = Instant::now();
+            for _ in 0..n {
+                let o = Box::new(Slot(S::new_obj()));
+                drop(S::lock(&t, &o.0));
+                tx.send(o).expect("consumer alive");
+            }
+            (t0, Instant::now())
+        });
+        let consumer = s.spawn(move || {
+            let t = S::attach(rt);
+            start.wait();
+            let t0 = Instant::now();
+            for mut o in rx {
+                drop(S::lock(&t, &o.0));
+                S::retire(rt, &mut o.0);
+            }
+            (t0, Instant::now())
+        });
+        [
+            producer.join().expect("producer"),
+            consumer.join().expect("consumer"),
+        ]
+    });
+    span_ns(&spans) / n.max(1) as f64
+}
+
+fn alloc_lock<S: Subject>(rt: &S::Rt, t: &S::Thread, k: u64, iters: u64) -> f64 {
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        let mut o = Box::new(Slot(S::new_obj()));
+        for _ in 0..k {
+            drop(S::lock(t, black_box(&o.0)));
+        }
+        S::retire(rt, &mut o.0);
+    }
+    per_op(t0, iters)
+}
+
+/// Nodes of the seed 003 tree test: a complete binary tree of depth 16.
+pub const TREE_NODES: usize = 65_535;
+
+/// The tree's node `i` has children `2i+1` and `2i+2`; each visit is a synchronized method
+/// on the node that calls the children's.
+#[inline(never)]
+fn visit_node<S: Subject>(t: &S::Thread, tree: &[Slot<S::Obj>], i: usize, c: &mut u64) {
+    let _g = S::lock(t, &tree[i].0);
+    *c += 1;
+    let l = 2 * i + 1;
+    if l < tree.len() {
+        visit_node::<S>(t, tree, l, c);
+        visit_node::<S>(t, tree, l + 1, c);
+    }
+}
+
+fn tree_test<S: Subject>(t: &S::Thread, tree: &[Slot<S::Obj>], traversals: u32) -> f64 {
+    let mut c = 0u64;
+    let t0 = Instant::now();
+    for _ in 0..traversals {
+        visit_node::<S>(t, tree, 0, &mut c);
+    }
+    let ns = per_op(t0, c);
+    black_box(c);
+    ns
+}
+
+/// Seed 004 §5.1: thread W waits on `o` for the whole run; thread M calls a synchronized
+/// method on `o` `n` times. Where the subject has no wait, M runs alone.
+fn system_monitor<S: Subject>(rt: &S::Rt, o: &S::Obj, n: u64) -> f64 {
+    let done = AtomicBool::new(false);
+    let waiting = AtomicBool::new(false);
+    let mut ns = 0.0;
+    thread::scope(|s| {
+        if S::WAIT {
+            s.spawn(|| {
+                let t = S::attach(rt);
+                let mut g = S::lock(&t, o);
+                waiting.store(true, Ordering::Relaxed);
+                while !done.load(Ordering::Relaxed) {
+                    S::wait(&mut g, Duration::from_secs(1));
+                }
+            });
+        }
+        let t = S::attach(rt);
+        if S::WAIT {
+            // Until W is in the wait set, locking would contend with it.
+            loop {
+                let g = S::lock(&t, o);
+                if waiting.load(Ordering::Relaxed) {
+                    break;
+                }
+                drop(g);
+                thread::yield_now();
+            }
+        }
+        let mut c = 0u64;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            synchronized_method::<S>(&t, black_box(o), &mut c);
+        }
+        ns = per_op(t0, n);
+        black_box(c);
+        if S::WAIT {
+            let g = S::lock(&t, o);
+            done.store(true, Ordering::Relaxed);
+            S::notify_all(&g);
+        }
+    });
+    ns
+}
+
+fn wait_notify<S: Subject>(rt: &S::Rt, o: &S::Obj, rounds: u32) -> f64 {
+    let turn = AtomicU32::new(0);
+    let start = Barrier::new(2);
+    let t0 = Instant::now();
+    thread::scope(|s| {
+        for me in 0..2u32 {
+            let (turn, start) = (&turn, &start);
+            s.spawn(move || {
+                let t = S::attach(rt);
+                start.wait();
+                let mut g = S::lock(&t, o);
+                for _ in 0..rounds {
+                    while turn.load(Ordering::Relaxed) != me {
+                        S::wait(&mut g, Duration::from_millis(100));
+                    }
+                    turn.store(1 - me, Ordering::Relaxed);
+                    S::notify_all(&g);
+                }
+            });
+        }
+    });
+    per_op(t0, 2 * rounds as u64)
+}
+
+/// After a contended phase: `threads` threads lock random objects among `objects` for
+/// `time`, then stop; returns (live monitors once all have stopped, the same after every
+/// object was reclaimed). `None` where the subject has no monitors to count.
+pub fn live_after_contention<S: Subject>(
+    threads: usize,
+    objects: usize,
+    time: Duration,
+) -> Option<(usize, usize)> {
+    let rt = S::runtime();
+    S::live_monitors(&rt)?;
+    let mut objs: Vec<Slot<S::Obj>> = (0..objects).map(|_| Slot(S::new_obj())).collect();
+    // Short critical sections with a yield inside, so that threads really collide.
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        for i in 0..threads {
+            let (stop, objs, rt) = (&stop, &objs, &rt);
+            s.spawn(move || {
+                let t = S::attach(rt);
+                let mut rng = XorShift(0xDEAD_BEEF ^ ((i as u64 + 7) * 0x9E37_79B9));
+                while !stop.load(Ordering::Relaxed) {
+                    let g = S::lock(&t, &objs[rng.below(objs.len())].0);
+                    thread::yield_now();
+                    drop(g);
+                }
+            });
+        }
+        thread::sleep(time);
+        stop.store(true, Ordering::Relaxed);
+    });
+    let live = S::live_monitors(&rt)?;
+    for o in &mut objs {
+        S::retire(&rt, &mut o.0);
+    }
+    Some((live, S::live_monitors(&rt)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subject::{Subject, SubjectVisitor};
+
+    /// Every bench runs on every subject that can run it, with tiny sizes: no hang, no
+    /// lost update, a positive finite figure.
+    #[test]
+    fn every_bench_runs_on_every_subject() {
+        struct Check(Plan);
+        impl SubjectVisitor for Check {
+            fn visit<S: Subject>(&mut self) {
+                for b in ALL {
+                    if b.skip_reason::<S>().is_some() {
+                        continue;
+                    }
+                    let param = match b {
+                        Bench::MultiSync => 100,
+                        Bench::Threads => 3,
+                        Bench::AllocLock => 4,
+                        _ => 0,
+                    };
+                    let v = run::<S>(b, param, 3, &self.0);
+                    assert_eq!(v.len(), 1);
+                    assert!(v[0].is_finite() && v[0] > 0.0, "{} {}", S::NAME, b.name());
+                }
+            }
+        }
+        let plan = Plan {
+            reps: 1,
+            pairs: 2_000,
+            cloud_time: Duration::from_millis(5),
+            cloud_objects: 1_000,
+            productions: 500,
+            traversals: 1,
+            system_calls: 1_000,
+            handovers: 50,
+            figure_budget: Duration::from_secs(10),
+            quick: true,
+        };
+        crate::subject::visit_subjects(&mut Check(plan));
+    }
+
+    #[test]
+    fn xorshift_stays_in_range() {
+        let mut r = XorShift(1);
+        for n in [1usize, 2, 7, 1_000_000] {
+            for _ in 0..1000 {
+                assert!(r.below(n) < n);
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! SVG plots for the report (plotters' SVG backend): horizontal bars with min–max whiskers
+//! (one bar per row, like seed 000 Figure 4 and seed 002 Figures 8 and 11) and line charts
+//! over a parameter with min–max error bars (seed 000 MultiSync / Threads, seed 002 Fig. 16).
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// Pixels kept right of a line chart for its legend.
+const LEGEND_WIDTH: u32 = 190;
+
+/// One bar: label, median, min, max.
+pub type Bar = (String, f64, f64, f64);
+
+/// One line: label and its points (x, median, min, max).
+pub type Series = (String, Vec<(f64, f64, f64, f64)>);
+
+type PlotResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Horizontal bars, one per row, with a whisker from the fastest to the slowest repetition.
+pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let n = rows.len();
+    let height = 90 + 22 * n as u32;
+    let root = SVGBackend::new(path, (820, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let xmax = rows
+        .iter()
+        .map(|r| r.3.max(r.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.08;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(170)
+        // An integer range is inclusive in plotters: 0..n-1 gives exactly n bands.
+        .build_cartesian_2d(0f64..xmax, (0..n.saturating_sub(1).max(1)).into_segmented())?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(x_desc)
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
+                // Row 0 at the top, as a table reads.
+                rows[n - 1 - *i].0.clone()
+            }
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    for (i, (label, med, min, max)) in rows.iter().enumerate() {
+        let y = n - 1 - i;
+        let color = color_for(label, i);
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [
+                (0.0, SegmentValue::Exact(y)),
+                (*med, SegmentValue::Exact(y + 1)),
+            ],
+            color.mix(0.75).filled(),
+        )))?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![
+                (*min, SegmentValue::CenterOf(y)),
+                (*max, SegmentValue::CenterOf(y)),
+            ],
+            BLACK.stroke_width(1),
+        )))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// A line per row over a parameter, with min–max error bars; log scales on request.
+pub fn lines(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    log_x: bool,
+) -> PlotResult {
+    let pts = series.iter().flat_map(|s| s.1.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, _, lo, hi) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(lo);
+        y1 = y1.max(hi);
+    }
+    if series.is_empty() || x0 > x1 {
+        return Ok(());
+    }
+    if x0 == x1 {
+        x1 = x0 + 1.0;
+    }
+    let (y0, y1) = ((y0 * 0.8).max(1e-3), y1 * 1.25);
+    let root = SVGBackend::new(path, (1000, 540)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .margin_right(LEGEND_WIDTH)
+        .x_label_area_size(36)
+        .y_label_area_size(60);
+    // Log y always: rows span orders of magnitude (a biased fast path vs a futex hand-off).
+    if log_x {
+        let mut chart = builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style(("sans-serif", 12))
+            .draw()?;
+        draw_series_into(&mut chart, series)?;
+    } else {
+        let mut chart = builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style(("sans-serif", 12))
+            .draw()?;
+        draw_series_into(&mut chart, series)?;
+    }
+    legend(&root, series)?;
+    root.present()?;
+    Ok(())
+}
+
+fn draw_series_into<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[Series],
+) -> PlotResult
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for (i, (label, pts)) in series.iter().enumerate() {
+        let color = color_for(label, i);
+        let style = line_style(label, color);
+        let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+        if label.starts_with("hotspot") {
+            chart.draw_series(DashedLineSeries::new(xy, 6, 4, style))?;
+        } else {
+            chart.draw_series(LineSeries::new(xy, style))?;
+        }
+        chart.draw_series(
+            pts.iter()
+                .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.filled(), 6)),
+        )?;
+    }
+    Ok(())
+}
+
+fn line_style(label: &str, color: RGBColor) -> ShapeStyle {
+    ShapeStyle::from(&color).stroke_width(if label.starts_with("sol-") { 1 } else { 2 })
+}
+
+/// The legend, drawn on the whole image in the right margin (plotters' own legend is clipped
+/// to the plotting area, where it would hide lines).
+fn legend(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    series: &[Series],
+) -> PlotResult {
+    let (w, _) = root.dim_in_pixel();
+    let x = w as i32 - LEGEND_WIDTH as i32 + 8;
+    for (i, (label, _)) in series.iter().enumerate() {
+        let y = 40 + 17 * i as i32;
+        let color = color_for(label, i);
+        let style = line_style(label, color);
+        if label.starts_with("hotspot") {
+            root.draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))?;
+            root.draw(&PathElement::new(vec![(x + 12, y), (x + 20, y)], style))?;
+        } else {
+            root.draw(&PathElement::new(vec![(x, y), (x + 20, y)], style))?;
+        }
+        root.draw(&Text::new(
+            label.clone(),
+            (x + 26, y - 6),
+            ("sans-serif", 12).into_font(),
+        ))?;
+    }
+    Ok(())
+}
+
+/// Colours by row group, so a reader finds the anchors and floors at a glance: greys for
+/// speed-of-light, warm for HotSpot, distinct palette colours for protocols and anchors.
+fn color_for(label: &str, i: usize) -> RGBColor {
+    if label.starts_with("sol-") || label == "none" {
+        let g = 120 + 30 * (i % 3) as u8;
+        RGBColor(g, g, g)
+    } else if label.starts_with("hotspot") {
+        // HotSpot rows are contiguous in the row order, so consecutive indices differ.
+        [
+            RGBColor(230, 120, 20),
+            RGBColor(140, 70, 20),
+            RGBColor(200, 30, 30),
+            RGBColor(200, 160, 0),
+            RGBColor(110, 110, 0),
+        ][i % 5]
+    } else {
+        let c = Palette99::pick(i);
+        let (r, g, b) = c.rgb();
+        RGBColor(r, g, b)
+    }
+}
+
+/// A plot's outcome as the report keeps it (the error as text).
+pub type PlotResultPub = Result<(), String>;

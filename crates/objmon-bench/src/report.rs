@@ -1,0 +1,900 @@
+//! `objmon-bench report`: runs everything, then writes `report.md`, `report.html`, the SVG
+//! figures and `results.json` into one directory.
+//!
+//! Every ratio in the report is computed from figures of this one run; the papers' own numbers
+//! appear only as quoted text beside them.
+
+use crate::bench::{Plan, ALL};
+use crate::doc::{self, Block};
+use crate::java::JavaOutcome;
+use crate::plot;
+use crate::record::Record;
+use crate::runner::{Outcome, Selection};
+use crate::subject::{self, Kind};
+use crate::syslock;
+use objmon::{Protocol, ProtocolVisitor};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Everything measured, indexed for look-ups.
+pub struct Results {
+    /// All records (Rust rows, then HotSpot rows).
+    pub records: Vec<Record>,
+}
+
+impl Results {
+    /// The record of `bench` on `row` at `param`.
+    pub fn get(&self, bench: &str, row: &str, param: u64) -> Option<&Record> {
+        self.records
+            .iter()
+            .find(|r| r.bench == bench && r.protocol == row && r.param == param)
+    }
+
+    /// Rows that measured `bench`, in the run's row order (speed of light, protocols in
+    /// catalog order, anchors, system locks, HotSpot).
+    pub fn rows_of(&self, bench: &str) -> Vec<String> {
+        let order = self.row_order();
+        let mut v: Vec<String> = Vec::new();
+        for r in self.records.iter().filter(|r| r.bench == bench) {
+            if !v.contains(&r.protocol) {
+                v.push(r.protocol.clone());
+            }
+        }
+        v.sort_by_key(|n| order.iter().position(|o| o == n));
+        v
+    }
+
+    fn row_order(&self) -> Vec<String> {
+        let mut v: Vec<String> = vec!["none".into()];
+        for r in &self.records {
+            if !v.contains(&r.protocol) {
+                v.push(r.protocol.clone());
+            }
+        }
+        v
+    }
+
+    fn params_of(&self, bench: &str) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .records
+            .iter()
+            .filter(|r| r.bench == bench)
+            .map(|r| r.param)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// `num.median / den.median` for one bench, if both rows ran it.
+    fn ratio(&self, bench: &str, num: &str, den: &str, param: u64) -> Option<f64> {
+        let a = self.get(bench, num, param)?;
+        let b = self.get(bench, den, param)?;
+        (b.median > 0.0).then(|| a.median / b.median)
+    }
+}
+
+/// Space figures of one protocol.
+pub struct Space {
+    /// Protocol name.
+    pub name: &'static str,
+    /// `Protocol::HEADER_LOCK_BITS`.
+    pub lock_bits: u32,
+    /// `size_of::<P::Header>()`.
+    pub header_bytes: usize,
+    /// `MonitorTable::monitor_bytes()`.
+    pub monitor_bytes: usize,
+    /// Live monitors right after a contended phase ended, objects still alive.
+    pub live_after: usize,
+    /// Live monitors after every object was reclaimed.
+    pub live_after_reclaim: usize,
+}
+
+/// Measures [`Space`] for every protocol: 4 threads on 64 objects for `time`.
+pub fn space(time: Duration) -> Vec<Space> {
+    struct V(Vec<Space>, Duration);
+    impl ProtocolVisitor for V {
+        fn visit<P: Protocol>(&mut self) {
+            let (live_after, live_after_reclaim) =
+                crate::bench::live_after_contention::<subject::Proto<P>>(4, 64, self.1)
+                    .unwrap_or((0, 0));
+            self.0.push(Space {
+                name: P::NAME,
+                lock_bits: P::HEADER_LOCK_BITS,
+                header_bytes: std::mem::size_of::<P::Header>(),
+                monitor_bytes: objmon::table::MonitorTable::monitor_bytes(),
+                live_after,
+                live_after_reclaim,
+            });
+        }
+    }
+    let mut v = V(Vec::new(), time);
+    objmon::visit_all(&mut v);
+    v.0
+}
+
+/// A figure as a table cell: median and the repetitions' range.
+pub fn cell(r: Option<&Record>) -> String {
+    match r {
+        None => "—".to_string(),
+        Some(r) => format!("{} [{}–{}]", num(r.median), num(r.min), num(r.max)),
+    }
+}
+
+/// A number with precision that suits its size.
+pub fn num(x: f64) -> String {
+    if x >= 1000.0 {
+        format!("{x:.0}")
+    } else if x >= 100.0 {
+        format!("{x:.1}")
+    } else if x >= 10.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn ratio_text(r: Option<f64>) -> String {
+    r.map_or("not measured".to_string(), |x| format!("{x:.2}×"))
+}
+
+/// Machine and run description lines.
+pub struct Machine {
+    /// Lines for the report.
+    pub lines: Vec<String>,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn cmd_out(cmd: &str, args: &[&str]) -> Option<String> {
+    let o = std::process::Command::new(cmd).args(args).output().ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// Describes this machine (CPU, cores, kernel, toolchain, load).
+pub fn machine() -> Machine {
+    let cpu = read("/proc/cpuinfo")
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut lines = vec![
+        format!("CPU: {cpu}, {cores} hardware threads available to this process"),
+        format!(
+            "OS: {} {}",
+            std::env::consts::OS,
+            read("/proc/sys/kernel/osrelease").unwrap_or_default()
+        ),
+    ];
+    if let Some(v) = cmd_out("rustc", &["--version"]) {
+        lines.push(format!("Rust: {v} (release profile, codegen-units = 1)"));
+    }
+    if let Some(m) = read("/proc/meminfo").and_then(|m| m.lines().next().map(str::to_string)) {
+        lines.push(m.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    if let Some(c) = cmd_out("git", &["rev-parse", "--short", "HEAD"]) {
+        lines.push(format!("objmon commit: {c}"));
+    }
+    Machine { lines }
+}
+
+/// Load average now (1, 5, 15 minutes), if the OS says.
+pub fn loadavg() -> Option<String> {
+    read("/proc/loadavg").map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
+/// Writes the report; returns the paths of the Markdown and HTML files.
+#[allow(clippy::too_many_arguments)]
+pub fn write(
+    out_dir: &Path,
+    sel: &Selection,
+    rust: &Outcome,
+    java: &JavaOutcome,
+    space: &[Space],
+    machine: &Machine,
+    load: (Option<String>, Option<String>),
+    elapsed: Duration,
+) -> std::io::Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(out_dir)?;
+    let res = Results {
+        records: rust
+            .records
+            .iter()
+            .chain(java.records.iter())
+            .cloned()
+            .collect(),
+    };
+    let plan = &sel.plan;
+    let mut d: Vec<Block> = Vec::new();
+    d.push(Block::H(1, "objmon-bench report".into()));
+    d.push(Block::P(format!(
+        "The seed papers' experiments over every objmon protocol, the speed-of-light rows, the \
+         anchors (std-mutex, parking-lot) and every HotSpot locking mode found, in one run \
+         ({} plan, median of {} repetitions after an untimed warm-up; cells read \
+         `median [min–max]`; the run took {:.0} s).",
+        if plan.quick { "quick" } else { "full" },
+        plan.reps,
+        elapsed.as_secs_f64()
+    )));
+    d.push(Block::P(format!(
+        "**Noise.** Load average at start {}, at end {}. These figures come from a shared \
+         2-core machine on which other jobs (compilers) were running; single figures can be off \
+         by tens of percent, so read medians, look at the [min–max] spread, and trust ratios \
+         between rows of this run more than absolute numbers. Multi-threaded figures with more \
+         threads than cores measure the scheduler as much as the lock.",
+        load.0.as_deref().unwrap_or("?"),
+        load.1.as_deref().unwrap_or("?")
+    )));
+    d.push(Block::H(2, "Machine".into()));
+    d.push(Block::List(machine.lines.clone()));
+    d.push(Block::H(2, "Rows".into()));
+    d.push(Block::List(row_legend(java)));
+
+    claims(&mut d, &res);
+    seed000(&mut d, &res, out_dir);
+    seed002(&mut d, &res, out_dir);
+    seed003(&mut d, &res);
+    seed004(&mut d, &res, out_dir);
+    other(&mut d, &res);
+    space_section(&mut d, space);
+
+    d.push(Block::H(2, "Skipped and notes".into()));
+    let mut notes: Vec<String> = rust
+        .skips
+        .iter()
+        .map(|s| format!("{} on {}: skipped ({})", s.bench, s.row, s.reason))
+        .collect();
+    notes.dedup();
+    notes.extend(java.notes.iter().cloned());
+    if notes.is_empty() {
+        notes.push("nothing skipped".into());
+    }
+    d.push(Block::List(notes));
+    d.push(Block::P(
+        "All figures, one JSON object per line: `results.json` (the contract of \
+         `objmon-bench run --format json`)."
+            .into(),
+    ));
+
+    let json: String = res
+        .records
+        .iter()
+        .map(|r| serde_json::to_string(r).expect("record serializes") + "\n")
+        .collect();
+    std::fs::write(out_dir.join("results.json"), json)?;
+    let md = out_dir.join("report.md");
+    let html = out_dir.join("report.html");
+    std::fs::write(&md, doc::markdown(&d))?;
+    std::fs::write(&html, doc::html("objmon-bench report", &d))?;
+    Ok((md, html))
+}
+
+fn row_legend(java: &JavaOutcome) -> Vec<String> {
+    let mut v = vec![
+        "none — the loop alone (no-sync, call)".to_string(),
+        "sol-empty — speed of light: locking does nothing (the benchmark's own loop)".into(),
+        "sol-cas-store — speed of light: a bare compare-and-swap to lock, a release store to \
+         unlock (single-atomic)"
+            .into(),
+        "sol-cas-cas — speed of light: compare-and-swap to lock and to unlock (double-atomic)"
+            .into(),
+    ];
+    struct P(Vec<String>);
+    impl ProtocolVisitor for P {
+        fn visit<Q: Protocol>(&mut self) {
+            self.0
+                .push(format!("{} — objmon protocol: {}", Q::NAME, Q::SUMMARY));
+        }
+    }
+    let mut p = P(Vec::new());
+    objmon::visit_all(&mut p);
+    v.extend(p.0);
+    v.push(
+        "std-mutex — anchor: std::sync::Mutex<()> + Condvar (not reentrant; std's \
+         ReentrantLock is unstable in Rust 1.95)"
+            .into(),
+    );
+    v.push(
+        "parking-lot — anchor: parking_lot::ReentrantMutex<()>; wait/notify through a side \
+         parking_lot Mutex + Condvar"
+            .into(),
+    );
+    for r in syslock::ROWS {
+        v.push(format!(
+            "{} — system lock only (seed 004 §5.1): {}",
+            r.name, r.summary
+        ));
+    }
+    for (jdk, m) in &java.modes {
+        v.push(format!(
+            "{} — {} ({}), flags: {} -XX:-EliminateLocks",
+            m.row,
+            jdk.version,
+            m.summary,
+            m.flags.join(" ")
+        ));
+    }
+    v
+}
+
+fn claim_row(seed: &str, claim: &str, ours: String, how: &str) -> Vec<String> {
+    vec![seed.into(), claim.into(), ours, how.into()]
+}
+
+fn claims(d: &mut Vec<Block>, r: &Results) {
+    d.push(Block::H(2, "The papers' claims beside this run".into()));
+    d.push(Block::P(
+        "Left: the paper's words and numbers (quoted, not used in any computation). Right: the \
+         same ratio from this run's medians. 'not measured' means a row is not in this build \
+         (protocols appear here as they are added to objmon::visit_all)."
+            .into(),
+    ));
+    let mut rows = Vec::new();
+    rows.push(claim_row(
+        "000 §3.3",
+        "Sync: thin locks 3.7× faster than JDK 1.1.1 (monitor cache)",
+        ratio_text(r.ratio("sync", "monitor-cache", "thin", 0)),
+        "monitor-cache ÷ thin, sync",
+    ));
+    rows.push(claim_row(
+        "000 §3.3",
+        "Sync: thin locks 1.8× faster than IBM 1.1.2 hot (always fat) locks",
+        ratio_text(r.ratio("sync", "fat", "thin", 0)),
+        "fat ÷ thin, sync",
+    ));
+    rows.push(claim_row(
+        "000 §3.3",
+        "CallSync: speed-ups 'still large, but slightly lower' than Sync",
+        ratio_text(r.ratio("call-sync", "monitor-cache", "thin", 0)),
+        "monitor-cache ÷ thin, call-sync",
+    ));
+    let ms = r.params_of("multi-sync");
+    if let (Some(&lo), Some(&hi)) = (ms.first(), ms.last()) {
+        rows.push(claim_row(
+            "000 §3.3",
+            "MultiSync: thin locks scale linearly in the working set (ns per lock flat)",
+            ratio_text(r.ratio_self("multi-sync", "thin", hi, lo)),
+            &format!("thin at n={hi} ÷ thin at n={lo}"),
+        ));
+    }
+    rows.push(claim_row(
+        "002 §5.1 Fig. 8",
+        "Cloud: FABLE 8×–55× faster than simple biased locking",
+        ratio_text(r.ratio("cloud", "biased", "fable", 0)),
+        "biased ÷ fable, ns per acquisition",
+    ));
+    rows.push(claim_row(
+        "002 §5.1 Fig. 8",
+        "Cloud: FABLE within ~10% of thin locks",
+        ratio_text(r.ratio("cloud", "fable", "thin", 0)),
+        "fable ÷ thin",
+    ));
+    rows.push(claim_row(
+        "002 §5.1 Fig. 11",
+        "ProdCons: FABLE ~6× better than Bias-Async",
+        ratio_text(r.ratio("prod-cons", "biased", "fable", 0)),
+        "biased ÷ fable",
+    ));
+    rows.push(claim_row(
+        "002 §5.1 Fig. 11",
+        "ProdCons: FABLE about 3× slower than thin locks",
+        ratio_text(r.ratio("prod-cons", "fable", "thin", 0)),
+        "fable ÷ thin",
+    ));
+    let worst = r
+        .params_of("alloc-lock")
+        .into_iter()
+        .filter_map(|k| r.ratio("alloc-lock", "fable", "thin", k).map(|x| (x, k)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    rows.push(claim_row(
+        "002 §5.3 Fig. 16",
+        "AllocLock: FABLE up to 50% slower (1.5×) than thin locks",
+        ratio_text(worst.map(|w| w.0)),
+        &match worst {
+            Some((_, k)) => format!("max over k of fable ÷ thin (worst at k={k})"),
+            None => "max over k of fable ÷ thin".into(),
+        },
+    ));
+    let cost = |bench: &str, row: &str| {
+        let a = r.get(bench, row, 0)?;
+        let b = r.get(bench, "sol-empty", 0)?;
+        Some(a.median - b.median)
+    };
+    let cost_text = |bench: &str| match (cost(bench, "cacao"), cost(bench, "thin")) {
+        (Some(c), Some(t)) => format!("{c:.1} ns per call (thin: {t:.1} ns)"),
+        (Some(c), None) => format!("{c:.1} ns per call"),
+        _ => "not measured".into(),
+    };
+    rows.push(claim_row(
+        "003 Results",
+        "mutex test: CACAO's call cost (synchronized − plain) 0.40 µs on a 289 MHz Alpha, 1.2–37 µs for the JDKs of the day",
+        cost_text("mutex-test"),
+        "cacao − sol-empty (same loop, no-op lock)",
+    ));
+    rows.push(claim_row(
+        "003 Results",
+        "tree test: call cost 0.99 µs, higher than the mutex test because it 'violates the locality of monitor operations'",
+        cost_text("tree-test"),
+        "cacao − sol-empty",
+    ));
+    rows.push(claim_row(
+        "004 §5.1 Table 2",
+        "tasuki lock ~30% less time than a double-atomic lock (28.8–31.6%)",
+        r.ratio(
+            "system-monitor",
+            "syslock-tasuki-fig7",
+            "syslock-double-atomic",
+            0,
+        )
+        .map_or("not measured".into(), |x| {
+            if x <= 1.0 {
+                format!("{:.1}% less time ({x:.2}×)", 100.0 * (1.0 - x))
+            } else {
+                format!("{:.1}% MORE time ({x:.2}×)", 100.0 * (x - 1.0))
+            }
+        }),
+        "1 − tasuki-fig7 ÷ double-atomic, bare system locks",
+    ));
+    rows.push(claim_row(
+        "004 §4",
+        "Figure 7 (one fence) beats Figure 5 (two fences) on a multiprocessor",
+        ratio_text(r.ratio(
+            "system-monitor",
+            "syslock-tasuki-fig5",
+            "syslock-tasuki-fig7",
+            0,
+        )),
+        "fig5 ÷ fig7",
+    ));
+    rows.push(claim_row(
+        "004 §1 Table 1",
+        "an extra atomic op per iteration more than doubles a loop on a 4-way",
+        ratio_text(r.ratio("sync", "sol-cas-cas", "sol-cas-store", 0)),
+        "sol-cas-cas ÷ sol-cas-store, sync",
+    ));
+    for hs in r
+        .rows_of("sync")
+        .iter()
+        .filter(|n| n.starts_with("hotspot"))
+    {
+        rows.push(claim_row(
+            "—",
+            &format!("objmon thin vs {hs} on Sync (no paper claim)"),
+            ratio_text(r.ratio("sync", hs, "thin", 0)),
+            &format!("{hs} ÷ thin"),
+        ));
+    }
+    d.push(Block::Table(
+        vec![
+            "seed".into(),
+            "paper's claim (quoted)".into(),
+            "this run".into(),
+            "computed as".into(),
+        ],
+        rows,
+    ));
+}
+
+impl Results {
+    fn ratio_self(&self, bench: &str, row: &str, p_num: u64, p_den: u64) -> Option<f64> {
+        let a = self.get(bench, row, p_num)?;
+        let b = self.get(bench, row, p_den)?;
+        (b.median > 0.0).then(|| a.median / b.median)
+    }
+}
+
+/// A table with one row per subject and one column per bench (single-parameter benches).
+fn wide_table(d: &mut Vec<Block>, r: &Results, benches: &[&str]) {
+    let rows_order: Vec<String> = r
+        .row_order()
+        .into_iter()
+        .filter(|row| benches.iter().any(|b| r.get(b, row, 0).is_some()))
+        .collect();
+    let mut header = vec!["row".to_string()];
+    header.extend(benches.iter().map(|b| b.to_string()));
+    let rows = rows_order
+        .iter()
+        .map(|row| {
+            let mut v = vec![row.clone()];
+            v.extend(benches.iter().map(|b| cell(r.get(b, row, 0))));
+            v
+        })
+        .collect();
+    d.push(Block::Table(header, rows));
+}
+
+/// A table with one row per subject and one column per parameter value.
+fn param_table(d: &mut Vec<Block>, r: &Results, bench: &str, pname: &str) {
+    let params = r.params_of(bench);
+    let mut header = vec![format!("row \\ {pname}")];
+    header.extend(params.iter().map(u64::to_string));
+    let rows = r
+        .rows_of(bench)
+        .iter()
+        .map(|row| {
+            let mut v = vec![row.clone()];
+            v.extend(params.iter().map(|&p| cell(r.get(bench, row, p))));
+            v
+        })
+        .collect();
+    d.push(Block::Table(header, rows));
+}
+
+fn bars_of(r: &Results, bench: &str, param: u64, f: impl Fn(f64) -> f64) -> Vec<plot::Bar> {
+    r.rows_of(bench)
+        .into_iter()
+        .filter_map(|row| {
+            let x = r.get(bench, &row, param)?;
+            let (a, b) = (f(x.min), f(x.max));
+            Some((row, f(x.median), a.min(b), a.max(b)))
+        })
+        .collect()
+}
+
+fn series_of(r: &Results, bench: &str) -> Vec<plot::Series> {
+    r.rows_of(bench)
+        .into_iter()
+        .map(|row| {
+            let pts = r
+                .records
+                .iter()
+                .filter(|x| x.bench == bench && x.protocol == row)
+                .map(|x| (x.param as f64, x.median, x.min, x.max))
+                .collect();
+            (row, pts)
+        })
+        .collect()
+}
+
+fn figure(d: &mut Vec<Block>, out: &Path, file: &str, caption: &str, res: plot::PlotResultPub) {
+    match res {
+        Ok(()) if out.join(file).is_file() => d.push(Block::Img(file.into(), caption.into())),
+        Ok(()) => {}
+        Err(e) => d.push(Block::P(format!("(figure {file} failed: {e})"))),
+    }
+}
+
+fn seed000(d: &mut Vec<Block>, r: &Results, out: &Path) {
+    d.push(Block::H(
+        2,
+        "Seed 000 (thin locks) §3.3: Table 2 micro-benchmarks".into(),
+    ));
+    d.push(Block::P(
+        "ns per operation (lock+unlock pair, or call). NoSync and Call are the loops alone; \
+         sol-* rows run the same loops with a no-op or bare-atomic 'lock'. Nested rows need a \
+         reentrant lock (std-mutex is not)."
+            .into(),
+    ));
+    wide_table(
+        d,
+        r,
+        &[
+            "no-sync",
+            "sync",
+            "nested-sync",
+            "call",
+            "call-sync",
+            "nested-call-sync",
+        ],
+    );
+    for (b, title) in [
+        (
+            "sync",
+            "Figure 4 shape: Sync (ns per lock+unlock, whisker = min–max)",
+        ),
+        ("nested-sync", "Figure 4 shape: NestedSync"),
+        ("call-sync", "Figure 4 shape: CallSync"),
+        ("nested-call-sync", "Figure 4 shape: NestedCallSync"),
+    ] {
+        let file = format!("seed000-fig4-{b}.svg");
+        let res = plot::bars(
+            &out.join(&file),
+            title,
+            "ns per op",
+            &bars_of(r, b, 0, |x| x),
+        );
+        figure(d, out, &file, title, res.map_err(|e| e.to_string()));
+    }
+    d.push(Block::H(3, "MultiSync n (working set of n objects)".into()));
+    param_table(d, r, "multi-sync", "n");
+    let file = "seed000-fig4-multisync.svg";
+    let t = "Figure 4 shape: MultiSync — ns per lock+unlock vs working set (log-log)";
+    let res = plot::lines(
+        &out.join(file),
+        t,
+        "objects in the working set",
+        "ns per lock+unlock",
+        &series_of(r, "multi-sync"),
+        true,
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+    d.push(Block::H(3, "Threads n (n threads on one object)".into()));
+    param_table(d, r, "threads", "threads");
+    let file = "seed000-fig4-threads.svg";
+    let t = "Figure 4 shape: Threads — ns per lock+unlock (wall / all pairs) vs threads";
+    let res = plot::lines(
+        &out.join(file),
+        t,
+        "threads",
+        "ns per lock+unlock",
+        &series_of(r, "threads"),
+        false,
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+}
+
+fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
+    d.push(Block::H(2, "Seed 002 (FABLE) §5: pathologies".into()));
+    d.push(Block::H(3, "Cloud (Figure 8)".into()));
+    d.push(Block::P(
+        "Threads randomly lock objects of a 1,000,000-object cloud for a fixed time; \
+         throughput in million acquisitions per second (all threads), higher is better."
+            .into(),
+    ));
+    let bars = bars_of(r, "cloud", 0, |ns| 1e3 / ns);
+    let rows = bars
+        .iter()
+        .map(|b| {
+            vec![
+                b.0.clone(),
+                format!("{} [{}–{}]", num(b.1), num(b.2), num(b.3)),
+                cell(r.get("cloud", &b.0, 0)),
+            ]
+        })
+        .collect();
+    d.push(Block::Table(
+        vec![
+            "row".into(),
+            "M acquisitions/s".into(),
+            "ns per acquisition".into(),
+        ],
+        rows,
+    ));
+    let file = "seed002-fig8-cloud.svg";
+    let t = "Figure 8 shape: Cloud — million acquisitions per second (higher is better)";
+    let res = plot::bars(&out.join(file), t, "M acquisitions / s", &bars);
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+
+    d.push(Block::H(3, "ProdCons (Figure 11)".into()));
+    d.push(Block::P(
+        "Producer allocates, locks once, enqueues (bounded queue of 1024); consumer dequeues, \
+         locks once, drops. ns per object, lower is better."
+            .into(),
+    ));
+    wide_table(d, r, &["prod-cons"]);
+    let file = "seed002-fig11-prodcons.svg";
+    let t = "Figure 11 shape: ProdCons — ns per object (lower is better)";
+    let res = plot::bars(
+        &out.join(file),
+        t,
+        "ns per object",
+        &bars_of(r, "prod-cons", 0, |x| x),
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+
+    d.push(Block::H(3, "AllocLock (Figure 16)".into()));
+    d.push(Block::P(
+        "Allocate an object, lock it k times (empty critical section), drop it (the GC hook \
+         `reclaim` runs for objmon rows). ns per iteration. The seed also sweeps FABLE's learn \
+         limit N = 1…10; objmon has no protocol-generic knob for it yet, so only the default \
+         limit is shown."
+            .into(),
+    ));
+    param_table(d, r, "alloc-lock", "k");
+    let file = "seed002-fig16-alloclock.svg";
+    let t = "Figure 16 shape: AllocLock — ns per iteration vs k";
+    let res = plot::lines(
+        &out.join(file),
+        t,
+        "k (locks per allocated object)",
+        "ns per iteration",
+        &series_of(r, "alloc-lock"),
+        false,
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+}
+
+fn seed003(d: &mut Vec<Block>, r: &Results) {
+    d.push(Block::H(
+        2,
+        "Seed 003 (CACAO) Motivation / Results: mutex test and tree test".into(),
+    ));
+    d.push(Block::P(
+        "mutex test: a synchronized method called 300,000 times; tree test: a balanced binary \
+         tree of 65,535 nodes traversed through synchronized methods (the seed: 50 times). The \
+         seed's Table 'Overhead for calling synchronized methods' gives run times and the call \
+         cost (synchronized − plain, per call); here the plain version is the sol-empty row \
+         (the same code with a no-op lock)."
+            .into(),
+    ));
+    let base_m = r.get("mutex-test", "sol-empty", 0).map(|x| x.median);
+    let base_t = r.get("tree-test", "sol-empty", 0).map(|x| x.median);
+    let mut rows = Vec::new();
+    for row in r.rows_of("mutex-test") {
+        let m = r.get("mutex-test", &row, 0);
+        let t = r.get("tree-test", &row, 0);
+        let cost = |x: Option<&Record>, b: Option<f64>| match (x, b) {
+            (Some(x), Some(b)) => format!("{:.1}", x.median - b),
+            _ => "—".into(),
+        };
+        rows.push(vec![
+            row.clone(),
+            m.map_or("—".into(), |x| {
+                format!("{:.2}", x.median * 300_000.0 / 1e6)
+            }),
+            cost(m, base_m),
+            t.map_or("—".into(), |x| {
+                format!("{:.1}", x.median * 65_535.0 * 50.0 / 1e6)
+            }),
+            cost(t, base_t),
+        ]);
+    }
+    d.push(Block::Table(
+        vec![
+            "row".into(),
+            "mutex test: ms for 300,000 calls".into(),
+            "call cost ns".into(),
+            "tree test: ms for 50 traversals (scaled)".into(),
+            "call cost ns".into(),
+        ],
+        rows,
+    ));
+    d.push(Block::P(
+        "The seed (DEC 21064A, 289 MHz): CACAO mutex test 0.28 s plain vs 0.40 s synchronized \
+         (call cost 0.40 µs); tree test 1.46 s vs 4.71 s (0.99 µs); JDKs of the day 1.2–37 µs."
+            .into(),
+    ));
+    wide_table(d, r, &["mutex-test", "tree-test"]);
+}
+
+fn seed004(d: &mut Vec<Block>, r: &Results, out: &Path) {
+    d.push(Block::H(
+        2,
+        "Seed 004 (tasuki lock) §5.1: the system monitor".into(),
+    ));
+    d.push(Block::P(
+        "Seed setup: one thread waits on the object (which forces the fat monitor where a \
+         protocol has one), another calls a synchronized method on it, uncontended; ns per \
+         call. The syslock-* rows take the bare system lock instead: the single-atomic tasuki \
+         lock (Figure 7; Figure 5) against a double-atomic futex lock with the same spin."
+            .into(),
+    ));
+    wide_table(d, r, &["system-monitor"]);
+    let file = "seed004-system-monitor.svg";
+    let t = "Seed 004 Table 2 shape: uncontended system-monitor path, ns per call";
+    let res = plot::bars(
+        &out.join(file),
+        t,
+        "ns per call",
+        &bars_of(r, "system-monitor", 0, |x| x),
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+}
+
+fn other(d: &mut Vec<Block>, r: &Results) {
+    if r.rows_of("wait-notify").is_empty() {
+        return;
+    }
+    d.push(Block::H(
+        2,
+        "Wait / notify hand-over (not in the seeds)".into(),
+    ));
+    d.push(Block::P(
+        "Two threads pass a turn back and forth with wait and notifyAll; ns per hand-over.".into(),
+    ));
+    wide_table(d, r, &["wait-notify"]);
+}
+
+fn space_section(d: &mut Vec<Block>, space: &[Space]) {
+    d.push(Block::H(2, "Space per protocol".into()));
+    d.push(Block::P(
+        "Header lock bits (Protocol::HEADER_LOCK_BITS) and the bytes of the header type; bytes \
+         per inflated monitor (MonitorTable::monitor_bytes(), queues' heap blocks not counted); \
+         live fat monitors right after a contended phase (4 threads on 64 objects, critical \
+         sections that yield) has ended with the objects still alive, and after every object \
+         was reclaimed by the GC hook."
+            .into(),
+    ));
+    let rows = space
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.to_string(),
+                s.lock_bits.to_string(),
+                s.header_bytes.to_string(),
+                s.monitor_bytes.to_string(),
+                s.live_after.to_string(),
+                s.live_after_reclaim.to_string(),
+            ]
+        })
+        .collect();
+    d.push(Block::Table(
+        vec![
+            "protocol".into(),
+            "header lock bits".into(),
+            "header bytes".into(),
+            "bytes per monitor".into(),
+            "live monitors after contention".into(),
+            "after reclaim".into(),
+        ],
+        rows,
+    ));
+}
+
+/// The selection `report` runs: every bench, every row.
+pub fn selection(quick: bool, reps: Option<usize>) -> Selection {
+    Selection {
+        benches: ALL.to_vec(),
+        rows: Vec::new(),
+        params: None,
+        threads: None,
+        plan: Plan::new(quick, reps),
+    }
+}
+
+/// Names of every row the Rust side can run (for `list`).
+pub fn all_rows() -> Vec<(String, &'static str)> {
+    let mut v: Vec<(String, &'static str)> = subject::subject_names()
+        .into_iter()
+        .map(|(n, k)| (n.to_string(), k.as_str()))
+        .collect();
+    v.extend(
+        syslock::ROWS
+            .iter()
+            .map(|r| (r.name.to_string(), Kind::SystemLock.as_str())),
+    );
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subject::{Subject, SubjectVisitor};
+
+    fn listed<S: Subject>() -> bool {
+        all_rows().iter().any(|(n, _)| n == S::NAME)
+    }
+
+    #[test]
+    fn ratios_come_from_records() {
+        let rec =
+            |row: &str, v: f64| Record::from_values("sync", row, "protocol", 1, 0, &[v]).unwrap();
+        let r = Results {
+            records: vec![rec("thin", 2.0), rec("monitor-cache", 7.0)],
+        };
+        assert_eq!(r.ratio("sync", "monitor-cache", "thin", 0), Some(3.5));
+        assert_eq!(r.ratio("sync", "fable", "thin", 0), None);
+        assert!(listed::<subject::StdMutex>());
+        struct V;
+        impl SubjectVisitor for V {
+            fn visit<S: Subject>(&mut self) {
+                assert!(listed::<S>());
+            }
+        }
+        subject::visit_subjects(&mut V);
+    }
+
+    #[test]
+    fn space_counts_every_protocol() {
+        let s = space(Duration::from_millis(20));
+        assert_eq!(s.len(), objmon::protocol::names().len());
+        for x in &s {
+            assert!(x.live_after_reclaim <= x.live_after, "{}", x.name);
+            assert_eq!(
+                x.live_after_reclaim, 0,
+                "{}: reclaim leaves monitors",
+                x.name
+            );
+        }
+    }
+}

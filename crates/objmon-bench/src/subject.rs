@@ -1,0 +1,553 @@
+//! What a benchmark locks: every objmon protocol, the anchors a user would pick instead, and
+//! the speed-of-light rows — all behind one small trait, so each benchmark is written once.
+//!
+//! A [`Subject`] is a kind of lockable object plus the per-runtime and per-thread state needed
+//! to lock it. Protocols come in through [`objmon::visit_all`] (one generic adapter,
+//! [`Proto`]); nothing here names a protocol, so a protocol added to the catalog is measured
+//! with no change to this crate.
+
+use objmon::{Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which group a row belongs to in the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A floor: no real lock (or a bare atomic sequence).
+    SpeedOfLight,
+    /// An objmon protocol from the catalog.
+    Protocol,
+    /// A lock from outside objmon that a user could pick instead.
+    Anchor,
+    /// A bare system lock (seed 004 §5.1), only in `system-monitor`.
+    SystemLock,
+    /// A HotSpot JVM running the Java versions of the benchmarks.
+    Hotspot,
+}
+
+impl Kind {
+    /// The name used in JSON and in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::SpeedOfLight => "speed-of-light",
+            Kind::Protocol => "protocol",
+            Kind::Anchor => "anchor",
+            Kind::SystemLock => "system-lock",
+            Kind::Hotspot => "hotspot",
+        }
+    }
+}
+
+/// A lockable kind of object with its runtime and thread state (see the module docs).
+///
+/// `lock` returns a guard; dropping it unlocks one level. Benchmarks only wait while holding
+/// the object once, so [`Subject::wait`] may assume depth 1.
+pub trait Subject: 'static {
+    /// Row name (the protocol's catalog name for protocols).
+    const NAME: &'static str;
+    /// Row group.
+    const KIND: Kind;
+    /// Whether the owner may lock again while holding (nested benchmarks need it).
+    const REENTRANT: bool;
+    /// Whether it excludes other threads (multi-threaded benchmarks need it).
+    const EXCLUSIVE: bool;
+    /// Whether it has wait / notifyAll.
+    const WAIT: bool;
+
+    /// Shared by all threads (objmon's `Runtime`).
+    type Rt: Send + Sync;
+    /// The object as the host embeds it.
+    type Obj: Send + Sync;
+    /// One attached thread.
+    type Thread;
+    /// A held lock.
+    type Guard<'a>
+    where
+        Self: 'a;
+
+    /// A fresh runtime.
+    fn runtime() -> Self::Rt;
+    /// A fresh, unlocked object.
+    fn new_obj() -> Self::Obj;
+    /// Attaches the calling thread.
+    fn attach(rt: &Self::Rt) -> Self::Thread;
+    /// monitorenter; the guard's drop is monitorexit.
+    fn lock<'a>(t: &'a Self::Thread, o: &'a Self::Obj) -> Self::Guard<'a>;
+    /// Object.wait with a timeout (depth 1).
+    fn wait(g: &mut Self::Guard<'_>, timeout: Duration);
+    /// Object.notifyAll.
+    fn notify_all(g: &Self::Guard<'_>);
+    /// The object is dead (GC hook): give back whatever it holds.
+    fn retire(rt: &Self::Rt, o: &mut Self::Obj);
+    /// Fat monitors alive now, where the subject has such a thing.
+    fn live_monitors(rt: &Self::Rt) -> Option<usize>;
+}
+
+/// Something to run once per subject (see [`visit_subjects`]).
+pub trait SubjectVisitor {
+    /// Called once per subject.
+    fn visit<S: Subject>(&mut self);
+}
+
+/// Visits the speed-of-light rows, then every protocol of [`objmon::visit_all`] in catalog
+/// order, then the anchors.
+pub fn visit_subjects(v: &mut impl SubjectVisitor) {
+    v.visit::<SolEmpty>();
+    v.visit::<SolCasStore>();
+    v.visit::<SolCasCas>();
+    struct Adapter<'a, V>(&'a mut V);
+    impl<V: SubjectVisitor> ProtocolVisitor for Adapter<'_, V> {
+        fn visit<P: Protocol>(&mut self) {
+            self.0.visit::<Proto<P>>();
+        }
+    }
+    objmon::visit_all(&mut Adapter(v));
+    v.visit::<StdMutex>();
+    v.visit::<ParkingLot>();
+}
+
+/// Every subject's name and kind, in visiting order.
+pub fn subject_names() -> Vec<(&'static str, Kind)> {
+    struct Names(Vec<(&'static str, Kind)>);
+    impl SubjectVisitor for Names {
+        fn visit<S: Subject>(&mut self) {
+            self.0.push((S::NAME, S::KIND));
+        }
+    }
+    let mut n = Names(Vec::new());
+    visit_subjects(&mut n);
+    n.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Protocols
+
+/// An objmon protocol as a subject. Locking goes straight to `P::enter` / `P::exit` with the
+/// thread context at hand — the path a VM's inlined monitorenter / monitorexit takes.
+pub struct Proto<P>(PhantomData<P>);
+
+/// A held objmon lock.
+pub struct ProtoGuard<'a, P: Protocol> {
+    rt: &'a Runtime<P>,
+    cx: &'a ThreadContext<P>,
+    h: &'a P::Header,
+}
+
+impl<P: Protocol> Drop for ProtoGuard<'_, P> {
+    #[inline]
+    fn drop(&mut self) {
+        if P::exit(self.rt, self.cx, self.h).is_err() {
+            failed(P::NAME, "exit");
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn failed(name: &str, what: &str) -> ! {
+    panic!("{name}: {what} failed in a benchmark (a protocol bug)")
+}
+
+impl<P: Protocol> Subject for Proto<P> {
+    const NAME: &'static str = P::NAME;
+    const KIND: Kind = Kind::Protocol;
+    const REENTRANT: bool = true;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = true;
+    type Rt = Arc<Runtime<P>>;
+    type Obj = P::Header;
+    type Thread = ThreadHandle<'static, P>;
+    type Guard<'a> = ProtoGuard<'a, P>;
+
+    fn runtime() -> Self::Rt {
+        Runtime::with_defaults()
+    }
+    fn new_obj() -> P::Header {
+        P::Header::default()
+    }
+    fn attach(rt: &Self::Rt) -> Self::Thread {
+        rt.attach().expect("attach")
+    }
+    #[inline]
+    fn lock<'a>(t: &'a Self::Thread, o: &'a P::Header) -> ProtoGuard<'a, P> {
+        let (rt, cx) = (&**t.runtime(), t.context());
+        if P::enter(rt, cx, o).is_err() {
+            failed(P::NAME, "enter");
+        }
+        ProtoGuard { rt, cx, h: o }
+    }
+    fn wait(g: &mut ProtoGuard<'_, P>, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        if P::wait(g.rt, g.cx, g.h, Some(deadline)).is_err() {
+            failed(P::NAME, "wait");
+        }
+    }
+    fn notify_all(g: &ProtoGuard<'_, P>) {
+        if P::notify(g.rt, g.cx, g.h, true).is_err() {
+            failed(P::NAME, "notifyAll");
+        }
+    }
+    fn retire(rt: &Self::Rt, o: &mut P::Header) {
+        rt.reclaim(o);
+    }
+    fn live_monitors(rt: &Self::Rt) -> Option<usize> {
+        Some(rt.stats_snapshot().live_monitors)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anchors
+
+/// `std-mutex`: `std::sync::Mutex<()>` with a `Condvar`, the lock a Rust user reaches for
+/// first. Not reentrant (std's `ReentrantLock` is still unstable in Rust 1.95), so the nested
+/// benchmarks skip it.
+pub enum StdMutex {}
+
+/// A std mutex and its condition variable: one object's monitor.
+#[derive(Default)]
+pub struct StdMonitor {
+    m: std::sync::Mutex<()>,
+    cv: std::sync::Condvar,
+}
+
+/// A held std mutex; `None` only while waiting.
+pub struct StdGuard<'a> {
+    g: Option<std::sync::MutexGuard<'a, ()>>,
+    cv: &'a std::sync::Condvar,
+}
+
+impl Subject for StdMutex {
+    const NAME: &'static str = "std-mutex";
+    const KIND: Kind = Kind::Anchor;
+    const REENTRANT: bool = false;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = true;
+    type Rt = ();
+    type Obj = StdMonitor;
+    type Thread = ();
+    type Guard<'a> = StdGuard<'a>;
+
+    fn runtime() {}
+    fn new_obj() -> StdMonitor {
+        StdMonitor::default()
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a StdMonitor) -> StdGuard<'a> {
+        StdGuard {
+            g: Some(o.m.lock().unwrap_or_else(|e| e.into_inner())),
+            cv: &o.cv,
+        }
+    }
+    fn wait(g: &mut StdGuard<'_>, timeout: Duration) {
+        let held = g.g.take().expect("held");
+        let (held, _) =
+            g.cv.wait_timeout(held, timeout)
+                .unwrap_or_else(|e| e.into_inner());
+        g.g = Some(held);
+    }
+    fn notify_all(g: &StdGuard<'_>) {
+        g.cv.notify_all();
+    }
+    fn retire(_: &(), _: &mut StdMonitor) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+/// `parking-lot`: `parking_lot::ReentrantMutex<()>`. parking_lot's `Condvar` pairs only with
+/// its `Mutex`, so wait / notifyAll use a side `Mutex<()>` + `Condvar` taken while the
+/// reentrant mutex is held: the waiter takes the side mutex before releasing the reentrant one
+/// and the condvar releases the side mutex atomically, so a notifier (who must hold the
+/// reentrant mutex, then the side mutex) cannot slip in between. Waits at depth 1 only.
+pub enum ParkingLot {}
+
+/// A parking_lot monitor: the reentrant mutex and the wait set.
+#[derive(Default)]
+pub struct PlMonitor {
+    m: parking_lot::ReentrantMutex<()>,
+    side: parking_lot::Mutex<()>,
+    cv: parking_lot::Condvar,
+}
+
+/// A held parking_lot reentrant mutex.
+pub struct PlGuard<'a> {
+    g: parking_lot::ReentrantMutexGuard<'a, ()>,
+    o: &'a PlMonitor,
+}
+
+impl Subject for ParkingLot {
+    const NAME: &'static str = "parking-lot";
+    const KIND: Kind = Kind::Anchor;
+    const REENTRANT: bool = true;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = true;
+    type Rt = ();
+    type Obj = PlMonitor;
+    type Thread = ();
+    type Guard<'a> = PlGuard<'a>;
+
+    fn runtime() {}
+    fn new_obj() -> PlMonitor {
+        PlMonitor::default()
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a PlMonitor) -> PlGuard<'a> {
+        PlGuard { g: o.m.lock(), o }
+    }
+    fn wait(g: &mut PlGuard<'_>, timeout: Duration) {
+        let cv = &g.o.cv;
+        let mut side = g.o.side.lock();
+        parking_lot::ReentrantMutexGuard::unlocked(&mut g.g, || {
+            cv.wait_for(&mut side, timeout);
+            drop(side);
+        });
+    }
+    fn notify_all(g: &PlGuard<'_>) {
+        let _side = g.o.side.lock();
+        g.o.cv.notify_all();
+    }
+    fn retire(_: &(), _: &mut PlMonitor) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speed of light
+
+/// `sol-empty`: locking does nothing — the benchmark's own loop, the floor of every row.
+pub enum SolEmpty {}
+
+impl Subject for SolEmpty {
+    const NAME: &'static str = "sol-empty";
+    const KIND: Kind = Kind::SpeedOfLight;
+    const REENTRANT: bool = true;
+    const EXCLUSIVE: bool = false;
+    const WAIT: bool = false;
+    type Rt = ();
+    type Obj = AtomicU32;
+    type Thread = ();
+    type Guard<'a> = &'a AtomicU32;
+
+    fn runtime() {}
+    fn new_obj() -> AtomicU32 {
+        AtomicU32::new(0)
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> &'a AtomicU32 {
+        std::hint::black_box(o)
+    }
+    fn wait(_: &mut &AtomicU32, _: Duration) {
+        unreachable!("sol-empty has no wait")
+    }
+    fn notify_all(_: &&AtomicU32) {
+        unreachable!("sol-empty has no notify")
+    }
+    fn retire(_: &(), _: &mut AtomicU32) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+/// Spins until `o` goes 0 → 1 (a test-and-test-and-set lock that yields when it waits long).
+#[inline]
+fn spin_acquire(o: &AtomicU32) {
+    if o.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        spin_acquire_slow(o);
+    }
+}
+
+#[cold]
+fn spin_acquire_slow(o: &AtomicU32) {
+    let mut spins = 0u32;
+    loop {
+        while o.load(Ordering::Relaxed) != 0 {
+            spins += 1;
+            if spins % 64 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        if o.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// `sol-cas-store`: a bare compare-and-swap to lock and a release store to unlock — the
+/// single-atomic floor (thin locks, tasuki's uncontended path). Not reentrant.
+pub enum SolCasStore {}
+
+/// A held bare spin lock that unlocks with a release store.
+pub struct StoreRelease<'a>(&'a AtomicU32);
+
+impl Drop for StoreRelease<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
+impl Subject for SolCasStore {
+    const NAME: &'static str = "sol-cas-store";
+    const KIND: Kind = Kind::SpeedOfLight;
+    const REENTRANT: bool = false;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = false;
+    type Rt = ();
+    type Obj = AtomicU32;
+    type Thread = ();
+    type Guard<'a> = StoreRelease<'a>;
+
+    fn runtime() {}
+    fn new_obj() -> AtomicU32 {
+        AtomicU32::new(0)
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> StoreRelease<'a> {
+        spin_acquire(o);
+        StoreRelease(o)
+    }
+    fn wait(_: &mut StoreRelease<'_>, _: Duration) {
+        unreachable!("sol-cas-store has no wait")
+    }
+    fn notify_all(_: &StoreRelease<'_>) {
+        unreachable!("sol-cas-store has no notify")
+    }
+    fn retire(_: &(), _: &mut AtomicU32) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+/// `sol-cas-cas`: compare-and-swap to lock and again to unlock — the double-atomic floor
+/// (Jikes RVM's thin-lock unlock of seed 002 Figure 2, and most pthread mutexes).
+pub enum SolCasCas {}
+
+/// A held bare spin lock that unlocks with a compare-and-swap.
+pub struct CasRelease<'a>(&'a AtomicU32);
+
+impl Drop for CasRelease<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let r = self
+            .0
+            .compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed);
+        debug_assert!(r.is_ok());
+    }
+}
+
+impl Subject for SolCasCas {
+    const NAME: &'static str = "sol-cas-cas";
+    const KIND: Kind = Kind::SpeedOfLight;
+    const REENTRANT: bool = false;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = false;
+    type Rt = ();
+    type Obj = AtomicU32;
+    type Thread = ();
+    type Guard<'a> = CasRelease<'a>;
+
+    fn runtime() {}
+    fn new_obj() -> AtomicU32 {
+        AtomicU32::new(0)
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> CasRelease<'a> {
+        spin_acquire(o);
+        CasRelease(o)
+    }
+    fn wait(_: &mut CasRelease<'_>, _: Duration) {
+        unreachable!("sol-cas-cas has no wait")
+    }
+    fn notify_all(_: &CasRelease<'_>) {
+        unreachable!("sol-cas-cas has no notify")
+    }
+    fn retire(_: &(), _: &mut AtomicU32) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subject excludes (when it says so) and nests (when it says so): a benchmark of a
+    /// broken subject would measure nothing.
+    #[test]
+    fn subjects_lock_and_exclude() {
+        struct Check;
+        impl SubjectVisitor for Check {
+            fn visit<S: Subject>(&mut self) {
+                let rt = S::runtime();
+                let o = S::new_obj();
+                let counter = AtomicU32::new(0);
+                let threads = if S::EXCLUSIVE { 4 } else { 1 };
+                std::thread::scope(|s| {
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            let t = S::attach(&rt);
+                            for _ in 0..2000 {
+                                let _g = S::lock(&t, &o);
+                                if S::REENTRANT {
+                                    let _g2 = S::lock(&t, &o);
+                                }
+                                // A racy increment: lost updates unless the lock excludes.
+                                let v = counter.load(Ordering::Relaxed);
+                                std::hint::spin_loop();
+                                counter.store(v + 1, Ordering::Relaxed);
+                            }
+                        });
+                    }
+                });
+                assert_eq!(counter.into_inner(), threads * 2000, "{}", S::NAME);
+            }
+        }
+        visit_subjects(&mut Check);
+    }
+
+    /// wait / notifyAll hand over between two threads for every subject that has them.
+    #[test]
+    fn subjects_wait_and_notify() {
+        struct Check;
+        impl SubjectVisitor for Check {
+            fn visit<S: Subject>(&mut self) {
+                if !S::WAIT {
+                    return;
+                }
+                let rt = S::runtime();
+                let o = S::new_obj();
+                let flag = AtomicU32::new(0);
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let t = S::attach(&rt);
+                        let mut g = S::lock(&t, &o);
+                        while flag.load(Ordering::Relaxed) == 0 {
+                            S::wait(&mut g, Duration::from_secs(5));
+                        }
+                    });
+                    let t = S::attach(&rt);
+                    let g = S::lock(&t, &o);
+                    flag.store(1, Ordering::Relaxed);
+                    S::notify_all(&g);
+                });
+                assert_eq!(flag.into_inner(), 1, "{}", S::NAME);
+            }
+        }
+        visit_subjects(&mut Check);
+    }
+}
