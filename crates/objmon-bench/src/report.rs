@@ -44,11 +44,27 @@ impl Results {
         v
     }
 
+    /// Rows in the order they first ran, except that a knob sweep's rows (`fable[…]`) follow
+    /// their subject's own row: they run only in some benches, after rows that other benches
+    /// met first.
     fn row_order(&self) -> Vec<String> {
         let mut v: Vec<String> = vec!["none".into()];
         for r in &self.records {
-            if !v.contains(&r.protocol) {
-                v.push(r.protocol.clone());
+            if v.contains(&r.protocol) {
+                continue;
+            }
+            let family = r.protocol.split_once('[').map(|(base, _)| base);
+            let at = family.and_then(|base| {
+                let first = v.iter().position(|x| x == base)?;
+                let last = v
+                    .iter()
+                    .rposition(|x| x.split_once('[').is_some_and(|(b, _)| b == base))
+                    .unwrap_or(first);
+                Some(last.max(first) + 1)
+            });
+            match at {
+                Some(i) => v.insert(i, r.protocol.clone()),
+                None => v.push(r.protocol.clone()),
             }
         }
         v
@@ -441,6 +457,48 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
                 ),
                 None => format!("max over {} and k of {name}[…] ÷ thin", k.name),
             },
+        ));
+    }
+    for (name, k) in subject::knobs() {
+        // §5.3: k = N makes every other object bias on its second acquisition; compare
+        // N = k with its neighbours N = k ± 1 at the same k.
+        let row = |v: u32| subject::knob_row(name, &k, v);
+        let dips: Vec<String> = r
+            .params_of("alloc-lock")
+            .into_iter()
+            .filter_map(|p| {
+                let n = u32::try_from(p).ok().filter(|n| k.values.contains(n))?;
+                let at = r.get("alloc-lock", &row(n), p)?.median;
+                let nb: Vec<f64> = [n.checked_sub(1), n.checked_add(1)]
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| k.values.contains(m))
+                    .filter_map(|m| r.get("alloc-lock", &row(m), p).map(|x| x.median))
+                    .collect();
+                (!nb.is_empty()).then(|| {
+                    format!(
+                        "k={p}: {:.2}×",
+                        at * nb.len() as f64 / nb.iter().sum::<f64>()
+                    )
+                })
+            })
+            .collect();
+        rows.push(claim_row(
+            "002 §5.3 Fig. 16",
+            &format!(
+                "AllocLock, {name}: resonance at k = N (every other object biases on its 2nd \
+                 acquisition, so k = N runs faster than expected)"
+            ),
+            if dips.is_empty() {
+                "not measured".into()
+            } else {
+                dips.join(", ")
+            },
+            &format!(
+                "{} at k = N ÷ mean of {} at N ± 1, same k (below 1× = a dip)",
+                subject::knob_family(name, &k),
+                k.name
+            ),
         ));
     }
     let cost = |bench: &str, row: &str| {
@@ -986,6 +1044,42 @@ mod tests {
             }
         }
         subject::visit_subjects(&mut V);
+    }
+
+    /// A knob sweep's rows sit right after their subject's row, although they first ran in
+    /// a later bench than the rows that follow that subject.
+    #[test]
+    fn knob_rows_follow_their_subject() {
+        let rec = |bench: &str, row: &str| {
+            Record::from_values(bench, row, "protocol", 1, 0, &[1.0]).unwrap()
+        };
+        let r = Results {
+            records: vec![
+                rec("sync", "thin"),
+                rec("sync", "fable"),
+                rec("sync", "std-mutex"),
+                rec("alloc-lock", "std-mutex"),
+                rec("alloc-lock", "fable"),
+                rec("alloc-lock", "fable[x=1]"),
+                rec("alloc-lock", "fable[x=2]"),
+                rec("alloc-lock", "thin"),
+            ],
+        };
+        assert_eq!(
+            r.row_order(),
+            [
+                "none",
+                "thin",
+                "fable",
+                "fable[x=1]",
+                "fable[x=2]",
+                "std-mutex"
+            ]
+        );
+        assert_eq!(
+            r.rows_of("alloc-lock"),
+            ["thin", "fable", "fable[x=1]", "fable[x=2]", "std-mutex"]
+        );
     }
 
     #[test]
