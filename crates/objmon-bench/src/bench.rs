@@ -219,6 +219,14 @@ impl Bench {
         }
     }
 
+    /// Whether the bench also runs every value of a subject's knob as extra rows
+    /// ([`Subject::KNOB`]; `fable[learn-limit=N]`): AllocLock, as seed 002 §5.3 Figure 16
+    /// sweeps FABLE's learn limit N = 1…10 over k. (The seed's Figure 9 sweeps it on Cloud
+    /// too; not reproduced here.)
+    pub fn sweeps_knob(self) -> bool {
+        self == Bench::AllocLock
+    }
+
     /// Whether the figure does not depend on the subject (runs once, as row `none`).
     pub fn subject_free(self) -> bool {
         matches!(self, Bench::NoSync | Bench::Call)
@@ -243,29 +251,47 @@ impl Bench {
     }
 }
 
-/// Runs one figure of `bench` on `S`: the warm-up, then `plan.reps` values in ns per op.
-pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) -> Vec<f64> {
+/// A fresh runtime of `S`, with its knob set to `knob` if given.
+fn new_rt<S: Subject>(knob: Option<u32>) -> S::Rt {
+    let rt = S::runtime();
+    if let Some(v) = knob {
+        if let Err(e) = S::set_knob(&rt, v) {
+            panic!("{}: cannot set its knob to {v}: {e}", S::NAME);
+        }
+    }
+    rt
+}
+
+/// Runs one figure of `bench` on `S` (its knob at `knob`, or the default when `None`): the
+/// warm-up, then `plan.reps` values in ns per op.
+pub fn run<S: Subject>(
+    bench: Bench,
+    param: u64,
+    threads: usize,
+    plan: &Plan,
+    knob: Option<u32>,
+) -> Vec<f64> {
     let (reps, budget) = (plan.reps.max(1), plan.figure_budget);
     let mut out = Vec::with_capacity(reps);
     match bench {
         Bench::NoSync => repeat(reps, budget, &mut out, || no_sync(plan.pairs)),
         Bench::Call => repeat(reps, budget, &mut out, || call(plan.pairs)),
         Bench::Sync => {
-            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let (rt, o) = (new_rt::<S>(knob), Slot(S::new_obj()));
             let t = S::attach(&rt);
             repeat(reps, budget, &mut out, || {
                 sync::<S>(&t, &o.0, plan.pairs, false)
             });
         }
         Bench::NestedSync => {
-            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let (rt, o) = (new_rt::<S>(knob), Slot(S::new_obj()));
             let t = S::attach(&rt);
             repeat(reps, budget, &mut out, || {
                 sync::<S>(&t, &o.0, plan.pairs, true)
             });
         }
         Bench::CallSync | Bench::NestedCallSync | Bench::MutexTest => {
-            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let (rt, o) = (new_rt::<S>(knob), Slot(S::new_obj()));
             let t = S::attach(&rt);
             let n = if bench == Bench::MutexTest {
                 300_000
@@ -278,7 +304,7 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             });
         }
         Bench::MultiSync => {
-            let rt = S::runtime();
+            let rt = new_rt::<S>(knob);
             let mut objs: Vec<Slot<S::Obj>> = (0..param).map(|_| Slot(S::new_obj())).collect();
             let t = S::attach(&rt);
             let passes = (plan.pairs / param.max(1)).max(1);
@@ -291,7 +317,7 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             }
         }
         Bench::Threads => {
-            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let (rt, o) = (new_rt::<S>(knob), Slot(S::new_obj()));
             // Contended pairs are slow: a fifth of the single-thread budget, shared by the
             // threads.
             let total = (plan.pairs / 5).max(param);
@@ -300,7 +326,7 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             });
         }
         Bench::Cloud => {
-            let rt = S::runtime();
+            let rt = new_rt::<S>(knob);
             let mut objs: Vec<Slot<S::Obj>> = (0..plan.cloud_objects)
                 .map(|_| Slot(S::new_obj()))
                 .collect();
@@ -312,13 +338,13 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             }
         }
         Bench::ProdCons => {
-            let rt = S::runtime();
+            let rt = new_rt::<S>(knob);
             repeat(reps, budget, &mut out, || {
                 prod_cons::<S>(&rt, plan.productions)
             });
         }
         Bench::AllocLock => {
-            let rt = S::runtime();
+            let rt = new_rt::<S>(knob);
             let t = S::attach(&rt);
             let iters = (plan.pairs / (param + 1)).max(1);
             repeat(reps, budget, &mut out, || {
@@ -326,7 +352,7 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             });
         }
         Bench::TreeTest => {
-            let rt = S::runtime();
+            let rt = new_rt::<S>(knob);
             let mut tree: Vec<Slot<S::Obj>> = (0..TREE_NODES).map(|_| Slot(S::new_obj())).collect();
             let t = S::attach(&rt);
             repeat(reps, budget, &mut out, || {
@@ -338,13 +364,13 @@ pub fn run<S: Subject>(bench: Bench, param: u64, threads: usize, plan: &Plan) ->
             }
         }
         Bench::SystemMonitor => {
-            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let (rt, o) = (new_rt::<S>(knob), Slot(S::new_obj()));
             repeat(reps, budget, &mut out, || {
                 system_monitor::<S>(&rt, &o.0, plan.system_calls)
             });
         }
         Bench::WaitNotify => {
-            let (rt, o) = (S::runtime(), Slot(S::new_obj()));
+            let (rt, o) = (new_rt::<S>(knob), Slot(S::new_obj()));
             repeat(reps, budget, &mut out, || {
                 wait_notify::<S>(&rt, &o.0, plan.handovers)
             });
@@ -742,9 +768,20 @@ mod tests {
                         Bench::AllocLock => 4,
                         _ => 0,
                     };
-                    let v = run::<S>(b, param, 3, &self.0);
+                    let v = run::<S>(b, param, 3, &self.0, None);
                     assert_eq!(v.len(), 1);
                     assert!(v[0].is_finite() && v[0] > 0.0, "{} {}", S::NAME, b.name());
+                    if let (true, Some(k)) = (b.sweeps_knob(), S::KNOB) {
+                        for &x in [k.min, k.default, *k.values.last().unwrap()].iter() {
+                            let v = run::<S>(b, param, 3, &self.0, Some(x));
+                            assert!(
+                                v[0].is_finite() && v[0] > 0.0,
+                                "{} {} {x}",
+                                S::NAME,
+                                b.name()
+                            );
+                        }
+                    }
                 }
             }
         }

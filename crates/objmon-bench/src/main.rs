@@ -56,7 +56,8 @@ enum Command {
         benches: Vec<String>,
         /// Row to run (repeatable; default all): a protocol, `std-mutex`, `parking-lot`,
         /// `sol-*`, `syslock-*`, `hotspot<version>-<mode>`, `none`; a trailing `*` matches a
-        /// prefix (`hotspot*`).
+        /// prefix (`hotspot*`). A protocol with a knob also runs its knob sweep in alloc-lock
+        /// (`fable[learn-limit=1]` …); one swept row can be named alone.
         #[arg(long = "protocol")]
         protocols: Vec<String>,
         /// Threads: for `threads`, the thread count; for `cloud`, the number of lockers.

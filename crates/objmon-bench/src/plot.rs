@@ -8,6 +8,8 @@ use std::path::Path;
 
 /// Pixels kept right of a line chart for its legend.
 const LEGEND_WIDTH: u32 = 190;
+/// Pixels per legend entry.
+const LEGEND_ROW: u32 = 17;
 
 /// One bar: label, median, min, max.
 pub type Bar = (String, f64, f64, f64);
@@ -99,7 +101,9 @@ pub fn lines(
         x1 = x0 + 1.0;
     }
     let (y0, y1) = ((y0 * 0.8).max(1e-3), y1 * 1.25);
-    let root = SVGBackend::new(path, (1000, 540)).into_drawing_area();
+    // Tall enough for the legend: a knob sweep adds a row per value.
+    let height = 540.max(60 + LEGEND_ROW * series.len() as u32);
+    let root = SVGBackend::new(path, (1000, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut builder = ChartBuilder::on(&root);
     builder
@@ -141,8 +145,8 @@ where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    for (i, (label, pts)) in series.iter().enumerate() {
-        let color = color_for(label, i);
+    let colors = series_colors(series);
+    for ((label, pts), &color) in series.iter().zip(&colors) {
         let style = line_style(label, color);
         let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
         if label.starts_with("hotspot") {
@@ -158,8 +162,41 @@ where
     Ok(())
 }
 
+/// Thin lines for the floors and for knob sweeps (many curves of one family), thick for the
+/// rows a reader compares.
 fn line_style(label: &str, color: RGBColor) -> ShapeStyle {
-    ShapeStyle::from(&color).stroke_width(if label.starts_with("sol-") { 1 } else { 2 })
+    let thin = label.starts_with("sol-") || is_knob_row(label);
+    ShapeStyle::from(&color).stroke_width(if thin { 1 } else { 2 })
+}
+
+/// A knob sweep's row (`fable[learn-limit=3]`, see `subject::knob_row`).
+fn is_knob_row(label: &str) -> bool {
+    label.ends_with(']') && label.contains('[')
+}
+
+/// Each series' colour: [`color_for`], except that the rows of one knob sweep share a hue
+/// and run from light (lowest value) to dark (highest), as one family of curves.
+fn series_colors(series: &[Series]) -> Vec<RGBColor> {
+    let family = |l: &str| l.split('[').next().unwrap_or(l).to_string();
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, (label, _))| {
+            if !is_knob_row(label) {
+                return color_for(label, i);
+            }
+            let f = family(label);
+            let members: Vec<&String> = series
+                .iter()
+                .map(|s| &s.0)
+                .filter(|l| is_knob_row(l) && family(l) == f)
+                .collect();
+            let rank = members.iter().position(|l| *l == label).unwrap_or(0);
+            let t = rank as f64 / (members.len().max(2) - 1) as f64;
+            let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
+            RGBColor(mix(150, 10), mix(200, 50), mix(250, 130))
+        })
+        .collect()
 }
 
 /// The legend, drawn on the whole image in the right margin (plotters' own legend is clipped
@@ -170,9 +207,9 @@ fn legend(
 ) -> PlotResult {
     let (w, _) = root.dim_in_pixel();
     let x = w as i32 - LEGEND_WIDTH as i32 + 8;
-    for (i, (label, _)) in series.iter().enumerate() {
-        let y = 40 + 17 * i as i32;
-        let color = color_for(label, i);
+    let colors = series_colors(series);
+    for (i, ((label, _), &color)) in series.iter().zip(&colors).enumerate() {
+        let y = 40 + LEGEND_ROW as i32 * i as i32;
         let style = line_style(label, color);
         if label.starts_with("hotspot") {
             root.draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))?;

@@ -9,7 +9,8 @@ use serde::Serialize;
 pub struct Record {
     /// Bench CLI name.
     pub bench: String,
-    /// Row name: protocol catalog name, `std-mutex`, `parking-lot`, `sol-*`, `syslock-*`,
+    /// Row name: protocol catalog name, a protocol with its knob set (`fable[learn-limit=3]`,
+    /// in the benches that sweep knobs), `std-mutex`, `parking-lot`, `sol-*`, `syslock-*`,
     /// `hotspot<version>-<mode>`, or `none` for benches that lock nothing.
     pub protocol: String,
     /// Row group: protocol, anchor, speed-of-light, system-lock, hotspot.

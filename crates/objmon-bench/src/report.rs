@@ -44,11 +44,27 @@ impl Results {
         v
     }
 
+    /// Rows in the order they first ran, except that a knob sweep's rows (`fable[…]`) follow
+    /// their subject's own row: they run only in some benches, after rows that other benches
+    /// met first.
     fn row_order(&self) -> Vec<String> {
         let mut v: Vec<String> = vec!["none".into()];
         for r in &self.records {
-            if !v.contains(&r.protocol) {
-                v.push(r.protocol.clone());
+            if v.contains(&r.protocol) {
+                continue;
+            }
+            let family = r.protocol.split_once('[').map(|(base, _)| base);
+            let at = family.and_then(|base| {
+                let first = v.iter().position(|x| x == base)?;
+                let last = v
+                    .iter()
+                    .rposition(|x| x.split_once('[').is_some_and(|(b, _)| b == base))
+                    .unwrap_or(first);
+                Some(last.max(first) + 1)
+            });
+            match at {
+                Some(i) => v.insert(i, r.protocol.clone()),
+                None => v.push(r.protocol.clone()),
             }
         }
         v
@@ -299,6 +315,15 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
     let mut p = P(Vec::new());
     objmon::visit_all(&mut p);
     v.extend(p.0);
+    for (name, k) in subject::knobs() {
+        v.push(format!(
+            "{} — {name} with its {} set to N (seed {}); only in the benches that sweep knobs \
+             (alloc-lock)",
+            subject::knob_family(name, &k),
+            k.name,
+            k.seed
+        ));
+    }
     v.push(
         "std-mutex — anchor: std::sync::Mutex<()> + Condvar (not reentrant; std's \
          ReentrantLock is unstable in Rust 1.95)"
@@ -405,6 +430,79 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
             None => "max over k of fable ÷ thin".into(),
         },
     ));
+    for (name, k) in subject::knobs() {
+        let worst = k
+            .values
+            .iter()
+            .flat_map(|&v| {
+                let row = subject::knob_row(name, &k, v);
+                r.params_of("alloc-lock")
+                    .into_iter()
+                    .filter_map(move |p| r.ratio("alloc-lock", &row, "thin", p).map(|x| (x, v, p)))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        rows.push(claim_row(
+            "002 §5.3 Fig. 16",
+            &format!(
+                "AllocLock, {name} at every {} ({}): up to 50% slower than thin locks",
+                k.name, k.seed
+            ),
+            ratio_text(worst.map(|w| w.0)),
+            &match worst {
+                Some((_, v, p)) => format!(
+                    "max over {} and k of {} ÷ thin (worst at {}={v}, k={p})",
+                    k.name,
+                    subject::knob_family(name, &k),
+                    k.name
+                ),
+                None => format!("max over {} and k of {name}[…] ÷ thin", k.name),
+            },
+        ));
+    }
+    for (name, k) in subject::knobs() {
+        // §5.3: k = N makes every other object bias on its second acquisition; compare
+        // N = k with its neighbours N = k ± 1 at the same k. Only k ≥ 3 can show it: the
+        // saving is the k − 2 acquisitions after the second.
+        let row = |v: u32| subject::knob_row(name, &k, v);
+        let dips: Vec<String> = r
+            .params_of("alloc-lock")
+            .into_iter()
+            .filter(|&p| p >= 3)
+            .filter_map(|p| {
+                let n = u32::try_from(p).ok().filter(|n| k.values.contains(n))?;
+                let at = r.get("alloc-lock", &row(n), p)?.median;
+                let nb: Vec<f64> = [n.checked_sub(1), n.checked_add(1)]
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| k.values.contains(m))
+                    .filter_map(|m| r.get("alloc-lock", &row(m), p).map(|x| x.median))
+                    .collect();
+                (!nb.is_empty()).then(|| {
+                    format!(
+                        "k={p}: {:.2}×",
+                        at * nb.len() as f64 / nb.iter().sum::<f64>()
+                    )
+                })
+            })
+            .collect();
+        rows.push(claim_row(
+            "002 §5.3 Fig. 16",
+            &format!(
+                "AllocLock, {name}: resonance at k = N (every other object biases on its 2nd \
+                 acquisition, so k = N runs faster than expected)"
+            ),
+            if dips.is_empty() {
+                "not measured".into()
+            } else {
+                dips.join(", ")
+            },
+            &format!(
+                "{} at k = N ÷ mean of {} at N ± 1, same k, for k ≥ 3 (below 1× = a dip)",
+                subject::knob_family(name, &k),
+                k.name
+            ),
+        ));
+    }
     let cost = |bench: &str, row: &str| {
         let a = r.get(bench, row, 0)?;
         let b = r.get(bench, "sol-empty", 0)?;
@@ -685,12 +783,32 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     d.push(Block::H(3, "AllocLock (Figure 16)".into()));
     d.push(Block::P(
         "Allocate an object, lock it k times (empty critical section), drop it (the GC hook \
-         `reclaim` runs for objmon rows). ns per iteration. The seed also sweeps FABLE's learn \
-         limit N = 1…10; objmon has no protocol-generic knob for it yet, so only the default \
-         limit is shown."
+         `reclaim` runs for objmon rows). ns per iteration."
             .into(),
     ));
+    let knobs = subject::knobs();
+    for (name, k) in &knobs {
+        let values: Vec<String> = k.values.iter().map(u32::to_string).collect();
+        d.push(Block::P(format!(
+            "**Knob sweep.** `{name}` has a tuning knob, `{}` (seed {}), so each of its values \
+             runs as an extra row `{}` (plain `{name}` runs the default, {}). Values: {} — the \
+             same in the quick and the full plan (the quick plan thins out k instead). The \
+             seed (§5.3): with learn limit N an object biases after N + 1 acquisitions by one \
+             thread on average; objects locked only a few times never leave learn mode, so \
+             FABLE is 'up to 50% slower than thin locks'; and k = N resonates with the \
+             per-thread learnCount, so that every other object biases on its second \
+             acquisition. At k = 1 the knob cannot matter (the only acquisition is clear → \
+             learn), so the spread of that column across the {name} rows is this run's noise \
+             between figures.",
+            k.name,
+            k.seed,
+            subject::knob_family(name, k),
+            k.default,
+            values.join(", ")
+        )));
+    }
     param_table(d, r, "alloc-lock", "k");
+    slowdown_table(d, r, "alloc-lock", "thin", &knobs);
     let file = "seed002-fig16-alloclock.svg";
     let t = "Figure 16 shape: AllocLock — ns per iteration vs k";
     let res = plot::lines(
@@ -702,6 +820,68 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
         false,
     );
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
+    // The seed's own Figure 16 shows only thin, simple biased and the learn-limit sweep.
+    for (name, k) in &knobs {
+        let family = subject::knob_family(name, k);
+        let mut wanted = vec!["thin".to_string(), "biased".into(), name.to_string()];
+        wanted.extend(k.values.iter().map(|&v| subject::knob_row(name, k, v)));
+        let series: Vec<plot::Series> = series_of(r, "alloc-lock")
+            .into_iter()
+            .filter(|s| wanted.contains(&s.0))
+            .collect();
+        if series.iter().all(|s| !s.0.starts_with(&format!("{name}["))) {
+            continue;
+        }
+        let file = format!("seed002-fig16-alloclock-{name}-{}.svg", k.name);
+        let t = format!("Figure 16: AllocLock — thin, biased and {family}, ns per iteration vs k");
+        let res = plot::lines(
+            &out.join(&file),
+            &t,
+            "k (locks per allocated object)",
+            "ns per iteration",
+            &series,
+            false,
+        );
+        figure(d, out, &file, &t, res.map_err(|e| e.to_string()));
+    }
+}
+
+/// Figure 16's question as a table: each biased row (the knob families' rows and `biased`)
+/// divided by `base` at each parameter, from this run's medians.
+fn slowdown_table(
+    d: &mut Vec<Block>,
+    r: &Results,
+    bench: &str,
+    base: &str,
+    knobs: &[(&'static str, objmon::Knob)],
+) {
+    let params = r.params_of(bench);
+    let mut rows_wanted: Vec<String> = vec!["biased".into()];
+    for (name, k) in knobs {
+        rows_wanted.push(name.to_string());
+        rows_wanted.extend(k.values.iter().map(|&v| subject::knob_row(name, k, v)));
+    }
+    let rows: Vec<Vec<String>> = rows_wanted
+        .iter()
+        .filter(|row| params.iter().any(|&p| r.get(bench, row, p).is_some()))
+        .map(|row| {
+            let mut v = vec![row.clone()];
+            v.extend(params.iter().map(|&p| {
+                r.ratio(bench, row, base, p)
+                    .map_or("—".into(), |x| format!("{x:.2}×"))
+            }));
+            v
+        })
+        .collect();
+    if rows.is_empty() || r.rows_of(bench).iter().all(|x| x != base) {
+        return;
+    }
+    d.push(Block::P(format!(
+        "Slow-down against `{base}` (row ÷ {base}, medians of this run; above 1× is slower):"
+    )));
+    let mut header = vec![format!("row ÷ {base} \\ k")];
+    header.extend(params.iter().map(u64::to_string));
+    d.push(Block::Table(header, rows));
 }
 
 fn seed003(d: &mut Vec<Block>, r: &Results) {
@@ -848,6 +1028,14 @@ pub fn all_rows() -> Vec<(String, &'static str)> {
         .into_iter()
         .map(|(n, k)| (n.to_string(), k.as_str()))
         .collect();
+    for (name, k) in subject::knobs() {
+        v.extend(k.values.iter().map(|&x| {
+            (
+                subject::knob_row(name, &k, x),
+                "protocol, knob sweep (benches that sweep knobs: alloc-lock)",
+            )
+        }));
+    }
     v.extend(
         syslock::ROWS
             .iter()
@@ -882,6 +1070,42 @@ mod tests {
             }
         }
         subject::visit_subjects(&mut V);
+    }
+
+    /// A knob sweep's rows sit right after their subject's row, although they first ran in
+    /// a later bench than the rows that follow that subject.
+    #[test]
+    fn knob_rows_follow_their_subject() {
+        let rec = |bench: &str, row: &str| {
+            Record::from_values(bench, row, "protocol", 1, 0, &[1.0]).unwrap()
+        };
+        let r = Results {
+            records: vec![
+                rec("sync", "thin"),
+                rec("sync", "fable"),
+                rec("sync", "std-mutex"),
+                rec("alloc-lock", "std-mutex"),
+                rec("alloc-lock", "fable"),
+                rec("alloc-lock", "fable[x=1]"),
+                rec("alloc-lock", "fable[x=2]"),
+                rec("alloc-lock", "thin"),
+            ],
+        };
+        assert_eq!(
+            r.row_order(),
+            [
+                "none",
+                "thin",
+                "fable",
+                "fable[x=1]",
+                "fable[x=2]",
+                "std-mutex"
+            ]
+        );
+        assert_eq!(
+            r.rows_of("alloc-lock"),
+            ["thin", "fable", "fable[x=1]", "fable[x=2]", "std-mutex"]
+        );
     }
 
     #[test]

@@ -45,6 +45,26 @@ impl Selection {
     pub fn cloud_threads(&self) -> usize {
         self.threads.unwrap_or(10)
     }
+
+    /// The rows `S` runs `b` as: its own (knob at the default, `None`) if selected, then, if
+    /// `b` sweeps knobs and `S` has one, one row per value of the knob, each selected by `S`'s
+    /// own name or by the swept row's name (`--protocol 'fable[learn-limit=3]'`).
+    pub fn rows_for<S: Subject>(&self, b: Bench) -> Vec<(String, Option<u32>)> {
+        let own = self.wants(S::NAME);
+        let mut v = Vec::new();
+        if own {
+            v.push((S::NAME.to_string(), None));
+        }
+        if let (true, Some(k)) = (b.sweeps_knob(), S::KNOB) {
+            for &x in k.values {
+                let name = subject::knob_row(S::NAME, &k, x);
+                if own || self.wants(&name) {
+                    v.push((name, Some(x)));
+                }
+            }
+        }
+        v
+    }
 }
 
 /// A row that could not run a bench, and why.
@@ -81,7 +101,7 @@ pub fn run(sel: &Selection) -> Outcome {
         if b.subject_free() {
             if sel.wants("none") {
                 bar.set_message(format!("{} none", b.name()));
-                let v = bench::run::<subject::SolEmpty>(b, 0, 1, &sel.plan);
+                let v = bench::run::<subject::SolEmpty>(b, 0, 1, &sel.plan, None);
                 out.records.extend(Record::from_values(
                     b.name(),
                     "none",
@@ -133,10 +153,11 @@ struct Visit<'a> {
 
 impl SubjectVisitor for Visit<'_> {
     fn visit<S: Subject>(&mut self) {
-        if !self.sel.wants(S::NAME) {
+        let b = self.bench;
+        let rows = self.sel.rows_for::<S>(b);
+        if rows.is_empty() {
             return;
         }
-        let b = self.bench;
         if let Some(reason) = b.skip_reason::<S>() {
             self.out.skips.push(Skip {
                 bench: b.name(),
@@ -145,42 +166,117 @@ impl SubjectVisitor for Visit<'_> {
             });
             return;
         }
-        for param in self.sel.params_of(b) {
-            let threads = b.threads(param, self.sel.cloud_threads());
-            self.bar
-                .set_message(format!("{} {} {}", b.name(), S::NAME, param));
-            let v = bench::run::<S>(b, param, threads, &self.sel.plan);
-            self.out.records.extend(Record::from_values(
-                b.name(),
-                S::NAME,
-                S::KIND.as_str(),
-                threads,
-                param,
-                &v,
-            ));
-            self.bar.inc(1);
+        for (row, knob) in rows {
+            for param in self.sel.params_of(b) {
+                let threads = b.threads(param, self.sel.cloud_threads());
+                self.bar
+                    .set_message(format!("{} {} {}", b.name(), row, param));
+                let v = bench::run::<S>(b, param, threads, &self.sel.plan, knob);
+                self.out.records.extend(Record::from_values(
+                    b.name(),
+                    &row,
+                    S::KIND.as_str(),
+                    threads,
+                    param,
+                    &v,
+                ));
+                self.bar.inc(1);
+            }
         }
     }
 }
 
+/// Figures [`run`] will measure (the progress bar's length).
 fn count_jobs(sel: &Selection) -> usize {
-    let rows = subject::subject_names()
-        .into_iter()
-        .filter(|(n, _)| sel.wants(n))
-        .count();
+    struct Count<'a>(&'a Selection, Bench, usize);
+    impl SubjectVisitor for Count<'_> {
+        fn visit<S: Subject>(&mut self) {
+            if self.1.skip_reason::<S>().is_none() {
+                self.2 += self.0.rows_for::<S>(self.1).len() * self.0.params_of(self.1).len();
+            }
+        }
+    }
     sel.benches
         .iter()
         .map(|&b| {
             if b.subject_free() {
-                1
+                usize::from(sel.wants("none"))
             } else {
+                let mut c = Count(sel, b, 0);
+                subject::visit_subjects(&mut c);
                 let extra = if b == Bench::SystemMonitor {
-                    syslock::ROWS.len()
+                    syslock::ROWS.iter().filter(|r| sel.wants(r.name)).count()
                 } else {
                     0
                 };
-                rows * sel.params_of(b).len() + extra
+                c.2 + extra
             }
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Plan;
+    use std::time::Duration;
+
+    fn tiny(rows: &[&str]) -> Selection {
+        Selection {
+            benches: vec![Bench::AllocLock, Bench::Sync],
+            rows: rows.iter().map(|r| r.to_string()).collect(),
+            params: Some(vec![2]),
+            threads: None,
+            plan: Plan {
+                reps: 1,
+                pairs: 2_000,
+                figure_budget: Duration::from_secs(10),
+                ..Plan::new(true, None)
+            },
+        }
+    }
+
+    /// Every subject with a knob gets one AllocLock row per knob value (and only AllocLock
+    /// sweeps), selected by the subject's name; a swept row can be selected alone; the
+    /// progress bar counts exactly the figures measured.
+    #[test]
+    fn knob_sweep_rows() {
+        struct Knobbed(Vec<(&'static str, objmon::Knob)>);
+        impl SubjectVisitor for Knobbed {
+            fn visit<S: Subject>(&mut self) {
+                if let Some(k) = S::KNOB {
+                    self.0.push((S::NAME, k));
+                }
+            }
+        }
+        let mut knobbed = Knobbed(Vec::new());
+        subject::visit_subjects(&mut knobbed);
+        assert!(
+            !knobbed.0.is_empty(),
+            "no protocol has a knob: nothing swept"
+        );
+        for (name, k) in knobbed.0 {
+            let sel = tiny(&[name]);
+            let out = run(&sel);
+            assert_eq!(out.records.len(), count_jobs(&sel), "{name}");
+            let rows = |bench: &str| -> Vec<String> {
+                out.records
+                    .iter()
+                    .filter(|r| r.bench == bench)
+                    .map(|r| r.protocol.clone())
+                    .collect()
+            };
+            let mut want = vec![name.to_string()];
+            want.extend(k.values.iter().map(|&v| subject::knob_row(name, &k, v)));
+            assert_eq!(rows("alloc-lock"), want);
+            assert_eq!(rows("sync"), vec![name.to_string()]);
+
+            let one = subject::knob_row(name, &k, k.values[0]);
+            let sel = tiny(&[&one]);
+            let out = run(&sel);
+            assert_eq!(out.records.len(), 1, "{one}");
+            assert_eq!(out.records[0].protocol, one);
+            assert_eq!(count_jobs(&sel), 1);
+        }
+    }
 }

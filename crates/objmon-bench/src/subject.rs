@@ -6,7 +6,7 @@
 //! [`Proto`]); nothing here names a protocol, so a protocol added to the catalog is measured
 //! with no change to this crate.
 
-use objmon::{Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle};
+use objmon::{Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -84,6 +84,25 @@ pub trait Subject: 'static {
     fn retire(rt: &Self::Rt, o: &mut Self::Obj);
     /// Fat monitors alive now, where the subject has such a thing.
     fn live_monitors(rt: &Self::Rt) -> Option<usize>;
+
+    /// The subject's tuning knob: an objmon protocol's [`Protocol::KNOB`], `None` for
+    /// everything else. Benches that sweep it ([`Bench::sweeps_knob`](crate::bench::Bench::sweeps_knob))
+    /// add one row per value, named by [`knob_row`].
+    const KNOB: Option<Knob> = None;
+    /// Sets the knob in a fresh runtime ([`Protocol::set_knob`]); refused by default.
+    fn set_knob(_rt: &Self::Rt, _value: u32) -> Result<(), KnobError> {
+        Err(KnobError::NoKnob)
+    }
+}
+
+/// The row name of subject `name` with its knob at `value`: `fable[learn-limit=3]`.
+pub fn knob_row(name: &str, knob: &Knob, value: u32) -> String {
+    format!("{name}[{}={value}]", knob.name)
+}
+
+/// The rows of [`knob_row`] as one pattern, for prose: `fable[learn-limit=N]`.
+pub fn knob_family(name: &str, knob: &Knob) -> String {
+    format!("{name}[{}=N]", knob.name)
 }
 
 /// Something to run once per subject (see [`visit_subjects`]).
@@ -107,6 +126,21 @@ pub fn visit_subjects(v: &mut impl SubjectVisitor) {
     objmon::visit_all(&mut Adapter(v));
     v.visit::<StdMutex>();
     v.visit::<ParkingLot>();
+}
+
+/// Every subject that has a knob, with it, in visiting order.
+pub fn knobs() -> Vec<(&'static str, Knob)> {
+    struct Knobs(Vec<(&'static str, Knob)>);
+    impl SubjectVisitor for Knobs {
+        fn visit<S: Subject>(&mut self) {
+            if let Some(k) = S::KNOB {
+                self.0.push((S::NAME, k));
+            }
+        }
+    }
+    let mut k = Knobs(Vec::new());
+    visit_subjects(&mut k);
+    k.0
 }
 
 /// Every subject's name and kind, in visiting order.
@@ -195,6 +229,10 @@ impl<P: Protocol> Subject for Proto<P> {
     }
     fn live_monitors(rt: &Self::Rt) -> Option<usize> {
         Some(rt.stats_snapshot().live_monitors)
+    }
+    const KNOB: Option<Knob> = P::KNOB;
+    fn set_knob(rt: &Self::Rt, value: u32) -> Result<(), KnobError> {
+        P::set_knob(rt, value)
     }
 }
 

@@ -100,6 +100,7 @@ pub use protocol::{
     thin::Thin,
     visit_all, LockWord, Protocol, ProtocolVisitor,
 };
+pub use protocol::{Knob, KnobError};
 pub use revoke::Revocation;
 pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};

@@ -76,7 +76,8 @@
 //! revoker; contenders, inflation on contention and `reclaim` see only thin, learn or fat
 //! words.
 
-use super::{Protocol, HOST_BITS_MASK};
+use super::fable::LEARN_LIMIT;
+use super::{KnobError, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::revoke::{
     backoff, owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
@@ -233,9 +234,12 @@ pub type Biased = Biasing<Kko>;
 pub struct BiasConfig {
     /// How biases held by other threads are revoked.
     pub revocation: Revocation,
-    /// FABLE's learn limit N (§3.1; default 5); ignored by `biased`.
+    /// FABLE's learn limit N (§3.1; default [`DEFAULT_LEARN_LIMIT`]); ignored by `biased`.
     pub learn_limit: u32,
 }
+
+/// FABLE's learn limit when nobody sets one: §3.1 "we arbitrarily chose learnCount==5".
+pub const DEFAULT_LEARN_LIMIT: u32 = 5;
 
 impl Default for BiasConfig {
     /// Membarrier revocation where the kernel supports it, else the synchronous handshake;
@@ -243,7 +247,7 @@ impl Default for BiasConfig {
     fn default() -> Self {
         Self {
             revocation: Revocation::Membarrier,
-            learn_limit: 5,
+            learn_limit: DEFAULT_LEARN_LIMIT,
         }
     }
 }
@@ -261,7 +265,7 @@ impl BiasState {
     fn new() -> Self {
         let s = Self {
             revocation: AtomicU32::new(0),
-            learn_limit: AtomicU32::new(5),
+            learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
         };
@@ -883,6 +887,28 @@ impl<F: Flavor> Protocol for Biasing<F> {
 
     fn new_thread_state(_: ThreadId, _: &Config) -> BiasThread {
         BiasThread::default()
+    }
+
+    /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.
+    const KNOB: Option<super::Knob> = if F::LEARN { Some(LEARN_LIMIT) } else { None };
+
+    /// Sets the learn limit N through [`Biasing::configure`], keeping the revocation in use
+    /// (re-applying it is idempotent: the barrier's registration is cached).
+    fn set_knob(rt: &Rt<F>, value: u32) -> Result<(), KnobError> {
+        let k = Self::KNOB.ok_or(KnobError::NoKnob)?;
+        if !(k.min..=k.max).contains(&value) {
+            return Err(KnobError::OutOfRange);
+        }
+        let revocation = rt.state().revocation();
+        let used = Self::configure(
+            rt,
+            BiasConfig {
+                revocation,
+                learn_limit: value,
+            },
+        );
+        debug_assert_eq!(used, revocation, "the mode in use stays available");
+        Ok(())
     }
 
     #[inline]

@@ -19,7 +19,8 @@
 //!
 //! [`BiasConfig::learn_limit`]: super::biased::BiasConfig::learn_limit
 
-use super::biased::{Biasing, Flavor};
+use super::biased::{Biasing, Flavor, DEFAULT_LEARN_LIMIT};
+use super::Knob;
 
 /// FABLE heuristics (seed 002 §3.1–§3.2): learn mode, per-object adaptation, sticky owner.
 #[derive(Debug)]
@@ -34,3 +35,110 @@ impl Flavor for FableHeuristics {
 
 /// `fable`: FABLE biased locking (seed 002 §3).
 pub type Fable = Biasing<FableHeuristics>;
+
+/// FABLE's only tunable heuristic (§3.1: "The only tunable heuristic in FABLE is the learn
+/// limit"), as [`Protocol::KNOB`](super::Protocol::KNOB) of `fable`: N = 1…10 as §5.3 sweeps
+/// it on AllocLock (Figure 16; Figures 9 and 13 sweep the same range), default 5. Any N ≥ 1 is
+/// accepted: the per-thread `learnCount` is a `u32` that never exceeds N.
+pub const LEARN_LIMIT: Knob = Knob {
+    name: "learn-limit",
+    seed: "002 §3.1, §5.3 Fig. 16",
+    values: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    default: DEFAULT_LEARN_LIMIT,
+    min: 1,
+    max: u32::MAX,
+};
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::protocol::biased::{BiasConfig, BiasMode, BiasWord, Biased, Transition};
+    use crate::protocol::thin::Thin;
+    use crate::protocol::{KnobError, Protocol};
+    use crate::revoke::Revocation;
+    use crate::runtime::Runtime;
+    use std::sync::Arc;
+
+    /// AllocLock's loop (§5.3): `objects` fresh objects, each locked `k` times by one thread.
+    /// Returns how many of them became biased.
+    fn alloc_lock(rt: &Arc<Runtime<Fable>>, objects: u32, k: u32) -> u64 {
+        let me = rt.attach().unwrap();
+        let before = Fable::transitions(rt, Transition::LearnToBiased);
+        for _ in 0..objects {
+            let h = BiasWord::default();
+            for _ in 0..k {
+                drop(me.enter(&h).unwrap());
+            }
+            assert_ne!(h.mode(), BiasMode::Thin, "one thread never makes it thin");
+        }
+        Fable::transitions(rt, Transition::LearnToBiased) - before
+    }
+
+    /// The knob is the learn limit that §3.1's random counting uses: with 2 locks per object
+    /// (one counted acquisition after clear → learn) N = 1 biases every object, N = 10 one in
+    /// ten, the default one in five; and k = N shows §5.3's resonance — every other object
+    /// biases on its second acquisition.
+    #[test]
+    fn learn_limit_knob_sets_how_often_objects_bias() {
+        let fresh = |n: Option<u32>| {
+            let rt = Runtime::<Fable>::with_defaults();
+            if let Some(n) = n {
+                Fable::set_knob(&rt, n).unwrap();
+            }
+            rt
+        };
+        assert_eq!(alloc_lock(&fresh(Some(1)), 100, 2), 100);
+        assert_eq!(alloc_lock(&fresh(Some(10)), 100, 2), 10);
+        assert_eq!(alloc_lock(&fresh(None), 100, 2), 20, "default N = 5");
+        assert_eq!(
+            alloc_lock(&fresh(Some(4)), 100, 4),
+            50,
+            "resonance at k = N"
+        );
+        // Set while the runtime is in use: later learn-mode acquisitions use the new N.
+        let rt = fresh(Some(10));
+        assert_eq!(alloc_lock(&rt, 100, 2), 10);
+        Fable::set_knob(&rt, 1).unwrap();
+        assert_eq!(alloc_lock(&rt, 100, 2), 100);
+    }
+
+    /// The knob leaves the revocation mode alone, the default matches `BiasConfig`, and
+    /// protocols without a knob (or values out of range) are refused, not ignored.
+    #[test]
+    fn knob_keeps_revocation_and_refuses_misuse() {
+        let k = Fable::KNOB.expect("fable has a knob");
+        assert_eq!(k, LEARN_LIMIT);
+        assert_eq!(k.default, BiasConfig::default().learn_limit);
+        assert!(k.values.windows(2).all(|w| w[0] < w[1]));
+        assert!(k.values.iter().all(|v| (k.min..=k.max).contains(v)));
+        let rt = Runtime::<Fable>::with_defaults();
+        assert_eq!(rt.state().learn_limit(), k.default);
+        Fable::configure(
+            &rt,
+            BiasConfig {
+                revocation: Revocation::AsyncHandshake,
+                learn_limit: 7,
+            },
+        );
+        Fable::set_knob(&rt, 3).unwrap();
+        assert_eq!(rt.state().revocation(), Revocation::AsyncHandshake);
+        assert_eq!(rt.state().learn_limit(), 3);
+        assert_eq!(Fable::set_knob(&rt, 0), Err(KnobError::OutOfRange));
+        assert_eq!(
+            rt.state().learn_limit(),
+            3,
+            "a refused value changes nothing"
+        );
+
+        assert_eq!(
+            Biased::KNOB,
+            None,
+            "KKO biases on first acquire: nothing to learn"
+        );
+        let rt = Runtime::<Biased>::with_defaults();
+        assert_eq!(Biased::set_knob(&rt, 3), Err(KnobError::NoKnob));
+        assert_eq!(Thin::KNOB, None);
+        let rt = Runtime::<Thin>::with_defaults();
+        assert_eq!(Thin::set_knob(&rt, 3), Err(KnobError::NoKnob));
+    }
+}

@@ -117,7 +117,59 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// The thread is detaching (its handle is dropped, after its unstructured locks were
     /// released): it will make no further call. No-op by default.
     fn on_detach(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+
+    /// The protocol's one tunable heuristic, if its seed names one (FABLE's learn limit,
+    /// seed 002 §3.1). Harnesses sweep [`Knob::values`] through [`set_knob`](Self::set_knob)
+    /// without knowing which protocol they tune. `None` by default.
+    const KNOB: Option<Knob> = None;
+
+    /// Sets [`KNOB`](Self::KNOB) to `value` in `rt`, leaving every other setting of `rt` as
+    /// it is. Meant for start-up, before threads attach; a change while threads run takes
+    /// effect at their next slow path. By default `Err(KnobError::NoKnob)`: a protocol without
+    /// a knob refuses rather than ignores, so that no harness labels a figure with a setting
+    /// that had no effect. `Err(KnobError::OutOfRange)` if `value` is outside
+    /// [`Knob::min`]`..=`[`Knob::max`].
+    fn set_knob(_rt: &Runtime<Self>, _value: u32) -> Result<(), KnobError> {
+        Err(KnobError::NoKnob)
+    }
 }
+
+/// A protocol's tunable heuristic (see [`Protocol::KNOB`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Knob {
+    /// Short name, used in row names (`fable[learn-limit=3]`): lower case, no spaces.
+    pub name: &'static str,
+    /// Where the seed defines it and sweeps it (e.g. `"002 §3.1, §5.3 Fig. 16"`).
+    pub seed: &'static str,
+    /// The values the seed's experiments sweep, ascending.
+    pub values: &'static [u32],
+    /// The value a fresh runtime has.
+    pub default: u32,
+    /// Smallest accepted value.
+    pub min: u32,
+    /// Largest accepted value.
+    pub max: u32,
+}
+
+/// Why [`Protocol::set_knob`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobError {
+    /// The protocol has no knob ([`Protocol::KNOB`] is `None`).
+    NoKnob,
+    /// The value is outside [`Knob::min`]`..=`[`Knob::max`].
+    OutOfRange,
+}
+
+impl std::fmt::Display for KnobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::NoKnob => "the protocol has no tuning knob",
+            Self::OutOfRange => "the value is outside the knob's range",
+        })
+    }
+}
+
+impl std::error::Error for KnobError {}
 
 /// Something to run once per protocol type (see [`visit_all`]).
 pub trait ProtocolVisitor {
