@@ -352,6 +352,34 @@ impl FatMonitor {
         idle
     }
 
+    /// [`try_begin_deflation`](Self::try_begin_deflation) for a deflater that has itself
+    /// announced ([`add_contention`](Self::add_contention) returned `true`) and then checked
+    /// that the header names this monitor: that announcement pins the monitor to the object,
+    /// so that the system lock taken here is the lock of *that object's* monitor, never of a
+    /// monitor that was deflated, freed and handed to another inflater meanwhile (whose
+    /// `enter_inflated_for` would then find it locked). Swings the contention count from 1 (the
+    /// caller's own) to `DEFLATING`. On `false` the caller still holds its announcement and
+    /// must [`remove_contention`](Self::remove_contention); on `true` the announcement has
+    /// become the claim and [`finish_deflation`](Self::finish_deflation) ends both.
+    pub fn try_begin_deflation_pinned(&self) -> bool {
+        if self.contentions.load(Ordering::Relaxed) != 1 || self.lock.has_waiters() {
+            return false;
+        }
+        if !self.lock.try_lock() {
+            return false;
+        }
+        let idle = self.owner.load(Ordering::Relaxed) == 0
+            && lock(&self.waiters).is_empty()
+            && self
+                .contentions
+                .compare_exchange(1, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok();
+        if !idle {
+            self.lock.unlock();
+        }
+        idle
+    }
+
     /// Ends a deflation begun by [`try_begin_deflation`](Self::try_begin_deflation), after
     /// the header no longer names this monitor: the monitor is fresh again (free to be freed
     /// or reused). Threads that announced themselves meanwhile back off by themselves.
