@@ -32,7 +32,7 @@
 //!
 //! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter).
 
-use crate::monitor::FatMonitor;
+use crate::monitor::{FatMonitor, PinnedClaim};
 use crate::protocol::mark::{index_of, monitor_word, names, MARK_HOST_BITS, MONITOR, UNLOCKED};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
@@ -131,16 +131,29 @@ pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: Monito
     // has not locked it yet. Taking its system lock then would make that inflation fail. So
     // pin it first, as any other user of a monitor found in a header does, and only then
     // touch its lock.
-    if !m.add_contention() {
-        return false;
-    }
-    if !P::names(rt, h, h.load(Ordering::SeqCst), idx) {
-        m.remove_contention();
-        return false;
-    }
-    if !m.try_begin_deflation_pinned() {
-        m.remove_contention();
-        return false;
+    loop {
+        if !m.add_contention() {
+            return false;
+        }
+        if !P::names(rt, h, h.load(Ordering::SeqCst), idx) {
+            m.remove_contention();
+            return false;
+        }
+        match m.try_begin_deflation_pinned() {
+            PinnedClaim::Claimed => break,
+            PinnedClaim::Busy => {
+                m.remove_contention();
+                return false;
+            }
+            // Two deflaters announced at once refuse each other; the last one to leave tries
+            // again, so that an idle monitor is not left behind. (Any other announced thread
+            // enters, waits or asks for the owner; an enterer deflates at its own exit.)
+            PinnedClaim::Contended => {
+                if !m.remove_contention_was_last() {
+                    return false;
+                }
+            }
+        }
     }
     let mut cur = h.load(Ordering::Acquire);
     let restored = loop {

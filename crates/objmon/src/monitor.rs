@@ -356,28 +356,38 @@ impl FatMonitor {
     /// announced ([`add_contention`](Self::add_contention) returned `true`) and then checked
     /// that the header names this monitor: that announcement pins the monitor to the object,
     /// so that the system lock taken here is the lock of *that object's* monitor, never of a
-    /// monitor that was deflated, freed and handed to another inflater meanwhile (whose
+    /// monitor that was deflated, freed and handed to another inflation meanwhile (whose
     /// `enter_inflated_for` would then find it locked). Swings the contention count from 1 (the
-    /// caller's own) to `DEFLATING`. On `false` the caller still holds its announcement and
-    /// must [`remove_contention`](Self::remove_contention); on `true` the announcement has
-    /// become the claim and [`finish_deflation`](Self::finish_deflation) ends both.
-    pub fn try_begin_deflation_pinned(&self) -> bool {
-        if self.contentions.load(Ordering::Relaxed) != 1 || self.lock.has_waiters() {
-            return false;
+    /// caller's own) to `DEFLATING`. On [`Claimed`](PinnedClaim::Claimed) the announcement has
+    /// become the claim and [`finish_deflation`](Self::finish_deflation) ends both; otherwise
+    /// the caller still holds its announcement.
+    pub(crate) fn try_begin_deflation_pinned(&self) -> PinnedClaim {
+        if self.contentions.load(Ordering::SeqCst) != 1 {
+            return PinnedClaim::Contended;
         }
-        if !self.lock.try_lock() {
-            return false;
+        if self.lock.has_waiters() || !self.lock.try_lock() {
+            return PinnedClaim::Busy;
         }
-        let idle = self.owner.load(Ordering::Relaxed) == 0
-            && lock(&self.waiters).is_empty()
-            && self
-                .contentions
-                .compare_exchange(1, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok();
-        if !idle {
-            self.lock.unlock();
-        }
-        idle
+        let claim = if self.owner.load(Ordering::Relaxed) != 0 || !lock(&self.waiters).is_empty() {
+            PinnedClaim::Busy
+        } else if self
+            .contentions
+            .compare_exchange(1, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            PinnedClaim::Contended
+        } else {
+            return PinnedClaim::Claimed;
+        };
+        self.lock.unlock();
+        claim
+    }
+
+    /// [`remove_contention`](Self::remove_contention) that tells whether it was the last
+    /// announcement (the count is now 0).
+    #[inline]
+    pub(crate) fn remove_contention_was_last(&self) -> bool {
+        self.contentions.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
     /// Ends a deflation begun by [`try_begin_deflation`](Self::try_begin_deflation), after
@@ -397,4 +407,16 @@ impl std::fmt::Debug for FatMonitor {
             .field("lock", &self.lock)
             .finish()
     }
+}
+
+/// What [`FatMonitor::try_begin_deflation_pinned`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PinnedClaim {
+    /// The caller deflates the monitor.
+    Claimed,
+    /// Owned, entered or waited on: not idle.
+    Busy,
+    /// Idle as far as the caller could see, but another thread was announced too (maybe
+    /// another deflater, refused because of the caller).
+    Contended,
 }
