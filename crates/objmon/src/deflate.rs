@@ -28,9 +28,12 @@
 //! rule to the deflater itself: HotSpot's deflater takes monitors from its in-use list, but
 //! here it has an index read from a header (or the monitor it just exited), which may be stale
 //! — deflated by another thread, freed and handed to a new inflation that has not locked it
-//! yet — and a `try_lock` on it would make that inflation fail.
+//! yet — and a `try_lock` on it would make that inflation fail. Since the deflater's own
+//! announcement counts in step 3, two deflaters of one monitor at once refuse each other; the
+//! one whose announcement is the last to go tries again.
 //!
-//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter).
+//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter, a
+//! stale deflater against the reallocation of its monitor).
 
 use crate::monitor::{FatMonitor, PinnedClaim};
 use crate::protocol::mark::{index_of, monitor_word, names, MARK_HOST_BITS, MONITOR, UNLOCKED};
