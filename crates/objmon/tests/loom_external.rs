@@ -38,6 +38,7 @@ fn config() -> Config {
             spin_limit: 0,
             fair_handoff: None,
         },
+        ..Config::default()
     }
 }
 
