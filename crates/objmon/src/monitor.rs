@@ -383,6 +383,14 @@ impl FatMonitor {
         claim
     }
 
+    /// Sets the owner of a monitor taken with
+    /// [`enter_inflated_for`](Self::enter_inflated_for) that no header names yet (so nobody
+    /// else can read the field): `stack` locks its monitor before the INFLATING marker and
+    /// learns the owner from the lock record only after.
+    pub(crate) fn set_unpublished_owner(&self, owner_raw: u32) {
+        self.owner.store(owner_raw, Ordering::Relaxed);
+    }
+
     /// [`remove_contention`](Self::remove_contention) that tells whether it was the last
     /// announcement (the count is now 0).
     #[inline]
