@@ -330,7 +330,9 @@ impl FatMonitor {
     /// lock (HotSpot sets `owner = DEFLATER_MARKER`), checks the wait set, then swings the
     /// contention count from 0 to `DEFLATING` (HotSpot: `contentions` 0 → `-max_jint`). On
     /// `true` the caller holds the monitor exclusively and must call
-    /// [`finish_deflation`](Self::finish_deflation).
+    /// [`finish_deflation`](Self::finish_deflation). Only for a caller that knows the monitor
+    /// is still in use for its object (not freed and reallocated meanwhile); a deflater that
+    /// found it through a header uses the pinned form, as `crate::deflate` does.
     pub fn try_begin_deflation(&self) -> bool {
         // Cheap refusal first: taking and dropping the system lock while threads queue on it
         // would wake one of them for nothing.
