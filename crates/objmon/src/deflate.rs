@@ -9,9 +9,10 @@
 //!
 //! | step | HotSpot                                   | here                                        |
 //! |------|-------------------------------------------|---------------------------------------------|
+//! | 0    | (the deflater walks the in-use list)      | announce, check the header names the monitor |
 //! | 1    | CAS `owner` null → `DEFLATER_MARKER`       | `try_lock` of the monitor's system lock    |
 //! | 2    | wait set empty, `contentions == 0`         | wait set empty                              |
-//! | 3    | CAS `contentions` 0 → `-max_jint`          | CAS `contentions` 0 → `DEFLATING` (bit 31)  |
+//! | 3    | CAS `contentions` 0 → `-max_jint`          | CAS `contentions` 1 (its own) → `DEFLATING` |
 //! | 4    | restore the header (CAS)                   | CAS monitor word → `host | 01`             |
 //! | 5    | free after a handshake                     | unlock, clear `DEFLATING`, free at once     |
 //!
@@ -23,11 +24,18 @@
 //! stays so until the announcement ends. Waiters stay announced for their whole wait (a
 //! notified waiter is out of the wait set but not yet back in the monitor). Step 5 may free
 //! at once, without HotSpot's handshake, because the table is type-stable: a late reader of
-//! the index finds *a* monitor and the re-check above sends it away.
+//! the index finds *a* monitor and the re-check above sends it away. Step 0 applies the same
+//! rule to the deflater itself: HotSpot's deflater takes monitors from its in-use list, but
+//! here it has an index read from a header (or the monitor it just exited), which may be stale
+//! — deflated by another thread, freed and handed to a new inflation that has not locked it
+//! yet — and a `try_lock` on it would make that inflation fail. Since the deflater's own
+//! announcement counts in step 3, two deflaters of one monitor at once refuse each other; the
+//! one whose announcement is the last to go tries again.
 //!
-//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter).
+//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter, a
+//! stale deflater against the reallocation of its monitor).
 
-use crate::monitor::FatMonitor;
+use crate::monitor::{FatMonitor, PinnedClaim};
 use crate::protocol::mark::{index_of, monitor_word, names, MARK_HOST_BITS, MONITOR, UNLOCKED};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
@@ -121,8 +129,34 @@ pub(crate) fn deflate_idle<P: Locate>(rt: &Runtime<P>, h: &AtomicU64) -> bool {
 /// Steps 1–5 of the module documentation for monitor `idx`, which `h` named when read.
 pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) -> bool {
     let m = rt.monitors().get(idx);
-    if !m.try_begin_deflation() {
-        return false;
+    // `idx` may be stale: since it was read (or since the caller exited it), the monitor may
+    // have been deflated by another thread, freed, and allocated for another inflation that
+    // has not locked it yet. Taking its system lock then would make that inflation fail. So
+    // pin it first, as any other user of a monitor found in a header does, and only then
+    // touch its lock.
+    loop {
+        if !m.add_contention() {
+            return false;
+        }
+        if !P::names(rt, h, h.load(Ordering::SeqCst), idx) {
+            m.remove_contention();
+            return false;
+        }
+        match m.try_begin_deflation_pinned() {
+            PinnedClaim::Claimed => break,
+            PinnedClaim::Busy => {
+                m.remove_contention();
+                return false;
+            }
+            // Two deflaters announced at once refuse each other; the last one to leave tries
+            // again, so that an idle monitor is not left behind. (Any other announced thread
+            // enters, waits or asks for the owner; an enterer deflates at its own exit.)
+            PinnedClaim::Contended => {
+                if !m.remove_contention_was_last() {
+                    return false;
+                }
+            }
+        }
     }
     let mut cur = h.load(Ordering::Acquire);
     let restored = loop {
@@ -402,6 +436,58 @@ mod tests {
             owner.join().unwrap();
         });
         assert_eq!(rt.owner_of(&held), None);
+    }
+
+    /// Bug (stress: `stack` "wait: IllegalMonitorState", `lightweight-seed` "enter:
+    /// IllegalMonitorState", and the C toy VM hanging behind a worker that bailed out on that
+    /// error while holding a lock): a deflater whose index had gone stale — the monitor was
+    /// deflated by another thread, freed, and allocated for another inflation since — took
+    /// that monitor's system lock, so the inflation's `enter_inflated_for` found its fresh
+    /// monitor locked and failed. Here one thread keeps deflating through the stale index while
+    /// the other keeps allocating that very monitor (the free list is last in, first out) and
+    /// entering it fresh: every such enter must succeed.
+    #[test]
+    fn stale_deflater_never_locks_a_reallocated_monitor() {
+        use crate::protocol::mark::index_of;
+        use crate::MarkWord;
+        let rt = Runtime::<Lightweight>::new(Config {
+            deflation: DeflationPolicy::OnRequest,
+            ..Config::default()
+        });
+        let h = MarkWord::default();
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&h).unwrap();
+            g.wait(Some(Duration::ZERO)).unwrap();
+        }
+        let idx = index_of(h.raw());
+        assert!(super::deflate_idle(&rt, &h.0));
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    assert!(!super::try_deflate(&rt, &h.0, idx), "h names no monitor");
+                }
+            });
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                for _ in 0..200_000 {
+                    let i = rt.monitors().allocate().unwrap();
+                    assert_eq!(i, idx, "the free list hands the same monitor back");
+                    let m = rt.monitors().get(i);
+                    assert_eq!(
+                        m.enter_inflated_for(crate::monitor::ANONYMOUS_OWNER, 0),
+                        Ok(()),
+                        "a fresh monitor is never locked by a stale deflater"
+                    );
+                    m.abandon_fresh();
+                    rt.monitors().free(i);
+                }
+            }));
+            stop.store(true, Ordering::Relaxed);
+            if let Err(p) = r {
+                std::panic::resume_unwind(p);
+            }
+        });
     }
 
     #[test]

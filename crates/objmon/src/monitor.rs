@@ -330,7 +330,9 @@ impl FatMonitor {
     /// lock (HotSpot sets `owner = DEFLATER_MARKER`), checks the wait set, then swings the
     /// contention count from 0 to `DEFLATING` (HotSpot: `contentions` 0 → `-max_jint`). On
     /// `true` the caller holds the monitor exclusively and must call
-    /// [`finish_deflation`](Self::finish_deflation).
+    /// [`finish_deflation`](Self::finish_deflation). Only for a caller that knows the monitor
+    /// is still in use for its object (not freed and reallocated meanwhile); a deflater that
+    /// found it through a header uses the pinned form, as `crate::deflate` does.
     pub fn try_begin_deflation(&self) -> bool {
         // Cheap refusal first: taking and dropping the system lock while threads queue on it
         // would wake one of them for nothing.
@@ -352,6 +354,52 @@ impl FatMonitor {
         idle
     }
 
+    /// [`try_begin_deflation`](Self::try_begin_deflation) for a deflater that has itself
+    /// announced ([`add_contention`](Self::add_contention) returned `true`) and then checked
+    /// that the header names this monitor: that announcement pins the monitor to the object,
+    /// so that the system lock taken here is the lock of *that object's* monitor, never of a
+    /// monitor that was deflated, freed and handed to another inflation meanwhile (whose
+    /// `enter_inflated_for` would then find it locked). Swings the contention count from 1 (the
+    /// caller's own) to `DEFLATING`. On [`Claimed`](PinnedClaim::Claimed) the announcement has
+    /// become the claim and [`finish_deflation`](Self::finish_deflation) ends both; otherwise
+    /// the caller still holds its announcement.
+    pub(crate) fn try_begin_deflation_pinned(&self) -> PinnedClaim {
+        if self.contentions.load(Ordering::SeqCst) != 1 {
+            return PinnedClaim::Contended;
+        }
+        if self.lock.has_waiters() || !self.lock.try_lock() {
+            return PinnedClaim::Busy;
+        }
+        let claim = if self.owner.load(Ordering::Relaxed) != 0 || !lock(&self.waiters).is_empty() {
+            PinnedClaim::Busy
+        } else if self
+            .contentions
+            .compare_exchange(1, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            PinnedClaim::Contended
+        } else {
+            return PinnedClaim::Claimed;
+        };
+        self.lock.unlock();
+        claim
+    }
+
+    /// Sets the owner of a monitor taken with
+    /// [`enter_inflated_for`](Self::enter_inflated_for) that no header names yet (so nobody
+    /// else can read the field): `stack` locks its monitor before the INFLATING marker and
+    /// learns the owner from the lock record only after.
+    pub(crate) fn set_unpublished_owner(&self, owner_raw: u32) {
+        self.owner.store(owner_raw, Ordering::Relaxed);
+    }
+
+    /// [`remove_contention`](Self::remove_contention) that tells whether it was the last
+    /// announcement (the count is now 0).
+    #[inline]
+    pub(crate) fn remove_contention_was_last(&self) -> bool {
+        self.contentions.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+
     /// Ends a deflation begun by [`try_begin_deflation`](Self::try_begin_deflation), after
     /// the header no longer names this monitor: the monitor is fresh again (free to be freed
     /// or reused). Threads that announced themselves meanwhile back off by themselves.
@@ -369,4 +417,16 @@ impl std::fmt::Debug for FatMonitor {
             .field("lock", &self.lock)
             .finish()
     }
+}
+
+/// What [`FatMonitor::try_begin_deflation_pinned`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PinnedClaim {
+    /// The caller deflates the monitor.
+    Claimed,
+    /// Owned, entered or waited on: not idle.
+    Busy,
+    /// Idle as far as the caller could see, but another thread was announced too (maybe
+    /// another deflater, refused because of the caller).
+    Contended,
 }

@@ -281,3 +281,56 @@ fn lightweight_owner_query_vs_reshuffle() {
         assert_eq!(rt.owner_of(&b), None);
     });
 }
+
+/// Bug (stress: `stack` "wait: IllegalMonitorState", `lightweight-seed` "enter:
+/// IllegalMonitorState"): a deflater whose index went stale took the system lock of the
+/// monitor that another inflation had just allocated (the same index: the free list is last in,
+/// first out), so that inflation's `enter_inflated_for` failed. Both threads deflate `a` on
+/// request; the second then inflates `b` (wait needs a monitor), which gets `a`'s old monitor
+/// when it was freed. Every operation must succeed, and `a` is deflated exactly once.
+fn stale_deflater_vs_reallocation<P: Protocol>(deflate_idle: fn(&Runtime<P>, &P::Header) -> bool)
+where
+    P::Header: 'static,
+{
+    model(move || {
+        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+        let (a, b) = (
+            Arc::new(P::Header::default()),
+            Arc::new(P::Header::default()),
+        );
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&a).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        }
+        let (rt2, a2) = (rt.clone(), a.clone());
+        let deflater = thread::spawn(move || deflate_idle(&rt2, &a2));
+        let mine = deflate_idle(&rt, &a);
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&b).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        }
+        let theirs = deflater.join().unwrap();
+        // Two deflaters announced at once refuse each other, but the last to leave retries.
+        assert!(mine != theirs, "`a` deflated exactly once");
+        let s = rt.stats_snapshot();
+        assert_eq!(
+            (s.deflations, s.live_monitors),
+            (1, 1),
+            "`b`'s monitor stays"
+        );
+        assert_eq!(rt.owner_of(&a), None);
+        assert_eq!(rt.owner_of(&b), None);
+    });
+}
+
+#[test]
+fn stack_stale_deflater_vs_reallocation() {
+    stale_deflater_vs_reallocation::<Stack>(Stack::deflate_idle);
+}
+
+#[test]
+fn lightweight_seed_stale_deflater_vs_reallocation() {
+    stale_deflater_vs_reallocation::<LightweightSeed>(LightweightSeed::deflate_idle);
+}

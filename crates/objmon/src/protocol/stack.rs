@@ -293,10 +293,16 @@ impl Stack {
             yield_now();
             return Ok(());
         };
+        let m = rt.monitors().get(idx);
+        // Locked before the header becomes INFLATING: nothing may fail between that and
+        // publishing the monitor, or every thread would wait for the header forever. The real
+        // owner is filled in once the record has been read.
+        m.enter_inflated_for(ANONYMOUS_OWNER, 1)?;
         if h.0
             .compare_exchange(w, INFLATING, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
+            m.abandon_fresh();
             rt.monitors().free(idx);
             return Ok(());
         }
@@ -314,9 +320,8 @@ impl Stack {
         let r = unsafe { &*(w as usize as *const LockRecord) };
         let displaced = r.displaced.load(Ordering::Relaxed);
         let owner = r.owner.load(Ordering::Relaxed);
-        let m = rt.monitors().get(idx);
         // The count is 1 for the base record; recursive records stay with the owner.
-        m.enter_inflated_for(owner, 1)?;
+        m.set_unpublished_owner(owner);
         h.0.store(monitor_word(displaced, idx), Ordering::Release);
         rt.stats().inflated(InflationCause::Contention);
         Ok(())
