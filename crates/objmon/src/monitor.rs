@@ -137,7 +137,10 @@ impl FatMonitor {
         Ok(())
     }
 
-    /// The owner, if any (a racy snapshot unless the caller owns the monitor).
+    /// The owner, if any (a racy snapshot unless the caller owns the monitor). A monitor held
+    /// by [`ANONYMOUS_OWNER`] (installed by a contender of `lightweight`, before the real owner
+    /// claims it) reports `None` here: the monitor does not know its owner yet, and the
+    /// protocol's `owner_of` finds it on the lock stacks.
     #[inline]
     pub fn owner(&self) -> Option<ThreadId> {
         ThreadId::from_raw(self.owner.load(Ordering::Relaxed))

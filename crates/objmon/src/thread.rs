@@ -38,10 +38,12 @@ impl ThreadId {
         NonZeroU16::new(raw).map(Self)
     }
 
-    /// Converts a raw id field read from a header or monitor (0 meaning "nobody").
+    /// Converts a raw id field read from a header or monitor: `None` for 0 ("nobody") and for
+    /// anything outside `1..=32767` (such as a monitor's anonymous-owner marker), so a
+    /// `ThreadId` always names a possible thread.
     #[inline]
     pub(crate) fn from_raw(raw: u32) -> Option<Self> {
-        NonZeroU16::new(raw as u16).map(Self)
+        u16::try_from(raw).ok().and_then(Self::new)
     }
 }
 
@@ -274,5 +276,22 @@ impl<P: Protocol> Registry<P> {
     /// The largest id this registry hands out.
     pub fn max_threads(&self) -> u16 {
         self.max
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A `ThreadId` always names a possible thread: raw fields outside 1..=32767 (0, or a
+    /// monitor's anonymous-owner marker u32::MAX) are no thread.
+    #[test]
+    fn from_raw_rejects_out_of_range_ids() {
+        assert_eq!(ThreadId::from_raw(0), None);
+        assert_eq!(ThreadId::from_raw(u32::MAX), None);
+        assert_eq!(ThreadId::from_raw(0xffff), None);
+        assert_eq!(ThreadId::from_raw(0x8000), None);
+        assert_eq!(ThreadId::from_raw(0x7fff).map(ThreadId::get), Some(0x7fff));
+        assert_eq!(ThreadId::from_raw(1).map(ThreadId::get), Some(1));
     }
 }
