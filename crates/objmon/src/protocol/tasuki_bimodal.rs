@@ -470,13 +470,7 @@ impl Protocol for Tasuki {
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
     ) -> Result<(), MonitorError> {
-        let old = h.lock.0.load(Ordering::Relaxed) & HOST_BITS_MASK;
-        let new = old | t.core().id_shifted16();
-        if h.lock
-            .0
-            .compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        if h.lock.try_lock_unlocked(t.core().id_shifted16()) {
             return Ok(());
         }
         Self::enter_slow(rt, t, h)

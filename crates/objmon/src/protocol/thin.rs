@@ -192,12 +192,7 @@ impl Protocol for Thin {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
-        let old = h.0.load(Ordering::Relaxed) & HOST_BITS_MASK;
-        let new = old | t.core().id_shifted16();
-        if h.0
-            .compare_exchange(old, new, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        if h.try_lock_unlocked(t.core().id_shifted16()) {
             return Ok(());
         }
         Self::enter_slow(rt, t, h)

@@ -33,6 +33,24 @@ impl LockWord {
         (self.0.load(Ordering::Relaxed) & HOST_BITS_MASK) as u8
     }
 
+    /// Seed 000 §2.3.1, the whole uncontended lock: one load, one compare-and-swap of
+    /// `host → host | id_shifted16` (the lock field must be 0: unlocked, not inflated).
+    /// `id_shifted16` is the thread index already shifted into place
+    /// ([`ThreadCore::id_shifted16`](crate::ThreadCore::id_shifted16)). Shared by every
+    /// protocol whose lock word has the thin shape.
+    #[inline]
+    pub fn try_lock_unlocked(&self, id_shifted16: u32) -> bool {
+        let old = self.0.load(Ordering::Relaxed) & HOST_BITS_MASK;
+        self.0
+            .compare_exchange(
+                old,
+                old | id_shifted16,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// The whole word, for introspection and tests (a racy snapshot).
     #[inline]
     pub fn raw(&self) -> u32 {
