@@ -330,35 +330,9 @@ impl FatMonitor {
     }
 
     /// Claims the monitor for deflation if nobody owns, enters or waits on it: takes its system
-    /// lock (HotSpot sets `owner = DEFLATER_MARKER`), checks the wait set, then swings the
-    /// contention count from 0 to `DEFLATING` (HotSpot: `contentions` 0 → `-max_jint`). On
-    /// `true` the caller holds the monitor exclusively and must call
-    /// [`finish_deflation`](Self::finish_deflation). Only for a caller that knows the monitor
-    /// is still in use for its object (not freed and reallocated meanwhile); a deflater that
-    /// found it through a header uses the pinned form, as `crate::deflate` does.
-    pub fn try_begin_deflation(&self) -> bool {
-        // Cheap refusal first: taking and dropping the system lock while threads queue on it
-        // would wake one of them for nothing.
-        if self.contentions.load(Ordering::Relaxed) != 0 || self.lock.has_waiters() {
-            return false;
-        }
-        if !self.lock.try_lock() {
-            return false;
-        }
-        let idle = self.owner.load(Ordering::Relaxed) == 0
-            && lock(&self.waiters).is_empty()
-            && self
-                .contentions
-                .compare_exchange(0, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok();
-        if !idle {
-            self.lock.unlock();
-        }
-        idle
-    }
-
-    /// [`try_begin_deflation`](Self::try_begin_deflation) for a deflater that has itself
-    /// announced ([`add_contention`](Self::add_contention) returned `true`) and then checked
+    /// lock (HotSpot sets `owner = DEFLATER_MARKER`), checks the wait set, and swings the
+    /// contention count to `DEFLATING` (HotSpot: `contentions` → `-max_jint`). For a deflater
+    /// that has itself announced ([`add_contention`](Self::add_contention) returned `true`) and then checked
     /// that the header names this monitor: that announcement pins the monitor to the object,
     /// so that the system lock taken here is the lock of *that object's* monitor, never of a
     /// monitor that was deflated, freed and handed to another inflation meanwhile (whose
@@ -403,7 +377,7 @@ impl FatMonitor {
         self.contentions.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
-    /// Ends a deflation begun by [`try_begin_deflation`](Self::try_begin_deflation), after
+    /// Ends a deflation begun by [`try_begin_deflation_pinned`](Self::try_begin_deflation_pinned), after
     /// the header no longer names this monitor: the monitor is fresh again (free to be freed
     /// or reused). Threads that announced themselves meanwhile back off by themselves.
     pub fn finish_deflation(&self) {
