@@ -6,6 +6,8 @@
 //! A lost wake-up shows up as loom's "deadlock" (every thread parked).
 #![cfg(loom)]
 
+mod common;
+
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -16,14 +18,7 @@ use objmon::{
 use std::time::Duration;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(
-        std::env::var("LOOM_MAX_PREEMPTIONS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3),
-    );
-    b.check(f);
+    common::builder(3).check(f);
 }
 
 fn config(system_lock: SystemLockConfig) -> Config {

@@ -11,6 +11,8 @@
 //! --test loom_biased`.
 #![cfg(loom)]
 
+mod common;
+
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -26,16 +28,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// `bound`: the default preemption bound (three-thread models use 2 to stay small).
 fn model_with(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
+    let mut b = common::builder(bound);
     // Spin-waits with a yield per round (handshakes, thin contention) make long but finite
     // executions.
     b.max_branches = 10_000;
-    b.preemption_bound = Some(
-        std::env::var("LOOM_MAX_PREEMPTIONS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(bound),
-    );
     b.check(f);
 }
 

@@ -7,6 +7,8 @@
 //! --test loom_external`. A lost wake-up shows up as loom's "deadlock" (every thread parked).
 #![cfg(loom)]
 
+mod common;
+
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -17,13 +19,7 @@ use objmon::{
 use std::time::Duration;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(
-        std::env::var("LOOM_MAX_PREEMPTIONS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3),
-    );
+    let mut b = common::builder(3);
     // The bucket locks spin (yielding) while their holder works: allow the extra branches.
     b.max_branches = 100_000;
     b.check(f);

@@ -7,6 +7,8 @@
 //! --test loom_hotspot`.
 #![cfg(loom)]
 
+mod common;
+
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -17,14 +19,7 @@ use objmon::{
 use std::time::Duration;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(
-        std::env::var("LOOM_MAX_PREEMPTIONS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3),
-    );
-    b.check(f);
+    common::builder(3).check(f);
 }
 
 fn config(deflation: DeflationPolicy) -> Config {
