@@ -74,6 +74,7 @@ struct ReadmeDoctests;
 
 pub mod deflate;
 mod error;
+mod hash;
 pub mod monitor;
 pub mod park;
 pub mod protocol;

@@ -53,7 +53,7 @@
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Lightweight::relocate`].
 
-use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MARK_KEPT_BITS, MONITOR};
 use super::omt::ObjectMonitorTable;
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
@@ -241,7 +241,7 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
     ) -> Result<(), u64> {
         h.compare_exchange(
             cur,
-            (cur & MARK_HOST_BITS) | mark::UNLOCKED,
+            (cur & MARK_KEPT_BITS) | mark::UNLOCKED,
             Ordering::SeqCst,
             Ordering::Acquire,
         )?;
@@ -685,7 +685,44 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
                 }
             }
         }
+        // The object is dead: its hash goes with it.
         h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = mark::HASH_BITS;
+
+    /// HotSpot's lightweight locking: one compare-and-swap into bits 62..32 in whatever state
+    /// the word is — unlocked, fast-locked (the owner's unlocking CAS then fails once and its
+    /// slow path retries with the hash in place) or monitor. Every write of the word by this
+    /// protocol and by deflation is a full-word compare-and-swap (only `reclaim`, which holds
+    /// `&mut`, stores), so no write can erase a concurrently installed hash; inflation and
+    /// deflation keep it in place ([`mark::monitor_word`], `uninstall`).
+    fn identity_hash(
+        _rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<u32, MonitorError> {
+        let mut w = h.0.load(Ordering::Acquire);
+        if mark::hash_of(w) != 0 {
+            return Ok(mark::hash_of(w));
+        }
+        let v = crate::hash::fresh(t.core(), mark::HASH_BITS);
+        loop {
+            match h.0.compare_exchange_weak(
+                w,
+                mark::with_hash(w, v),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(v),
+                Err(now) if mark::hash_of(now) != 0 => return Ok(mark::hash_of(now)),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    fn peek_identity_hash(_rt: &Runtime<Self>, h: &MarkWord) -> Option<u32> {
+        Some(mark::hash_of(h.0.load(Ordering::Acquire))).filter(|&v| v != 0)
     }
 }
 
@@ -726,7 +763,7 @@ mod tests {
     use crate::{DeflationPolicy, Runtime};
     use std::time::Duration;
 
-    const HOST: u64 = 0xdead_beef_0000_00a4;
+    const HOST: u64 = 0x8000_0000_0000_00a4;
 
     fn rt_with(deflation: DeflationPolicy) -> std::sync::Arc<Runtime<Lightweight>> {
         Runtime::new(Config {

@@ -60,6 +60,13 @@
 //!   and competes for it as a contender, so a racing enter is never lost; this holds also for a
 //!   waiter that re-acquires the monitor after a deflation (see `Tasuki::contend`).
 //!
+//! Identity hash (32 bits, 0 = none): neither word has room, so it lives in the object's
+//! monitor — the one the aux word names, installed by one compare-and-swap without waiting
+//! for the lock's owner, and bound to the object until `reclaim`. Deflation changes only the
+//! lock word and leaves that monitor in the aux word, so it never loses a hash and needs no
+//! check for one; the flat fast paths never look at it. Cost of a hash: one monitor per hashed
+//! object (as for any contended one), kept until `reclaim`.
+//!
 //! Contention with a full monitor table falls back to spinning with back-off on the flat lock
 //! (still correct); wait / notify and count overflow then fail with `MonitorTableFull`.
 
@@ -590,6 +597,24 @@ impl Protocol for Tasuki {
         let w = h.lock.0.load(Ordering::Relaxed);
         h.lock.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
         h.aux.store(a & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = 32;
+
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &TasukiHeader,
+    ) -> Result<u32, MonitorError> {
+        let (m, _) = Self::object_monitor(rt, h)?;
+        Ok(match m.identity_hash() {
+            Some(v) => v,
+            None => m.install_hash(crate::hash::fresh(t.core(), Self::HASH_BITS)),
+        })
+    }
+
+    fn peek_identity_hash(rt: &Runtime<Self>, h: &TasukiHeader) -> Option<u32> {
+        index_in(h.aux.load(Ordering::Acquire)).and_then(|i| rt.monitors().get(i).identity_hash())
     }
 }
 

@@ -25,8 +25,22 @@
 //! and inflates it (§2.3.4). A fat lock stays fat for the object's lifetime (until `reclaim`).
 //! If the monitor table is full, contention inflation is skipped (the thin lock is still held
 //! correctly); overflow and wait / notify then fail with `MonitorTableFull`.
+//!
+//! Identity hash (32 bits, 0 = none): the 32-bit word has no room, so the hash lives in the
+//! fat monitor ([`FatMonitor::identity_hash`]) and hashing inflates the object, which then
+//! stays fat (thin locks never deflate): **a hashed object costs a monitor**. An unlocked
+//! object is inflated by one compare-and-swap from the free word to the inflated word with a
+//! fresh, unowned monitor (no owner exists to break the discipline); the owner inflates its own
+//! thin lock as for wait. A thin lock held by *another* thread may be written only by its
+//! owner, and waiting for the release could deadlock two threads that hash each other's
+//! objects; so the hash is then recorded in the runtime's side table (by header address, see
+//! `hash.rs`) and moved into the monitor by the next hash call that can inflate. Every such
+//! decision is taken under the side table's mutex; once the monitor holds the hash, reading it
+//! is one load of the word and one of the monitor. A full monitor table leaves the hash in the
+//! side table: hashing never fails. The fast paths do not change.
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
+use crate::hash::{self, SideHashes};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{spin_hint, yield_now, Ordering};
@@ -284,7 +298,124 @@ impl Protocol for Thin {
                 rt.monitors().free(idx);
             }
         }
+        // The object is dead: a hash it had in the side table goes with it (the monitor's
+        // went with the monitor, see `MonitorTable::free`).
+        rt.side_hashes().lock().remove(&addr(h));
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = 32;
+
+    /// See the module documentation. Fast: an inflated word whose monitor has the hash.
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<u32, MonitorError> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            if let Some(v) = monitor_of(rt, w).identity_hash() {
+                return Ok(v);
+            }
+        }
+        Self::hash_slow(rt, t, h)
+    }
+
+    fn peek_identity_hash(rt: &Runtime<Self>, h: &LockWord) -> Option<u32> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            if let Some(v) = monitor_of(rt, w).identity_hash() {
+                return Some(v);
+            }
+        }
+        let side = rt.side_hashes().lock();
+        // Under the table's mutex: a hash is either still here or already in the monitor.
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            if let Some(v) = monitor_of(rt, w).identity_hash() {
+                return Some(v);
+            }
+        }
+        side.get(&addr(h)).copied()
+    }
+}
+
+#[inline]
+fn addr(h: &LockWord) -> usize {
+    h as *const LockWord as usize
+}
+
+impl Thin {
+    /// The hash of an object whose word shows none yet, decided under the side table's mutex.
+    #[cold]
+    fn hash_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<u32, MonitorError> {
+        let side: &SideHashes = rt.side_hashes();
+        let mut table = side.lock();
+        let a = addr(h);
+        let me = t.core().id_shifted16();
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & SHAPE != 0 {
+                // Inflated (by us just now, or by an owner for contention / wait, which did
+                // not look at the table): the monitor takes a pending hash, or a new one.
+                let m = monitor_of(rt, w);
+                if let Some(v) = m.identity_hash() {
+                    return Ok(v);
+                }
+                let v = table
+                    .remove(&a)
+                    .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
+                // Monitor hashes of this protocol are written only under the mutex we hold.
+                return Ok(m.install_hash(v));
+            }
+            let v = match table.get(&a) {
+                Some(&v) => v,
+                None => hash::fresh(t.core(), Self::HASH_BITS),
+            };
+            if w & LOCK_MASK == 0 {
+                // Free: nobody owns it, so a compare-and-swap straight to the inflated word
+                // with an unowned monitor that already holds the hash breaks no discipline
+                // (lockers CAS from the free word too, and fail).
+                let Ok(idx) = rt.monitors().allocate() else {
+                    table.insert(a, v);
+                    return Ok(v);
+                };
+                let m = rt.monitors().get(idx);
+                m.install_hash(v);
+                if h.0
+                    .compare_exchange(
+                        w,
+                        SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    table.remove(&a);
+                    rt.stats().inflated(InflationCause::IdentityHash);
+                    return Ok(v);
+                }
+                // A locker got there first: look again.
+                rt.monitors().free(idx);
+                continue;
+            }
+            if w & OWNER_MASK == me {
+                // Ours: inflate it as for wait, then the loop's first branch stores the hash.
+                if Self::inflate(rt, t, h, w, thin_locks(w), InflationCause::IdentityHash).is_err()
+                {
+                    table.insert(a, v);
+                    return Ok(v);
+                }
+                continue;
+            }
+            // Held by another thread: only it may write the word. Park the hash here.
+            table.insert(a, v);
+            return Ok(v);
+        }
     }
 }
 
