@@ -967,4 +967,21 @@ mod tests {
         rt.reclaim(&mut h);
         assert_eq!(rt.stats_snapshot().live_monitors, 1, "only the leaked one");
     }
+
+    /// The hash goes into bits 31..8 of the host word; the host's 8 bits stay.
+    #[test]
+    fn hash_in_host_word() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let mut h = HostWord::new(0x3c);
+        let g = me.enter(&h).unwrap();
+        let v = me.identity_hash(&h).unwrap();
+        assert!((1..1 << 24).contains(&v));
+        assert_eq!(h.raw(), v << 8 | 0x3c);
+        drop(g);
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        assert_eq!(h.bits(), 0x3c);
+        rt.reclaim(&mut h);
+        assert_eq!(h.raw(), 0x3c);
+    }
 }

@@ -1022,4 +1022,45 @@ mod tests {
         assert_eq!(new.raw(), HOST | 0b01);
         type P = Lightweight;
     }
+
+    /// The hash goes into bits 62..32 in every state and stays there through fast-locking,
+    /// inflation, deflation on request and relocation; host bits never change.
+    #[test]
+    fn hash_in_mark_word_survives_everything() {
+        for policy in [DeflationPolicy::OnRequest, DeflationPolicy::default()] {
+            let rt = rt_with(policy);
+            let me = rt.attach().unwrap();
+            let h = MarkWord::new(HOST);
+            let g = me.enter(&h).unwrap();
+            let v = me.identity_hash(&h).unwrap();
+            assert_eq!(
+                h.raw(),
+                HOST | u64::from(v) << 32,
+                "fast-locked, hash in place"
+            );
+            g.wait(Some(Duration::ZERO)).unwrap();
+            assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+            assert_eq!(mark::hash_of(h.raw()), v);
+            drop(g);
+            if policy == DeflationPolicy::OnRequest {
+                assert!(Lightweight::deflate_idle(&rt, &h));
+            }
+            assert_eq!(
+                h.raw(),
+                HOST | u64::from(v) << 32 | 0b01,
+                "deflated, hash kept"
+            );
+            assert_eq!(h.host_bits(), HOST & MARK_HOST_BITS);
+            assert_eq!(rt.stats_snapshot().inflations_identity_hash, 0);
+            // The GC moves the (locked) object: the hash moves with the word.
+            me.monitor_enter(&h).unwrap();
+            let new = MarkWord::default();
+            new.0.store(h.raw(), Ordering::Relaxed);
+            Lightweight::relocate(&rt, &h, &new);
+            assert_eq!(me.identity_hash(&new), Ok(v));
+            assert_eq!(rt.peek_identity_hash(&new), Some(v));
+            assert_eq!(Lightweight::exit(&rt, me.context(), &new), Ok(()));
+            assert_eq!(rt.peek_identity_hash(&new), Some(v));
+        }
+    }
 }

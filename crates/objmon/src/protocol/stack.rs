@@ -953,4 +953,78 @@ mod tests {
         assert_eq!(rt.owner_of(&h), None);
         assert!(me.try_enter(&h).unwrap().is_none());
     }
+
+    /// Legacy stack-locking: a hash taken while unlocked travels in the displaced header (no
+    /// inflation to read it back); a first hash of a stack-locked object inflates it, and the
+    /// exit's deflation (or deflate_idle) keeps the hash; relocation moves it.
+    #[test]
+    fn hash_displaced_or_inflated() {
+        let rt = Runtime::<Stack>::new(crate::Config {
+            deflation: DeflationPolicy::OnRequest,
+            ..crate::Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let v = me.identity_hash(&h).unwrap();
+        assert_eq!(h.raw(), HOST | u64::from(v) << 32 | 0b01);
+        let g = me.enter(&h).unwrap();
+        assert!(me.context().local().owns_word(h.raw()), "stack-locked");
+        assert_eq!(me.identity_hash(&h), Ok(v), "read from our own record");
+        assert!(
+            me.context().local().owns_word(h.raw()),
+            "no inflation needed"
+        );
+        assert_eq!(rt.peek_identity_hash(&h), None, "hidden in the record");
+        assert_eq!(Stack::peek_identity_hash_at_safepoint(&rt, &h), Some(v));
+        drop(g);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+
+        let h2 = StackWord::new(HOST);
+        let _a = me.enter(&h2).unwrap();
+        let b = me.enter(&h2).unwrap();
+        let w = me.identity_hash(&h2).unwrap();
+        assert_eq!(h2.raw() & LOCK_BITS, MONITOR, "inflated to hold the hash");
+        assert_eq!(rt.stats_snapshot().inflations_identity_hash, 1);
+        assert_eq!(me.lock_count(&h2), 2);
+        assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+        drop(b);
+        drop(_a);
+        assert!(Stack::deflate_idle(&rt, &h2));
+        assert_eq!(h2.raw(), HOST | u64::from(w) << 32 | 0b01);
+        assert_eq!(h2.host_bits(), Some(HOST & MARK_HOST_BITS));
+
+        // Relocation of a stack-locked, hashed object: the word (a record address) is copied
+        // and the record's displaced header still has the hash.
+        me.monitor_enter(&h).unwrap();
+        let new = StackWord::default();
+        new.0.store(h.raw(), Ordering::Relaxed);
+        Stack::relocate(&rt, &h, &new);
+        assert_eq!(me.identity_hash(&new), Ok(v));
+        assert_eq!(Stack::exit(&rt, me.context(), &new), Ok(()));
+        assert_eq!(rt.peek_identity_hash(&new), Some(v));
+    }
+
+    /// A thread that does not own a stack-locked object inflates it to hash it, without
+    /// waiting for the owner's unlock.
+    #[test]
+    fn hash_of_another_threads_stack_lock_inflates() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let g = me.enter(&h).unwrap();
+        let v = std::thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&h).unwrap())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        drop(g);
+        assert_eq!(
+            h.raw(),
+            HOST | u64::from(v) << 32 | 0b01,
+            "deflated at exit"
+        );
+    }
 }

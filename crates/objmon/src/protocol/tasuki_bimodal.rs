@@ -782,4 +782,29 @@ mod tests {
         let st = rt.stats_snapshot();
         assert!(st.deflations > 0 && st.inflations() > 0);
     }
+
+    /// The hash lives in the object's monitor (named by the aux word), which deflation leaves
+    /// in place: inflate, deflate, re-inflate, the hash stays.
+    #[test]
+    fn hash_survives_deflation() {
+        let rt = Runtime::<Tasuki>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = TasukiHeader::new(0x11, 0x22);
+        let v = me.identity_hash(&h).unwrap();
+        assert!(
+            !h.is_inflated(),
+            "hashing alone does not inflate the lock word"
+        );
+        for _ in 0..2 {
+            let g = me.enter(&h).unwrap();
+            g.wait(Some(Duration::ZERO)).unwrap();
+            assert!(h.is_inflated());
+            assert_eq!(me.identity_hash(&h), Ok(v));
+            drop(g);
+            assert!(!h.is_inflated(), "deflated at exit");
+            assert_eq!(rt.peek_identity_hash(&h), Some(v));
+        }
+        assert_eq!((h.lock_word().host_bits(), h.aux_host_bits()), (0x11, 0x22));
+        assert_eq!(rt.stats_snapshot().deflations, 2);
+    }
 }

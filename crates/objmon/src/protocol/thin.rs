@@ -534,4 +534,42 @@ mod tests {
         assert_eq!(me.lock_count(&h), 2);
         assert_eq!(rt.stats_snapshot().inflations_wait_notify, 1);
     }
+
+    /// Hashing a free object inflates it with one CAS (the monitor holds the hash, host bits
+    /// stay); a lock held by another thread parks the hash in the side table, and the next
+    /// hash after the release moves it into a monitor. Either way the object stays fat.
+    #[test]
+    fn hash_inflates_or_parks() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = LockWord::new(0x5a);
+        let v = me.identity_hash(&h).unwrap();
+        assert_eq!(h.raw() >> 31, 1, "inflated to hold the hash");
+        assert_eq!(h.raw() & 0xff, 0x5a);
+        assert_eq!(monitor_of(&rt, h.raw()).identity_hash(), Some(v));
+        drop(me.enter(&h).unwrap());
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        assert_eq!(rt.stats_snapshot().inflations_identity_hash, 1);
+
+        let h2 = LockWord::new(0xa5);
+        let g = me.enter(&h2).unwrap();
+        let w = std::thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&h2).unwrap())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(
+            h2.raw() >> 31,
+            0,
+            "held by another thread: the word is not touched"
+        );
+        assert_eq!(rt.side_hashes().lock().get(&addr(&h2)), Some(&w));
+        assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+        drop(g);
+        assert_eq!(h2.raw(), 0xa5, "the owner's plain-store unlock");
+        assert_eq!(me.identity_hash(&h2), Ok(w));
+        assert_eq!(h2.raw() >> 31, 1);
+        assert!(rt.side_hashes().lock().is_empty(), "moved into the monitor");
+        assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+    }
 }
