@@ -45,7 +45,9 @@ where
     P::Header: 'static,
 {
     let mut b = common::builder(bound);
-    b.max_branches = 10_000;
+    // Large enough that a broken protocol fails on its assertion rather than on the path
+    // length of an execution that spins after the breakage.
+    b.max_branches = 1_000_000;
     b.check(move || {
         let rt = Runtime::<P>::new(config());
         let h = Arc::new(P::Header::default());
@@ -118,7 +120,7 @@ fn cacao_hash_vs_lock() {
 #[test]
 fn biased_hash_revokes_first() {
     let mut b = common::builder(2);
-    b.max_branches = 10_000;
+    b.max_branches = 1_000_000;
     b.check(|| {
         let rt = Runtime::<Biasing<Kko>>::new(config());
         Biasing::<Kko>::configure(
