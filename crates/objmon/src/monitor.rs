@@ -8,6 +8,7 @@
 //! | `owner`   | the holder of `lock`            | raw [`ThreadId`] of the owner, 0 = none   |
 //! | `count`   | the owner                       | number of locks (not locks − 1, §2.3)     |
 //! | `waiters` | owner (enqueue, notify) / waiter (leave on timeout or interrupt) | wait set |
+//! | `hash`    | first hasher (CAS 0 → hash); the table when freed | identity hash (`fat`, `thin`, `tasuki`, biased) |
 //!
 //! Wait semantics (JLS §17.2): wait releases the monitor whatever the recursion depth and
 //! restores the depth before it returns; notify moves the longest waiter out of the wait set,

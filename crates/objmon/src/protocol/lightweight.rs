@@ -7,10 +7,19 @@
 //!
 //! | bits   | unlocked | fast-locked | monitor                    | monitor, `lightweight-table` |
 //! |--------|----------|-------------|----------------------------|------------------------------|
-//! | 63..32 | host     | host        | host                       | host                         |
+//! | 63     | host     | host        | host                       | host                         |
+//! | 62..32 | hash     | hash        | hash                       | hash                         |
 //! | 31..8  | 0        | 0           | monitor index (bit 31 = 0) | 0 (index in the side table)  |
 //! | 7..2   | host     | host        | host                       | host                         |
 //! | 1..0   | `01`     | `00`        | `10`                       | `10`                         |
+//!
+//! Identity hash (31 bits, 0 = none; HotSpot's): installed with one compare-and-swap in every
+//! state, including fast-locked ("HotSpot's lightweight locking stores the hash in the header
+//! even while fast-locked") and monitor; inflation and deflation keep it in place, so a hash
+//! costs nothing beyond the word. The host keeps 7 bits (63, 7..2), down from 38. Every write
+//! of the word is a full-word compare-and-swap (only `reclaim`, holding `&mut`, stores), so no
+//! path can erase a hash installed concurrently: the owner's fast unlock then fails its CAS
+//! once and unlocks in `finish_release` with the hash in place.
 //!
 //! [`LightweightTable`] (`lightweight-table`) finds the monitor by the header's address in an
 //! [`ObjectMonitorTable`], as HotSpot does with `-XX:+UseObjectMonitorTable`: inflation and
