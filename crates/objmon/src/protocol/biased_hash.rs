@@ -18,6 +18,10 @@
 //! again** — HotSpot's rule that a hashed object is not biasable — and costs a monitor. The
 //! side table (see `hash.rs`) is what keeps a hash from waiting for another thread's unlock;
 //! the next hasher that finds the word free or fat moves the parked hash into the monitor.
+//! One exception to "never biased again": a `fable` object hashed while another thread held
+//! it in learn mode keeps its learn word, and its guess may still bias it before the next
+//! hash call moves the parked hash into a monitor (after a revocation). The hash itself is
+//! safe in the table throughout; only the bias comes one revocation later than HotSpot's.
 //! Every decision is taken under the side table's mutex, re-reading the word there; revoking
 //! and inflating happen outside it. The fast paths of `biased.rs` are untouched: no word they
 //! compare ever carries hash bits.
