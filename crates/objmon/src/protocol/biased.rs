@@ -1016,7 +1016,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
 
     const HASH_BITS: u32 = 32;
 
-    /// See [`super::biased_hash`].
+    /// See [`biased_hash`](super::biased_hash).
     fn identity_hash(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<u32, MonitorError> {
         Self::identity_hash_impl(rt, t, h)
     }

@@ -2,7 +2,7 @@
 //!
 //! "Biased locks must revoke first" (issue 7): a biased word belongs to its bias owner's plain
 //! stores, so a hasher that finds an object biased to another thread revokes the bias with the
-//! protocols' own revocation ([`Biasing::revoke`]) before anything else, exactly as enter does.
+//! protocols' own revocation (`Biasing::revoke`) before anything else, exactly as enter does.
 //! After that the word is clear, learn, thin or fat, and the hash goes where `thin` keeps it
 //! (seed 000's discipline holds here too, see `biased.rs`): in the fat monitor.
 //!
@@ -11,7 +11,7 @@
 //! | fat                                           | the monitor's hash (one load each)          |
 //! | biased to another thread                      | revoke, look again                          |
 //! | free (clear, biased to me with rc 0, learn or thin with rc 0) | one CAS to fat with a fresh unowned monitor holding the hash |
-//! | held by me (biased, learn or thin)            | inflate as for wait ([`Biasing::inflate_own`]) |
+//! | held by me (biased, learn or thin)            | inflate as for wait (`Biasing::inflate_own`) |
 //! | held by another thread (learn or thin)        | park the hash in the runtime's side table    |
 //!
 //! Fat is terminal in these protocols (no deflation), so **a hashed object is never biased

@@ -705,7 +705,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     /// slow path retries with the hash in place) or monitor. Every write of the word by this
     /// protocol and by deflation is a full-word compare-and-swap (only `reclaim`, which holds
     /// `&mut`, stores), so no write can erase a concurrently installed hash; inflation and
-    /// deflation keep it in place ([`mark::monitor_word`], `uninstall`).
+    /// deflation keep it in place (`mark::monitor_word`, `uninstall`).
     fn identity_hash(
         _rt: &Runtime<Self>,
         t: &ThreadContext<Self>,

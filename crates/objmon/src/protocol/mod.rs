@@ -13,7 +13,7 @@ use crate::MonitorError;
 use std::time::Instant;
 
 pub mod biased;
-mod biased_hash;
+pub mod biased_hash;
 pub mod cacao;
 pub mod fable;
 pub mod fat;
