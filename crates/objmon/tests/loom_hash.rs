@@ -38,9 +38,11 @@ fn config() -> Config {
 }
 
 /// Thread A locks, optionally waits (zero timeout: inflates where wait needs a monitor),
-/// unlocks, then hashes; thread B hashes (and with `b_locks`, locks afterwards). Both hashes
-/// agree with each other and with the object's hash at the end; no lock is left held.
-fn hash_vs_lock<P: Protocol>(bound: usize, a_waits: bool, b_locks: bool)
+/// unlocks, then hashes (with `a_hashes_inside`: while it holds the lock, so that the owner's
+/// own inflation-for-hash races with B); thread B hashes (and with `b_locks`, locks
+/// afterwards). Both hashes agree with each other and with the object's hash at the end;
+/// mutual exclusion holds; no lock is left held.
+fn hash_vs_lock<P: Protocol>(bound: usize, a_waits: bool, b_locks: bool, a_hashes_inside: bool)
 where
     P::Header: 'static,
 {
@@ -60,9 +62,13 @@ where
             if a_waits {
                 g.wait(Some(Duration::ZERO)).unwrap();
             }
+            let inner = a_hashes_inside.then(|| me.identity_hash(&h2).unwrap());
+            assert_eq!(me.lock_count(&h2), 1, "hashing changed the count");
             inside2.store(false, Ordering::Relaxed);
             drop(g);
-            me.identity_hash(&h2).unwrap()
+            let v = me.identity_hash(&h2).unwrap();
+            assert!(inner.is_none() || inner == Some(v));
+            v
         });
         let me = rt.attach().unwrap();
         let vb = me.identity_hash(&h).unwrap();
@@ -84,34 +90,55 @@ where
 /// compare-and-swap fails and its slow path unlocks with the hash in place.
 #[test]
 fn lightweight_hash_vs_fast_unlock() {
-    hash_vs_lock::<Lightweight>(3, false, false);
+    hash_vs_lock::<Lightweight>(3, false, false, false);
 }
 
 /// The hasher finds the object stack-locked by the other thread and inflates it (INFLATING)
 /// while the owner tries to unlock; the owner's exit then deflates, keeping the hash.
 #[test]
 fn stack_inflate_to_hash_vs_unlock() {
-    hash_vs_lock::<Stack>(3, false, false);
+    hash_vs_lock::<Stack>(3, false, false, false);
 }
 
 /// The hasher CAS-inflates a free thin lock, or parks its hash while the other thread holds
 /// it; the owner, unlocking with a plain store, then hashes and must find the same value.
 #[test]
 fn thin_inflate_to_hash_vs_fast_unlock() {
-    hash_vs_lock::<Thin>(3, false, true);
+    hash_vs_lock::<Thin>(3, false, true, false);
+}
+
+/// The owner hashes its own fast-locked object (one CAS into the held word) while the other
+/// thread contends for it (anonymous-owner inflation) and hashes.
+#[test]
+fn lightweight_owner_hash_vs_contender() {
+    hash_vs_lock::<Lightweight>(2, false, true, true);
+}
+
+/// The owner inflates its own stack-lock to hash it while the other thread hashes (and so may
+/// inflate it with INFLATING) and then contends; the last exit deflates with the hash kept.
+#[test]
+fn stack_owner_inflates_for_hash_vs_contender() {
+    hash_vs_lock::<Stack>(2, false, true, true);
+}
+
+/// The owner inflates its thin lock for the hash while the other thread hashes (parking its
+/// hash in the side table, or finding the monitor) and then contends.
+#[test]
+fn thin_owner_inflates_for_hash_vs_contender() {
+    hash_vs_lock::<Thin>(2, false, true, true);
 }
 
 /// The hash lives in the object's monitor while the lock inflates for wait and deflates at
 /// exit.
 #[test]
 fn tasuki_hash_vs_deflation() {
-    hash_vs_lock::<Tasuki>(2, true, false);
+    hash_vs_lock::<Tasuki>(2, true, false, false);
 }
 
 /// The host word's CAS against locking through the external table.
 #[test]
 fn cacao_hash_vs_lock() {
-    hash_vs_lock::<Cacao>(3, false, true);
+    hash_vs_lock::<Cacao>(3, false, true, false);
 }
 
 /// The hasher finds the object biased to the main thread, which keeps locking it through the
