@@ -21,7 +21,7 @@
 //! by the next hasher that can write it. Every decision about a hash of such a protocol is
 //! taken under this table's mutex; a header that already shows its hash is read without it.
 
-use crate::sync::{lock, AtomicU32, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, AtomicU32, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::thread::ThreadCore;
 use std::collections::HashMap;
 
@@ -98,22 +98,90 @@ pub(crate) fn fresh(t: &ThreadCore, bits: u32) -> u32 {
 
 /// Hashes chosen while the header could not take them (see the module documentation), by
 /// header address.
-pub(crate) struct SideHashes(Mutex<HashMap<usize, u32>>);
+pub(crate) struct SideHashes {
+    map: Mutex<HashMap<usize, u32>>,
+    /// Entries in `map`, written under its mutex: lets `reclaim` and `peek` of an object that
+    /// has none skip the mutex while the table is empty (the common case: it holds only
+    /// hashes of objects locked by another thread when first hashed, until the next hash).
+    len: AtomicUsize,
+}
+
+/// The locked side table.
+pub(crate) struct SideGuard<'a> {
+    map: MutexGuard<'a, HashMap<usize, u32>>,
+    len: &'a AtomicUsize,
+}
+
+impl SideGuard<'_> {
+    pub(crate) fn get(&self, a: usize) -> Option<u32> {
+        self.map.get(&a).copied()
+    }
+
+    pub(crate) fn insert(&mut self, a: usize, v: u32) {
+        self.map.insert(a, v);
+        self.len.store(self.map.len(), Ordering::Release);
+    }
+
+    pub(crate) fn remove(&mut self, a: usize) -> Option<u32> {
+        let v = self.map.remove(&a);
+        self.len.store(self.map.len(), Ordering::Release);
+        v
+    }
+
+    /// The entry of `a`, made with `fresh` if there is none.
+    pub(crate) fn get_or_insert(&mut self, a: usize, fresh: impl FnOnce() -> u32) -> u32 {
+        match self.get(a) {
+            Some(v) => v,
+            None => {
+                let v = fresh();
+                self.insert(a, v);
+                v
+            }
+        }
+    }
+
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
 
 impl SideHashes {
     pub(crate) fn new() -> Self {
-        Self(Mutex::new(HashMap::new()))
+        Self {
+            map: Mutex::new(HashMap::new()),
+            len: AtomicUsize::new(0),
+        }
     }
 
     /// The table, locked: every decision about the hash of a side-table protocol's object.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<usize, u32>> {
-        lock(&self.0)
+    pub(crate) fn lock(&self) -> SideGuard<'_> {
+        SideGuard {
+            map: lock(&self.map),
+            len: &self.len,
+        }
+    }
+
+    /// Whether the table may hold an entry. `false` means: every hash ever parked has been
+    /// moved into its monitor (or reclaimed) before this call, and that move is visible to
+    /// the caller — so a caller that checks this *before* looking at the monitor misses no
+    /// hash (the move installs into the monitor before it removes the entry).
+    #[inline]
+    pub(crate) fn may_hold_any(&self) -> bool {
+        self.len.load(Ordering::Acquire) != 0
+    }
+
+    /// `reclaim`: forgets `a`'s entry, if any.
+    pub(crate) fn forget(&self, a: usize) {
+        if self.may_hold_any() {
+            self.lock().remove(a);
+        }
     }
 }
 
 impl std::fmt::Debug for SideHashes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SideHashes({})", self.lock().len())
+        write!(f, "SideHashes({})", self.len.load(Ordering::Relaxed))
     }
 }
 

@@ -188,3 +188,31 @@ fn biased_hash_revokes_first() {
         assert_eq!(rt.owner_of(&h), None);
     });
 }
+
+/// `thin`'s side table: a hash parked while the main thread held the lock, then moved into a
+/// monitor by the main thread's own hash after its unlock, while a third thread peeks. The
+/// peek comes after the parked hash was returned, so it must see it, in the table or in the
+/// monitor — never `None` (it reads the table's size before the word, and the move installs
+/// into the monitor before it empties the table).
+#[test]
+fn thin_peek_vs_moving_a_parked_hash() {
+    common::builder(3).check(|| {
+        let rt = Runtime::<Thin>::new(config());
+        let h = Arc::new(objmon::LockWord::default());
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        let (rt2, h2) = (rt.clone(), h.clone());
+        let v = thread::spawn(move || rt2.attach().unwrap().identity_hash(&h2).unwrap())
+            .join()
+            .unwrap();
+        let (rt3, h3) = (rt.clone(), h.clone());
+        let peeker = thread::spawn(move || rt3.peek_identity_hash(&h3));
+        drop(g);
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        assert_eq!(
+            peeker.join().unwrap(),
+            Some(v),
+            "a returned hash was not seen"
+        );
+    });
+}

@@ -109,13 +109,13 @@ impl<F: Flavor> Biasing<F> {
                     return Ok(v);
                 }
                 let v = table
-                    .remove(&a)
+                    .remove(a)
                     .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
                 // Monitor hashes of these protocols are written only under this mutex.
                 return Ok(m.install_hash(v));
             }
-            let v = match table.get(&a) {
-                Some(&v) => v,
+            let v = match table.get(a) {
+                Some(v) => v,
                 None => hash::fresh(t.core(), Self::HASH_BITS),
             };
             if held {
@@ -137,7 +137,7 @@ impl<F: Flavor> Biasing<F> {
                 .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                table.remove(&a);
+                table.remove(a);
                 rt.stats().inflated(InflationCause::IdentityHash);
                 return Ok(v);
             }
@@ -158,13 +158,11 @@ impl<F: Flavor> Biasing<F> {
                 return v;
             }
             let v = table
-                .remove(&addr(h))
+                .remove(addr(h))
                 .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
             return m.install_hash(v);
         }
-        *table
-            .entry(addr(h))
-            .or_insert_with(|| hash::fresh(t.core(), Self::HASH_BITS))
+        table.get_or_insert(addr(h), || hash::fresh(t.core(), Self::HASH_BITS))
     }
 
     /// [`Protocol::peek_identity_hash`] of the biased protocols.
@@ -177,15 +175,20 @@ impl<F: Flavor> Biasing<F> {
                 .then(|| Self::monitor_of(rt, w).identity_hash())
                 .flatten()
         };
+        // The table first, the word second (see `SideHashes::may_hold_any`).
+        let parked = rt.side_hashes().may_hold_any();
         if let Some(v) = fat_hash(h.0.load(Ordering::Acquire)) {
             return Some(v);
         }
+        if !parked {
+            return None;
+        }
         let table = rt.side_hashes().lock();
-        fat_hash(h.0.load(Ordering::Acquire)).or_else(|| table.get(&addr(h)).copied())
+        fat_hash(h.0.load(Ordering::Acquire)).or_else(|| table.get(addr(h)))
     }
 
     /// `reclaim`: the object is dead, so is a hash parked for it.
     pub(crate) fn forget_identity_hash(rt: &Runtime<Self>, h: &super::biased::BiasWord) {
-        rt.side_hashes().lock().remove(&addr(h));
+        rt.side_hashes().forget(addr(h));
     }
 }

@@ -300,7 +300,7 @@ impl Protocol for Thin {
         }
         // The object is dead: a hash it had in the side table goes with it (the monitor's
         // went with the monitor, see `MonitorTable::free`).
-        rt.side_hashes().lock().remove(&addr(h));
+        rt.side_hashes().forget(addr(h));
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
     }
 
@@ -322,11 +322,16 @@ impl Protocol for Thin {
     }
 
     fn peek_identity_hash(rt: &Runtime<Self>, h: &LockWord) -> Option<u32> {
+        // The table first, the word second (see `SideHashes::may_hold_any`).
+        let parked = rt.side_hashes().may_hold_any();
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
             if let Some(v) = monitor_of(rt, w).identity_hash() {
                 return Some(v);
             }
+        }
+        if !parked {
+            return None;
         }
         let side = rt.side_hashes().lock();
         // Under the table's mutex: a hash is either still here or already in the monitor.
@@ -336,7 +341,7 @@ impl Protocol for Thin {
                 return Some(v);
             }
         }
-        side.get(&addr(h)).copied()
+        side.get(addr(h))
     }
 }
 
@@ -367,13 +372,13 @@ impl Thin {
                     return Ok(v);
                 }
                 let v = table
-                    .remove(&a)
+                    .remove(a)
                     .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
                 // Monitor hashes of this protocol are written only under the mutex we hold.
                 return Ok(m.install_hash(v));
             }
-            let v = match table.get(&a) {
-                Some(&v) => v,
+            let v = match table.get(a) {
+                Some(v) => v,
                 None => hash::fresh(t.core(), Self::HASH_BITS),
             };
             if w & LOCK_MASK == 0 {
@@ -395,7 +400,7 @@ impl Thin {
                     )
                     .is_ok()
                 {
-                    table.remove(&a);
+                    table.remove(a);
                     rt.stats().inflated(InflationCause::IdentityHash);
                     return Ok(v);
                 }
@@ -563,7 +568,7 @@ mod tests {
             0,
             "held by another thread: the word is not touched"
         );
-        assert_eq!(rt.side_hashes().lock().get(&addr(&h2)), Some(&w));
+        assert_eq!(rt.side_hashes().lock().get(addr(&h2)), Some(w));
         assert_eq!(rt.peek_identity_hash(&h2), Some(w));
         drop(g);
         assert_eq!(h2.raw(), 0xa5, "the owner's plain-store unlock");
