@@ -171,6 +171,16 @@ impl SideHashes {
         self.len.load(Ordering::Acquire) != 0
     }
 
+    /// GC hook: the object whose header was at `from` now has its header at `to`.
+    pub(crate) fn relocate(&self, from: usize, to: usize) {
+        if self.may_hold_any() {
+            let mut t = self.lock();
+            if let Some(v) = t.remove(from) {
+                t.insert(to, v);
+            }
+        }
+    }
+
     /// `reclaim`: forgets `a`'s entry, if any.
     pub(crate) fn forget(&self, a: usize) {
         if self.may_hold_any() {

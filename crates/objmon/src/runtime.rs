@@ -514,6 +514,18 @@ impl<P: Protocol> Runtime<P> {
     pub(crate) fn side_hashes(&self) -> &crate::hash::SideHashes {
         &self.side_hashes
     }
+
+    /// GC hook for a moving collector: the object whose header was at `from` now has its
+    /// header at `to` (the host copied the word verbatim). Needed by `thin`, `biased` and
+    /// `fable` for every moved object, locked or not: an object first hashed while another
+    /// thread held its lock keeps its hash in a table keyed by the header's address until
+    /// its next hash call (see each protocol's documentation); a no-op for the other
+    /// protocols, and nearly free while that table is empty. Call while no thread uses
+    /// either header (a safepoint).
+    pub fn relocate_identity_hash(&self, from: *const P::Header, to: &P::Header) {
+        self.side_hashes
+            .relocate(from as usize, to as *const P::Header as usize);
+    }
 }
 
 /// Identity hashes (issue 7 item 2).

@@ -37,7 +37,8 @@
 //! `hash.rs`) and moved into the monitor by the next hash call that can inflate. Every such
 //! decision is taken under the side table's mutex; once the monitor holds the hash, reading it
 //! is one load of the word and one of the monitor. A full monitor table leaves the hash in the
-//! side table: hashing never fails. The fast paths do not change.
+//! side table: hashing never fails. The fast paths do not change. A moving GC reports moves
+//! with [`Runtime::relocate_identity_hash`] (the table is keyed by address).
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::hash::{self, SideHashes};
@@ -576,5 +577,26 @@ mod tests {
         assert_eq!(h2.raw() >> 31, 1);
         assert!(rt.side_hashes().lock().is_empty(), "moved into the monitor");
         assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+    }
+
+    /// A parked hash follows its object when a moving GC reports the move.
+    #[test]
+    fn parked_hash_is_relocated() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let old = LockWord::new(0x11);
+        let g = me.enter(&old).unwrap();
+        let v = std::thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&old).unwrap())
+                .join()
+                .unwrap()
+        });
+        drop(g);
+        let new = LockWord::new(0);
+        new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
+        rt.relocate_identity_hash(&old, &new);
+        assert_eq!(rt.peek_identity_hash(&new), Some(v));
+        assert_eq!(me.identity_hash(&new), Ok(v));
+        assert_eq!(new.raw() & 0xff, 0x11);
     }
 }
