@@ -38,7 +38,9 @@
 //! decision is taken under the side table's mutex; once the monitor holds the hash, reading it
 //! is one load of the word and one of the monitor. A full monitor table leaves the hash in the
 //! side table: hashing never fails. The fast paths do not change. A moving GC reports moves
-//! with [`Runtime::relocate_identity_hash`] (the table is keyed by address).
+//! with [`Runtime::relocate_identity_hash`] (the table is keyed by address). Cost of a first
+//! hash: the runtime-wide side-table mutex plus a monitor allocation (all first hashes of a
+//! runtime serialize on that mutex; later ones read the monitor without it).
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::hash::{self, SideHashes};
