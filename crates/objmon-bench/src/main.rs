@@ -253,8 +253,8 @@ fn main() {
                 Ok(reports) => {
                     for (name, r) in reports {
                         println!(
-                            "{name:<14} ok: {} lock ops, {} waits, {} tokens, {} interrupts, {} re-attaches, {} live monitors",
-                            r.locks, r.waits, r.tokens, r.interrupts, r.reattaches, r.live_monitors
+                            "{name:<14} ok: {} lock ops, {} waits, {} tokens, {} interrupts, {} re-attaches, {} live monitors, {} hashes",
+                            r.locks, r.waits, r.tokens, r.interrupts, r.reattaches, r.live_monitors, r.hashes
                         );
                     }
                 }

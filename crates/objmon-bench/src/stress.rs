@@ -8,7 +8,11 @@
 //!   objects; a poster thread keeps posting tokens with notify / notifyAll to every channel that
 //!   has waiters, so an untimed waiter that never wakes means a lost wake-up;
 //! - **no thread stuck**: a watchdog fails the run when a worker makes no progress for longer
-//!   than the deadline (a hang: lost wake-up, leaked lock, deadlock inside objmon).
+//!   than the deadline (a hang: lost wake-up, leaked lock, deadlock inside objmon);
+//! - **an object's identity hash never changes**: workers hash plain and channel objects
+//!   (sometimes while holding them, nested) and every answer must equal the first one recorded
+//!   for the object; peek may say `None` (a stack-locked object) but never another value; at
+//!   the end, with every thread detached, peek must give each recorded hash back.
 //!
 //! Every run is determined by its seed (per-thread random streams; the interleaving is the OS's),
 //! and a violation report names the command that repeats it.
@@ -52,6 +56,8 @@ pub struct StressReport {
     pub reattaches: u64,
     /// Fat monitors alive at the end.
     pub live_monitors: usize,
+    /// Identity-hash calls.
+    pub hashes: u64,
 }
 
 /// A broken invariant, with what is needed to repeat the run.
@@ -124,6 +130,9 @@ struct Shared<P: Protocol> {
     violation: Mutex<Option<(&'static str, String)>>,
     stats: [AtomicU64; 5],
     start: Instant,
+    /// The first identity hash seen per object, 0 = none yet.
+    hashes: Vec<AtomicU32>,
+    hash_calls: AtomicU64,
 }
 
 impl<P: Protocol> Shared<P> {
@@ -160,6 +169,21 @@ impl<P: Protocol> Shared<P> {
                 "mutual exclusion",
                 format!("object {i}: thread {me} released while shadow said {prev}"),
             );
+        }
+    }
+
+    /// `v` is object `i`'s identity hash as just returned (`peeked`: by a peek): it must be
+    /// the first one recorded.
+    fn hashed(&self, i: usize, v: u32, what: &str) {
+        if let Err(first) =
+            self.hashes[i].compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            if first != v {
+                self.fail(
+                    "identity hash changed",
+                    format!("object {i}: {what} gave {v:#x}, first seen {first:#x}"),
+                );
+            }
         }
     }
 
@@ -345,6 +369,45 @@ fn worker<P: Protocol>(s: &Shared<P>, w: usize, seed: u64) {
                         );
                     }
                 }
+                // Identity hash of a plain or channel object, half the time while holding it
+                // (nested); the lock count must not change.
+                90..=93 => {
+                    let i = rng.below(s.headers.len());
+                    let h = &s.headers[i];
+                    let depth = rng.below(3);
+                    let mut guards = Vec::new();
+                    for _ in 0..depth {
+                        let Some(g) = check(s, "enter", me.enter(h)) else {
+                            return;
+                        };
+                        guards.push(g);
+                    }
+                    if depth > 0 && i < plain {
+                        s.claim(i, my);
+                    }
+                    let Some(v) = check(s, "identity_hash", me.identity_hash(h)) else {
+                        return;
+                    };
+                    s.hashed(i, v, "identity_hash");
+                    if let Some(p) = s.rt.peek_identity_hash(h) {
+                        s.hashed(i, p, "peek");
+                    }
+                    if me.lock_count(h) != depth as u32 {
+                        s.fail(
+                            "identity hash",
+                            format!(
+                                "object {i}: count {} after hashing at depth {depth}",
+                                me.lock_count(h)
+                            ),
+                        );
+                    }
+                    if depth > 0 && i < plain {
+                        s.bump(i);
+                        s.unclaim(i, my);
+                    }
+                    drop(guards);
+                    s.hash_calls.fetch_add(1, Ordering::Relaxed);
+                }
                 // Try-lock.
                 _ => {
                     let i = rng.below(plain);
@@ -427,6 +490,8 @@ pub fn run_protocol<P: Protocol>(config: &StressConfig) -> Result<StressReport, 
         violation: Mutex::new(None),
         stats: Default::default(),
         start: Instant::now(),
+        hashes: (0..n).map(|_| AtomicU32::new(0)).collect(),
+        hash_calls: AtomicU64::new(0),
         rt,
     };
     let running = AtomicUsize::new(config.threads);
@@ -499,6 +564,21 @@ pub fn run_protocol<P: Protocol>(config: &StressConfig) -> Result<StressReport, 
             config: config.clone(),
         });
     }
+    // Everybody is detached, so nothing is locked: peek is exact.
+    if let Some(i) = (0..n).find(|&i| {
+        let v = s.hashes[i].load(Ordering::Relaxed);
+        v != 0 && s.rt.peek_identity_hash(&s.headers[i]) != Some(v)
+    }) {
+        return Err(Violation {
+            kind: "identity hash changed",
+            detail: format!(
+                "object {i}: peek {:?} at the end, {:#x} recorded",
+                s.rt.peek_identity_hash(&s.headers[i]),
+                s.hashes[i].load(Ordering::Relaxed)
+            ),
+            config: config.clone(),
+        });
+    }
     let st = |i: usize| s.stats[i].load(Ordering::Relaxed);
     Ok(StressReport {
         locks: st(0),
@@ -507,6 +587,7 @@ pub fn run_protocol<P: Protocol>(config: &StressConfig) -> Result<StressReport, 
         interrupts: st(3),
         reattaches: st(4),
         live_monitors: s.rt.stats_snapshot().live_monitors,
+        hashes: s.hash_calls.load(Ordering::Relaxed),
     })
 }
 

@@ -340,6 +340,31 @@ enum objmon_status objmon_owner_of(const struct objmon_runtime *rt,
  */
 enum objmon_status objmon_stats_get(const struct objmon_runtime *rt, struct objmon_stats *out);
 
+/**
+ * The identity hash of the object whose header is `h` (Java's `System.identityHashCode`),
+ * written to `out`: installed on the first call, the same value ever after, from any thread,
+ * in every lock state. Never 0. Fails only with `OBJMON_E_MONITOR_TABLE_FULL` where the
+ * protocol must inflate to store it.
+ *
+ * # Safety
+ * As `objmon_enter`; `out` valid for writes.
+ */
+enum objmon_status objmon_identity_hash(const struct objmon_thread *t,
+                                        const struct objmon_header *h,
+                                        uint32_t *out);
+
+/**
+ * The identity hash installed in `h`, written to `out`, or 0 if none has been asked for
+ * (never installs one; for GCs and debuggers, from any thread). `stack` writes 0 while the
+ * object is stack-locked (the hash is in the owner's lock record).
+ *
+ * # Safety
+ * `rt` is live; `h` an initialised header of it; `out` valid for writes.
+ */
+enum objmon_status objmon_peek_identity_hash(const struct objmon_runtime *rt,
+                                             const struct objmon_header *h,
+                                             uint32_t *out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -144,6 +144,7 @@ trait DynRuntime: Send + Sync {
     fn interrupt(&self, id: ThreadId) -> Result<(), MonitorError>;
     fn stats(&self) -> StatsSnapshot;
     unsafe fn reclaim(&self, h: *mut objmon_header);
+    unsafe fn peek_identity_hash(&self, h: *const objmon_header) -> Option<u32>;
 }
 
 trait DynThread {
@@ -162,6 +163,7 @@ trait DynThread {
     unsafe fn lock_count(&self, h: *const objmon_header) -> u32;
     fn interrupted(&self) -> bool;
     fn detach(self: Box<Self>) -> usize;
+    unsafe fn identity_hash(&self, h: *const objmon_header) -> Result<u32, MonitorError>;
 }
 
 struct Rt<P: Protocol>(Arc<Runtime<P>>);
@@ -201,6 +203,10 @@ impl<P: Protocol> DynRuntime for Rt<P> {
         // SAFETY: forwarded contract; the host declares the object dead, so nobody else uses
         // the header now and a unique reference is sound.
         self.0.reclaim(unsafe { &mut *(h as *mut P::Header) })
+    }
+    unsafe fn peek_identity_hash(&self, h: *const objmon_header) -> Option<u32> {
+        // SAFETY: forwarded contract.
+        self.0.peek_identity_hash(unsafe { hdr::<P>(h) })
     }
 }
 
@@ -248,6 +254,9 @@ impl<P: Protocol> DynThread for Th<P> {
     }
     fn detach(self: Box<Self>) -> usize {
         self.0.detach()
+    }
+    unsafe fn identity_hash(&self, h: *const objmon_header) -> Result<u32, MonitorError> {
+        self.0.identity_hash(unsafe { hdr::<P>(h) })
     }
 }
 
@@ -731,6 +740,51 @@ pub unsafe extern "C" fn objmon_stats_get(
         };
         // SAFETY: contract.
         unsafe { out.write(v) };
+        OBJMON_OK
+    })
+}
+
+/// The identity hash of the object whose header is `h` (Java's `System.identityHashCode`),
+/// written to `out`: installed on the first call, the same value ever after, from any thread,
+/// in every lock state. Never 0. Fails only with `OBJMON_E_MONITOR_TABLE_FULL` where the
+/// protocol must inflate to store it.
+///
+/// # Safety
+/// As `objmon_enter`; `out` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_identity_hash(
+    t: *const objmon_thread,
+    h: *const objmon_header,
+    out: *mut u32,
+) -> objmon_status {
+    nonnull!(t, h, out);
+    // SAFETY: contract.
+    guarded(|| match unsafe { (*t).inner.identity_hash(h) } {
+        Ok(v) => {
+            // SAFETY: contract.
+            unsafe { out.write(v) };
+            OBJMON_OK
+        }
+        Err(e) => e.into(),
+    })
+}
+
+/// The identity hash installed in `h`, written to `out`, or 0 if none has been asked for
+/// (never installs one; for GCs and debuggers, from any thread). `stack` writes 0 while the
+/// object is stack-locked (the hash is in the owner's lock record).
+///
+/// # Safety
+/// `rt` is live; `h` an initialised header of it; `out` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_peek_identity_hash(
+    rt: *const objmon_runtime,
+    h: *const objmon_header,
+    out: *mut u32,
+) -> objmon_status {
+    nonnull!(rt, h, out);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        out.write((*rt).inner.peek_identity_hash(h).unwrap_or(0));
         OBJMON_OK
     })
 }

@@ -36,7 +36,7 @@
 //! stale deflater against the reallocation of its monitor).
 
 use crate::monitor::{FatMonitor, PinnedClaim};
-use crate::protocol::mark::{index_of, monitor_word, names, MARK_HOST_BITS, MONITOR, UNLOCKED};
+use crate::protocol::mark::{index_of, monitor_word, names, MARK_KEPT_BITS, MONITOR, UNLOCKED};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
 use crate::sync::{yield_now, AtomicU64, Ordering};
@@ -111,7 +111,7 @@ pub(crate) trait Locate: Protocol {
         let _ = (rt, idx);
         h.compare_exchange(
             cur,
-            (cur & MARK_HOST_BITS) | UNLOCKED,
+            (cur & MARK_KEPT_BITS) | UNLOCKED,
             Ordering::SeqCst,
             Ordering::Acquire,
         )

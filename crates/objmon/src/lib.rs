@@ -33,7 +33,10 @@
 //! verbatim and, at a safepoint, report the move: [`Lightweight::relocate`],
 //! [`Stack::relocate`]; the lock stacks and records are the GC roots to scan
 //! ([`Lightweight::locked_objects`], [`Stack::locked_objects`]). `fat` and `thin` keep no
-//! per-thread record of guard-held locks and need nothing but the verbatim copy. In every
+//! per-thread record of guard-held locks and need nothing but the verbatim copy. Identity
+//! hashes move with the word, except in `thin`, `biased` and `fable`, where a hash taken while
+//! another thread held the lock waits in a table keyed by address: report every move of such
+//! an object with [`Runtime::relocate_identity_hash`]. In every
 //! protocol an object locked *unstructured* must not move at all: the handle dereferences
 //! its recorded address when the thread detaches. (After `mem::forget` of a guard a locked
 //! header can move or die; no protocol ever dereferences a lock-stack entry or a record's
@@ -74,6 +77,7 @@ struct ReadmeDoctests;
 
 pub mod deflate;
 mod error;
+mod hash;
 pub mod monitor;
 pub mod park;
 pub mod protocol;

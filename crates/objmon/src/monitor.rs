@@ -8,6 +8,7 @@
 //! | `owner`   | the holder of `lock`            | raw [`ThreadId`] of the owner, 0 = none   |
 //! | `count`   | the owner                       | number of locks (not locks − 1, §2.3)     |
 //! | `waiters` | owner (enqueue, notify) / waiter (leave on timeout or interrupt) | wait set |
+//! | `hash`    | first hasher (CAS 0 → hash); the table when freed | identity hash (`fat`, `thin`, `tasuki`, biased) |
 //!
 //! Wait semantics (JLS §17.2): wait releases the monitor whatever the recursion depth and
 //! restores the depth before it returns; notify moves the longest waiter out of the wait set,
@@ -52,6 +53,10 @@ pub struct FatMonitor {
     /// ([`DEFLATING`]) is set by a deflater that has claimed the monitor. Untouched by the
     /// protocols that never deflate.
     contentions: AtomicU32,
+    /// The object's identity hash, 0 = none, for the protocols that keep it in the monitor
+    /// (`fat`, `thin`, `tasuki`): written once (0 → hash) while the monitor is the object's,
+    /// cleared when the table takes the monitor back.
+    hash: AtomicU32,
 }
 
 /// `FatMonitor::contentions` bit: a deflater owns the monitor and is giving it back.
@@ -70,6 +75,7 @@ impl FatMonitor {
             count: AtomicU32::new(0),
             waiters: Mutex::new(VecDeque::new()),
             contentions: AtomicU32::new(0),
+            hash: AtomicU32::new(0),
         }
     }
 
@@ -406,4 +412,34 @@ pub(crate) enum PinnedClaim {
     /// Idle as far as the caller could see, but another thread was announced too (maybe
     /// another deflater, refused because of the caller).
     Contended,
+}
+
+/// The identity hash kept in the monitor (`fat`, `thin`, `tasuki`; see `hash.rs`).
+impl FatMonitor {
+    /// The identity hash stored here, if any.
+    #[inline]
+    pub fn identity_hash(&self) -> Option<u32> {
+        match self.hash.load(Ordering::Acquire) {
+            0 => None,
+            v => Some(v),
+        }
+    }
+
+    /// Stores `v` (non-zero) unless a hash is already stored; returns the one that stays.
+    pub(crate) fn install_hash(&self, v: u32) -> u32 {
+        debug_assert_ne!(v, 0);
+        match self
+            .hash
+            .compare_exchange(0, v, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => v,
+            Err(theirs) => theirs,
+        }
+    }
+
+    /// Forgets the hash: the monitor no longer belongs to its object (freed, or a fresh one
+    /// whose publication failed).
+    pub(crate) fn clear_hash(&self) {
+        self.hash.store(0, Ordering::Relaxed);
+    }
 }

@@ -50,12 +50,15 @@ pub enum InflationCause {
     WaitNotify,
     /// The header's recursion count would overflow.
     RecursionOverflow,
+    /// The identity hash needed a monitor to live in (`thin`), or the lock had to be inflated
+    /// before the hash could be stored (`stack`).
+    IdentityHash,
 }
 
 /// Counters of one runtime (relaxed; bumped only on slow paths).
 #[derive(Debug, Default)]
 pub struct Stats {
-    inflations: [AtomicU64; 4],
+    inflations: [AtomicU64; 5],
     deflations: AtomicU64,
 }
 
@@ -88,6 +91,8 @@ pub struct StatsSnapshot {
     pub live_monitors: usize,
     /// Threads attached now.
     pub attached_threads: usize,
+    /// Inflations to store an identity hash.
+    pub inflations_identity_hash: u64,
 }
 
 impl StatsSnapshot {
@@ -97,6 +102,7 @@ impl StatsSnapshot {
             + self.inflations_contention
             + self.inflations_wait_notify
             + self.inflations_recursion
+            + self.inflations_identity_hash
     }
 }
 
@@ -110,6 +116,8 @@ pub struct Runtime<P: Protocol> {
     monitors: MonitorTable,
     state: P::State,
     stats: Stats,
+    /// Identity hashes waiting for a header that an owner holds (see `hash.rs`).
+    side_hashes: crate::hash::SideHashes,
 }
 
 impl<P: Protocol> Runtime<P> {
@@ -120,6 +128,7 @@ impl<P: Protocol> Runtime<P> {
             monitors: MonitorTable::new(config.monitor_capacity, config.system_lock),
             state: P::new_state(&config),
             stats: Stats::default(),
+            side_hashes: crate::hash::SideHashes::new(),
             config,
         })
     }
@@ -184,6 +193,7 @@ impl<P: Protocol> Runtime<P> {
             deflations: self.stats.deflations.load(Ordering::Relaxed),
             live_monitors: self.monitors.live(),
             attached_threads: self.threads.len(),
+            inflations_identity_hash: i(InflationCause::IdentityHash),
         }
     }
 
@@ -489,5 +499,42 @@ impl<P: Protocol> Drop for MonitorGuard<'_, P> {
         let r = P::exit(&self.th.rt, &self.th.cx, self.h);
         // A guard's lock level is its own: the only way to lose it is a bug in a protocol.
         debug_assert!(r.is_ok(), "guard exit failed: {r:?}");
+    }
+}
+
+/// Identity hashes (issue 7 item 2).
+impl<P: Protocol> Runtime<P> {
+    /// The identity hash installed in `h`, or `None` if nobody has asked for one yet. Never
+    /// installs one (for GCs and debuggers); callable from any thread, attached or not.
+    pub fn peek_identity_hash(&self, h: &P::Header) -> Option<u32> {
+        P::peek_identity_hash(self, h)
+    }
+
+    /// Hashes chosen while the header could not take them (`thin`, the biased protocols).
+    pub(crate) fn side_hashes(&self) -> &crate::hash::SideHashes {
+        &self.side_hashes
+    }
+
+    /// GC hook for a moving collector: the object whose header was at `from` now has its
+    /// header at `to` (the host copied the word verbatim). Needed by `thin`, `biased` and
+    /// `fable` for every moved object, locked or not: an object first hashed while another
+    /// thread held its lock keeps its hash in a table keyed by the header's address until
+    /// its next hash call (see each protocol's documentation); a no-op for the other
+    /// protocols, and nearly free while that table is empty. Call while no thread uses
+    /// either header (a safepoint).
+    pub fn relocate_identity_hash(&self, from: *const P::Header, to: &P::Header) {
+        self.side_hashes
+            .relocate(from as usize, to as *const P::Header as usize);
+    }
+}
+
+/// Identity hashes (issue 7 item 2).
+impl<P: Protocol> ThreadHandle<'_, P> {
+    /// `h`'s identity hash (Java's `System.identityHashCode`): installed on the first call,
+    /// the same value ever after, from any thread, in every lock state. A value in
+    /// `1..2^P::HASH_BITS`. Fails only with `MonitorTableFull` where the protocol must inflate
+    /// to store the hash and cannot.
+    pub fn identity_hash(&self, h: &P::Header) -> Result<u32, MonitorError> {
+        P::identity_hash(&self.rt, &self.cx, h)
     }
 }

@@ -122,6 +122,8 @@ impl MonitorTable {
     /// on the monitor and that no lock field names it any more.
     pub fn free(&self, idx: MonitorIndex) {
         debug_assert!(self.get(idx).is_idle(), "freeing a busy monitor");
+        // The next object to get this monitor must not inherit an identity hash.
+        self.get(idx).clear_hash();
         lock(&self.free).free.push(idx.0);
         self.live.fetch_sub(1, Ordering::Relaxed);
     }

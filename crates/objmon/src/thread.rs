@@ -75,6 +75,8 @@ pub struct ThreadCore {
     pub(crate) tasuki_signal: AtomicU32,
     /// Wait-set state of the fat monitor this thread waits on (see `monitor.rs`).
     pub(crate) wait_state: AtomicU32,
+    /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash.rs`).
+    pub(crate) hash_state: crate::hash::HashState,
 }
 
 impl ThreadCore {
@@ -87,6 +89,7 @@ impl ThreadCore {
             interrupted: AtomicBool::new(false),
             tasuki_signal: AtomicU32::new(0),
             wait_state: AtomicU32::new(0),
+            hash_state: crate::hash::HashState::new(id.get(), generation),
         }
     }
 

@@ -111,6 +111,121 @@ static void *consumer(void *arg) {
     return NULL;
 }
 
+/* Identity hashes: hashers take them of objects in every lock state (unlocked, nested under
+ * their own lock, held or waited on by another thread) while a waiter keeps waiting on some;
+ * the first hash seen per object is recorded and every later answer must equal it. */
+#define N_HASHED 256
+#define HASH_ROUNDS 4000
+static uint32_t first_hash[N_HASHED];
+static int hash_waiting_done;
+
+static void record_hash(int i, uint32_t v) {
+    uint32_t expected = 0;
+    if (v == 0) {
+        fprintf(stderr, "object %d: hash 0\n", i);
+        __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+    } else if (!__atomic_compare_exchange_n(&first_hash[i], &expected, v, 0, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_SEQ_CST) && expected != v) {
+        fprintf(stderr, "object %d: hash %#x, first seen %#x\n", i, v, expected);
+        __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void *hasher(void *arg) {
+    uint32_t seed = (uint32_t)(uintptr_t)arg * 2246822519u + 7;
+    objmon_thread *me;
+    CHECK(objmon_thread_attach(rt, &me));
+    for (int r = 0; r < HASH_ROUNDS; r++) {
+        int i = (int)(next_rand(&seed) % N_HASHED);
+        unsigned depth = next_rand(&seed) % 3;
+        for (unsigned d = 0; d < depth; d++) CHECK(objmon_enter(me, &heap[i].header));
+        uint32_t v = 0;
+        CHECK(objmon_identity_hash(me, &heap[i].header, &v));
+        record_hash(i, v);
+        if (objmon_lock_count(me, &heap[i].header) != depth) {
+            fprintf(stderr, "hashing changed the lock count\n");
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+        }
+        for (unsigned d = 0; d < depth; d++) CHECK(objmon_exit(me, &heap[i].header));
+    }
+    CHECK(objmon_thread_detach(me, NULL));
+    return NULL;
+}
+
+/* Waits (briefly) on the first few hashed objects over and over, so that they are inflated,
+ * owned by a waiter, or in its wait set while the hashers hash them. */
+static void *hash_waiter(void *arg) {
+    objmon_thread *me;
+    (void)arg;
+    CHECK(objmon_thread_attach(rt, &me));
+    for (int r = 0; !__atomic_load_n(&hash_waiting_done, __ATOMIC_SEQ_CST); r++) {
+        object *o = &heap[r % 8];
+        CHECK(objmon_enter(me, &o->header));
+        CHECK(objmon_wait(me, &o->header, 100 * 1000, NULL)); /* 100 us */
+        CHECK(objmon_exit(me, &o->header));
+    }
+    CHECK(objmon_thread_detach(me, NULL));
+    return NULL;
+}
+
+/* Hashes one object from another thread while the caller holds it. */
+static void *hash_one(void *arg) {
+    objmon_thread *me;
+    object *o = arg;
+    uint32_t *v = malloc(sizeof *v);
+    *v = 0;
+    CHECK(objmon_thread_attach(rt, &me));
+    CHECK(objmon_identity_hash(me, &o->header, v));
+    CHECK(objmon_thread_detach(me, NULL));
+    return v;
+}
+
+static void hash_phase(void) {
+    pthread_t th[4];
+    /* First hash taken by another thread while the owner holds the lock (nested or not);
+     * the owner, and anybody after the release, must get the same value. */
+    for (int k = 0; k < 4; k++) {
+        object *o = &heap[N_HASHED + k];
+        objmon_thread *owner;
+        void *res = NULL;
+        if (objmon_thread_attach(rt, &owner) != OBJMON_OK) {
+            failures++;
+            return;
+        }
+        for (int d = 0; d <= k % 2; d++) EXPECT(objmon_enter(owner, &o->header) == OBJMON_OK);
+        pthread_create(&th[0], NULL, hash_one, o);
+        pthread_join(th[0], &res);
+        uint32_t theirs = res ? *(uint32_t *)res : 0, mine = 0, after = 0;
+        free(res);
+        EXPECT(objmon_identity_hash(owner, &o->header, &mine) == OBJMON_OK);
+        for (int d = 0; d <= k % 2; d++) EXPECT(objmon_exit(owner, &o->header) == OBJMON_OK);
+        EXPECT(objmon_identity_hash(owner, &o->header, &after) == OBJMON_OK);
+        EXPECT(theirs != 0 && theirs == mine && mine == after);
+        objmon_thread_detach(owner, NULL);
+    }
+    memset(first_hash, 0, sizeof first_hash);
+    hash_waiting_done = 0;
+    pthread_create(&th[3], NULL, hash_waiter, NULL);
+    for (uintptr_t i = 0; i < 3; i++) pthread_create(&th[i], NULL, hasher, (void *)i);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&hash_waiting_done, 1, __ATOMIC_SEQ_CST);
+    pthread_join(th[3], NULL);
+    objmon_thread *me;
+    if (objmon_thread_attach(rt, &me) != OBJMON_OK) {
+        failures++;
+        return;
+    }
+    for (int i = 0; i < N_HASHED; i++) {
+        uint32_t v = 0, p = 0;
+        EXPECT(objmon_peek_identity_hash(rt, &heap[i].header, &p) == OBJMON_OK);
+        EXPECT(p == first_hash[i]); /* 0 = never hashed; nothing is locked now */
+        EXPECT(objmon_identity_hash(me, &heap[i].header, &v) == OBJMON_OK);
+        record_hash(i, v);
+    }
+    EXPECT(objmon_identity_hash(NULL, &heap[0].header, NULL) == OBJMON_E_NULL);
+    objmon_thread_detach(me, NULL);
+}
+
 static int run(const char *protocol) {
     objmon_config cfg = {0};
     printf("%-18s running\n", protocol);
@@ -167,6 +282,8 @@ static int run(const char *protocol) {
     }
     EXPECT(total == (int64_t)N_WORKERS * ROUNDS * 2);
     EXPECT(consumed_sum == (int64_t)N_ITEMS * (N_ITEMS + 1) / 2);
+
+    hash_phase();
 
     objmon_stats st;
     EXPECT(objmon_stats_get(rt, &st) == OBJMON_OK && st.attached_threads == 0);

@@ -90,26 +90,26 @@ use crate::MonitorError;
 use std::marker::PhantomData;
 use std::time::Instant;
 
-const HOST: u64 = HOST_BITS_MASK as u64;
+pub(crate) const HOST: u64 = HOST_BITS_MASK as u64;
 const RC_SHIFT: u32 = 8;
 const RC_ONE: u64 = 1 << RC_SHIFT;
 const RC_MASK: u64 = 0xff << RC_SHIFT;
 /// `(word ^ bias) < RC_LIMIT` ⇔ biased to me, not revoking, rc < 255.
 const RC_LIMIT: u64 = 0xff << RC_SHIFT;
-const STATE_MASK: u64 = 3 << 16;
-const BIASED: u64 = 0;
+pub(crate) const STATE_MASK: u64 = 3 << 16;
+pub(crate) const BIASED: u64 = 0;
 const LEARN: u64 = 1 << 16;
-const FAT: u64 = 2 << 16;
+pub(crate) const FAT: u64 = 2 << 16;
 const THIN: u64 = 3 << 16;
 /// Set in learn and thin: the combined unlock path tests only this bit (§3.2).
 const STATE_LOW: u64 = 1 << 16;
-const REVOKING: u64 = 1 << 18;
+pub(crate) const REVOKING: u64 = 1 << 18;
 const OWNER_SHIFT: u32 = 19;
-const OWNER_MASK: u64 = 0x7fff << OWNER_SHIFT;
+pub(crate) const OWNER_MASK: u64 = 0x7fff << OWNER_SHIFT;
 const GEN_SHIFT: u32 = 34;
 const GEN_BITS: u64 = (1 << 30) - 1;
-const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
-const INDEX_SHIFT: u32 = 19;
+pub(crate) const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
+pub(crate) const INDEX_SHIFT: u32 = 19;
 const INDEX_MASK: u64 = 0x7f_ffff << INDEX_SHIFT;
 
 /// The 64-bit header of the biased protocols: see the module documentation for the layout.
@@ -343,12 +343,12 @@ type Cx<F> = ThreadContext<Biasing<F>>;
 type Rt<F> = Runtime<Biasing<F>>;
 
 #[inline]
-fn addr(h: &BiasWord) -> usize {
+pub(crate) fn addr(h: &BiasWord) -> usize {
     h as *const BiasWord as usize
 }
 
 #[inline]
-fn rc(w: u64) -> u64 {
+pub(crate) fn rc(w: u64) -> u64 {
     (w & RC_MASK) >> RC_SHIFT
 }
 
@@ -371,12 +371,12 @@ impl<F: Flavor> Biasing<F> {
 
     /// Thread `t`'s bias bits: owner id and generation, state biased, rc 0.
     #[inline(always)]
-    fn my_bias(t: &Cx<F>) -> u64 {
+    pub(crate) fn my_bias(t: &Cx<F>) -> u64 {
         Self::my_owner(t) | ((u64::from(t.core().generation()) & GEN_BITS) << GEN_SHIFT)
     }
 
     #[inline(always)]
-    fn my_owner(t: &Cx<F>) -> u64 {
+    pub(crate) fn my_owner(t: &Cx<F>) -> u64 {
         u64::from(t.core().id_shifted16()) << (OWNER_SHIFT - 16)
     }
 
@@ -423,7 +423,7 @@ impl<F: Flavor> Biasing<F> {
     }
 
     #[inline]
-    fn poll_self(rt: &Rt<F>, t: &Cx<F>) {
+    pub(crate) fn poll_self(rt: &Rt<F>, t: &Cx<F>) {
         t.local().sp.poll(&|a, w| Self::exec_async(rt, a, w));
     }
 
@@ -467,7 +467,7 @@ impl<F: Flavor> Biasing<F> {
     }
 
     #[inline]
-    fn monitor_of(rt: &Rt<F>, w: u64) -> &FatMonitor {
+    pub(crate) fn monitor_of(rt: &Rt<F>, w: u64) -> &FatMonitor {
         let idx = MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32);
         rt.monitors()
             .get(idx.expect("fat word holds a monitor index"))
@@ -483,7 +483,7 @@ impl<F: Flavor> Biasing<F> {
 
     /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`.
     #[cold]
-    fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
+    pub(crate) fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
         let start = Instant::now();
         let st = rt.state();
         let gen = (w & GEN_MASK) >> GEN_SHIFT;
@@ -579,7 +579,7 @@ impl<F: Flavor> Biasing<F> {
 
     /// The owner of `w` (biased, learn or thin, held `count` times by `t`) installs a fat
     /// monitor. `Ok(None)` if the word changed first (a revoker's mark, a learn → thin).
-    fn inflate_own<'r>(
+    pub(crate) fn inflate_own<'r>(
         rt: &'r Rt<F>,
         t: &Cx<F>,
         h: &BiasWord,
@@ -1010,7 +1010,19 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 rt.monitors().free(idx);
             }
         }
+        Self::forget_identity_hash(rt, h);
         h.0.store(w & HOST, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = 32;
+
+    /// See [`biased_hash`](super::biased_hash).
+    fn identity_hash(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<u32, MonitorError> {
+        Self::identity_hash_impl(rt, t, h)
+    }
+
+    fn peek_identity_hash(rt: &Rt<F>, h: &BiasWord) -> Option<u32> {
+        Self::peek_identity_hash_impl(rt, h)
     }
 
     #[inline]

@@ -2,11 +2,17 @@
 //! §'Results'): no lock bits in the object at all; a hash table indexed by the object's
 //! address holds the mutexes of the objects that are locked.
 //!
-//! Header ([`HostWord`]): one 32-bit word the protocol never reads or writes.
+//! Header ([`HostWord`]): one 32-bit word the locking paths never read or write.
 //!
 //! | bits  | meaning                                                                  |
 //! |-------|--------------------------------------------------------------------------|
-//! | 31..0 | host bits (all 32: class pointer half, hash, GC state — the host's)      |
+//! | 31..8 | identity hash (24 bits, 0 = none), installed by one compare-and-swap     |
+//! | 7..0  | host bits (GC state, age — the host's)                                   |
+//!
+//! The identity hash is the only thing this protocol writes into the object: with no lock
+//! state in the header, any thread installs it with one compare-and-swap whatever the lock's
+//! state, and no locking path can disturb it. Since it arrived the host keeps 8 of the 32 bits
+//! (it had all of them). Cost of a hash: nothing beyond the word.
 //!
 //! Lock bits per object: 0 ([`Cacao::HEADER_LOCK_BITS`]). The word exists only to give each
 //! object a distinct, stable address, which is the hash key: a zero-sized header would not
@@ -87,21 +93,73 @@ pub const POOL_ENTRIES: u32 = 2;
 /// End of a chain / of the free list.
 const NIL: u32 = u32::MAX;
 
-/// A header word left entirely to the host: the protocols that keep monitors outside the
-/// object (`cacao`, `monitor-cache`) never read or write it; its address is the object's
-/// identity for their hash tables.
-#[derive(Debug, Default)]
-pub struct HostWord(u32);
+/// The header of the protocols that keep monitors outside the object (`cacao`,
+/// `monitor-cache`): their locking paths never read or write it — its address is the object's
+/// identity for their hash tables — and it holds the identity hash in bits 31..8 and the
+/// host's 8 bits in 7..0.
+#[derive(Debug)]
+pub struct HostWord(AtomicU32);
+
+/// The host's bits of a [`HostWord`].
+pub const HOST_WORD_HOST_BITS: u32 = 0xff;
+const HOST_WORD_HASH_SHIFT: u32 = 8;
+
+impl Default for HostWord {
+    /// No host bits, no hash.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
 
 impl HostWord {
-    /// A header carrying `bits` for the host.
+    /// A header carrying `bits` for the host; bits outside [`HOST_WORD_HOST_BITS`] are
+    /// ignored (they hold the identity hash).
     pub fn new(bits: u32) -> Self {
-        Self(bits)
+        Self(AtomicU32::new(bits & HOST_WORD_HOST_BITS))
     }
 
     /// The host's bits.
     pub fn bits(&self) -> u32 {
-        self.0
+        self.0.load(Ordering::Relaxed) & HOST_WORD_HOST_BITS
+    }
+
+    /// The whole word, for introspection and tests (a racy snapshot).
+    pub fn raw(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Bits of the identity hash.
+    pub(crate) const HASH_BITS: u32 = 24;
+
+    /// The installed identity hash, if any.
+    #[inline]
+    pub(crate) fn peek_hash(&self) -> Option<u32> {
+        Some(self.0.load(Ordering::Acquire) >> HOST_WORD_HASH_SHIFT).filter(|&v| v != 0)
+    }
+
+    /// The identity hash: the installed one, or `fresh()` installed with one
+    /// compare-and-swap (the host bits never change after `new`, but a racing hasher may win).
+    pub(crate) fn hash(&self, fresh: impl FnOnce() -> u32) -> u32 {
+        let w = self.0.load(Ordering::Acquire);
+        if w >> HOST_WORD_HASH_SHIFT != 0 {
+            return w >> HOST_WORD_HASH_SHIFT;
+        }
+        let v = fresh();
+        match self.0.compare_exchange(
+            w,
+            w | v << HOST_WORD_HASH_SHIFT,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => v,
+            Err(now) => now >> HOST_WORD_HASH_SHIFT,
+        }
+    }
+
+    /// Forgets the hash (`reclaim`: the object is dead).
+    pub(crate) fn clear_hash(&mut self) {
+        let w = self.0.load(Ordering::Relaxed);
+        self.0.store(w & HOST_WORD_HOST_BITS, Ordering::Relaxed);
     }
 
     /// The key of this object in an external monitor table.
@@ -735,6 +793,23 @@ impl Protocol for Cacao {
         let b = st.bucket(o);
         let _g = b.lock.lock();
         st.remove(rt, b, o);
+        drop(_g);
+        h.clear_hash();
+    }
+
+    const HASH_BITS: u32 = HostWord::HASH_BITS;
+
+    /// One compare-and-swap into the header's hash bits; no lock state is involved.
+    fn identity_hash(
+        _rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<u32, MonitorError> {
+        Ok(h.hash(|| crate::hash::fresh(t.core(), Self::HASH_BITS)))
+    }
+
+    fn peek_identity_hash(_rt: &Runtime<Self>, h: &HostWord) -> Option<u32> {
+        h.peek_hash()
     }
 }
 
@@ -760,12 +835,12 @@ mod tests {
     fn header_is_left_to_the_host() {
         let rt = Runtime::<Cacao>::with_defaults();
         let me = rt.attach().unwrap();
-        let h = HostWord::new(0xdead_beef);
+        let h = HostWord::new(0xef);
         let g = me.enter(&h).unwrap();
-        assert_eq!(h.bits(), 0xdead_beef);
+        assert_eq!(h.raw(), 0xef);
         assert_eq!(me.lock_count(&h), 1);
         drop(g);
-        assert_eq!(h.bits(), 0xdead_beef);
+        assert_eq!(h.raw(), 0xef);
     }
 
     /// "Not destroying the associated mutex when the count goes down to zero": the first
@@ -891,5 +966,22 @@ mod tests {
         drop(me.enter(&h).unwrap());
         rt.reclaim(&mut h);
         assert_eq!(rt.stats_snapshot().live_monitors, 1, "only the leaked one");
+    }
+
+    /// The hash goes into bits 31..8 of the host word; the host's 8 bits stay.
+    #[test]
+    fn hash_in_host_word() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let me = rt.attach().unwrap();
+        let mut h = HostWord::new(0x3c);
+        let g = me.enter(&h).unwrap();
+        let v = me.identity_hash(&h).unwrap();
+        assert!((1..1 << 24).contains(&v));
+        assert_eq!(h.raw(), v << 8 | 0x3c);
+        drop(g);
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        assert_eq!(h.bits(), 0x3c);
+        rt.reclaim(&mut h);
+        assert_eq!(h.raw(), 0x3c);
     }
 }

@@ -9,6 +9,11 @@
 //! | 30..8 | monitor index (23 bits), 0 before the first lock                |
 //! | 7..0  | host bits (GC state, hash tag, ...), never touched              |
 //!
+//! Identity hash (32 bits, 0 = none): the word has no room, so it lives in the monitor
+//! ([`FatMonitor::identity_hash`]); hashing an object that has none installs one as the first
+//! enter does (one compare-and-swap, never waiting for the owner) and then stores the hash in
+//! it with one compare-and-swap. Cost: nothing beyond the monitor every locked object has.
+//!
 //! The first enter allocates a monitor and installs its index with one compare-and-swap (the
 //! loser of a race frees its monitor and uses the winner's); the monitor stays until
 //! [`reclaim`](crate::Runtime::reclaim).
@@ -157,5 +162,23 @@ impl Protocol for Fat {
             }
         }
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = 32;
+
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<u32, MonitorError> {
+        let m = Self::monitor(rt, h)?;
+        Ok(match m.identity_hash() {
+            Some(v) => v,
+            None => m.install_hash(crate::hash::fresh(t.core(), Self::HASH_BITS)),
+        })
+    }
+
+    fn peek_identity_hash(rt: &Runtime<Self>, h: &LockWord) -> Option<u32> {
+        Self::installed(rt, h).and_then(FatMonitor::identity_hash)
     }
 }

@@ -7,10 +7,19 @@
 //!
 //! | bits   | unlocked | fast-locked | monitor                    | monitor, `lightweight-table` |
 //! |--------|----------|-------------|----------------------------|------------------------------|
-//! | 63..32 | host     | host        | host                       | host                         |
+//! | 63     | host     | host        | host                       | host                         |
+//! | 62..32 | hash     | hash        | hash                       | hash                         |
 //! | 31..8  | 0        | 0           | monitor index (bit 31 = 0) | 0 (index in the side table)  |
 //! | 7..2   | host     | host        | host                       | host                         |
 //! | 1..0   | `01`     | `00`        | `10`                       | `10`                         |
+//!
+//! Identity hash (31 bits, 0 = none; HotSpot's): installed with one compare-and-swap in every
+//! state, including fast-locked ("HotSpot's lightweight locking stores the hash in the header
+//! even while fast-locked") and monitor; inflation and deflation keep it in place, so a hash
+//! costs nothing beyond the word. The host keeps 7 bits (63, 7..2), down from 38. Every write
+//! of the word is a full-word compare-and-swap (only `reclaim`, holding `&mut`, stores), so no
+//! path can erase a hash installed concurrently: the owner's fast unlock then fails its CAS
+//! once and unlocks in `finish_release` with the hash in place.
 //!
 //! [`LightweightTable`] (`lightweight-table`) finds the monitor by the header's address in an
 //! [`ObjectMonitorTable`], as HotSpot does with `-XX:+UseObjectMonitorTable`: inflation and
@@ -53,7 +62,7 @@
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Lightweight::relocate`].
 
-use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MARK_KEPT_BITS, MONITOR};
 use super::omt::ObjectMonitorTable;
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
@@ -241,7 +250,7 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
     ) -> Result<(), u64> {
         h.compare_exchange(
             cur,
-            (cur & MARK_HOST_BITS) | mark::UNLOCKED,
+            (cur & MARK_KEPT_BITS) | mark::UNLOCKED,
             Ordering::SeqCst,
             Ordering::Acquire,
         )?;
@@ -685,7 +694,44 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
                 }
             }
         }
+        // The object is dead: its hash goes with it.
         h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = mark::HASH_BITS;
+
+    /// HotSpot's lightweight locking: one compare-and-swap into bits 62..32 in whatever state
+    /// the word is — unlocked, fast-locked (the owner's unlocking CAS then fails once and its
+    /// slow path retries with the hash in place) or monitor. Every write of the word by this
+    /// protocol and by deflation is a full-word compare-and-swap (only `reclaim`, which holds
+    /// `&mut`, stores), so no write can erase a concurrently installed hash; inflation and
+    /// deflation keep it in place (`mark::monitor_word`, `uninstall`).
+    fn identity_hash(
+        _rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<u32, MonitorError> {
+        let mut w = h.0.load(Ordering::Acquire);
+        if mark::hash_of(w) != 0 {
+            return Ok(mark::hash_of(w));
+        }
+        let v = crate::hash::fresh(t.core(), mark::HASH_BITS);
+        loop {
+            match h.0.compare_exchange_weak(
+                w,
+                mark::with_hash(w, v),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(v),
+                Err(now) if mark::hash_of(now) != 0 => return Ok(mark::hash_of(now)),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    fn peek_identity_hash(_rt: &Runtime<Self>, h: &MarkWord) -> Option<u32> {
+        Some(mark::hash_of(h.0.load(Ordering::Acquire))).filter(|&v| v != 0)
     }
 }
 
@@ -726,7 +772,7 @@ mod tests {
     use crate::{DeflationPolicy, Runtime};
     use std::time::Duration;
 
-    const HOST: u64 = 0xdead_beef_0000_00a4;
+    const HOST: u64 = 0x8000_0000_0000_00a4;
 
     fn rt_with(deflation: DeflationPolicy) -> std::sync::Arc<Runtime<Lightweight>> {
         Runtime::new(Config {
@@ -984,5 +1030,46 @@ mod tests {
         assert_eq!(P::exit(&rt, me.context(), &new), Ok(()));
         assert_eq!(new.raw(), HOST | 0b01);
         type P = Lightweight;
+    }
+
+    /// The hash goes into bits 62..32 in every state and stays there through fast-locking,
+    /// inflation, deflation on request and relocation; host bits never change.
+    #[test]
+    fn hash_in_mark_word_survives_everything() {
+        for policy in [DeflationPolicy::OnRequest, DeflationPolicy::default()] {
+            let rt = rt_with(policy);
+            let me = rt.attach().unwrap();
+            let h = MarkWord::new(HOST);
+            let g = me.enter(&h).unwrap();
+            let v = me.identity_hash(&h).unwrap();
+            assert_eq!(
+                h.raw(),
+                HOST | u64::from(v) << 32,
+                "fast-locked, hash in place"
+            );
+            g.wait(Some(Duration::ZERO)).unwrap();
+            assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+            assert_eq!(mark::hash_of(h.raw()), v);
+            drop(g);
+            if policy == DeflationPolicy::OnRequest {
+                assert!(Lightweight::deflate_idle(&rt, &h));
+            }
+            assert_eq!(
+                h.raw(),
+                HOST | u64::from(v) << 32 | 0b01,
+                "deflated, hash kept"
+            );
+            assert_eq!(h.host_bits(), HOST & MARK_HOST_BITS);
+            assert_eq!(rt.stats_snapshot().inflations_identity_hash, 0);
+            // The GC moves the (locked) object: the hash moves with the word.
+            me.monitor_enter(&h).unwrap();
+            let new = MarkWord::default();
+            new.0.store(h.raw(), Ordering::Relaxed);
+            Lightweight::relocate(&rt, &h, &new);
+            assert_eq!(me.identity_hash(&new), Ok(v));
+            assert_eq!(rt.peek_identity_hash(&new), Some(v));
+            assert_eq!(Lightweight::exit(&rt, me.context(), &new), Ok(()));
+            assert_eq!(rt.peek_identity_hash(&new), Some(v));
+        }
     }
 }

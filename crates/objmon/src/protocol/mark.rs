@@ -3,14 +3,19 @@
 //!
 //! | bits   | unlocked `01` | stack-locked `00` | fast-locked `00` | monitor `10`        | INFLATING |
 //! |--------|---------------|-------------------|------------------|---------------------|-----------|
-//! | 63..32 | host          | lock-record       | host             | host                | 0         |
-//! | 31..8  | 0 (reserved)  | address, bits     | 0                | monitor index (23 bits in 30..8, bit 31 = 0) | 0 |
-//! | 7..2   | host          | 63..2             | host             | host                | 0         |
+//! | 63     | host          | lock-record       | host             | host                | 0         |
+//! | 62..32 | identity hash | address, bits     | identity hash    | identity hash       | 0         |
+//! | 31..8  | 0 (reserved)  | 63..2 (hash and   | 0                | monitor index (23 bits in 30..8, bit 31 = 0) | 0 |
+//! | 7..2   | host          | host displaced)   | host             | host                | 0         |
 //! | 1..0   | `01`          | `00`              | `00`             | `10`                | `00`      |
 //!
-//! The host owns [`MARK_HOST_BITS`] (38 bits: room for HotSpot's 31-bit identity hash and 4-bit
-//! GC age). They survive every transition: fast-locking and inflation change only the lock
-//! bits and the reserved field; stack-locking *displaces* the whole word into the lock record
+//! The identity hash ([`MARK_HASH_BITS`], 31 bits, 0 = none) is HotSpot's 31-bit hash, kept
+//! with the host bits: installed by one compare-and-swap in every state the word shows it
+//! (`lightweight`: all; `stack`: unlocked and monitor — a stack-locked object is inflated
+//! first, as legacy HotSpot did), and never cleared while the object lives. Since the hash
+//! arrived the host owns [`MARK_HOST_BITS`]: 7 bits (63 and 7..2; room for a 4-bit GC age),
+//! down from 38. Host bits and hash survive every transition: fast-locking and inflation
+//! change only the lock bits and the reserved field; stack-locking *displaces* the whole word into the lock record
 //! ("push a stack-lock onto the stack which consists only of the displaced header, and CAS a
 //! pointer to this stack location into the object header", seed 001) and the unlock or the
 //! inflation puts the host bits back. INFLATING (the all-zero word) exists only in `stack`.
@@ -25,7 +30,14 @@ use crate::sync::{AtomicU64, Ordering};
 use crate::table::MonitorIndex;
 
 /// The host's bits of a [`MarkWord`] (see the module's bit table).
-pub const MARK_HOST_BITS: u64 = 0xffff_ffff_0000_00fc;
+pub const MARK_HOST_BITS: u64 = 0x8000_0000_0000_00fc;
+/// The identity hash's bits of a [`MarkWord`] (62..32, HotSpot's 31 bits).
+pub const MARK_HASH_BITS: u64 = 0x7fff_ffff_0000_0000;
+/// Bits of the hash.
+pub(crate) const HASH_BITS: u32 = 31;
+const HASH_SHIFT: u32 = 32;
+/// What every transition keeps in place (or displaces and restores): host bits and hash.
+pub(crate) const MARK_KEPT_BITS: u64 = MARK_HOST_BITS | MARK_HASH_BITS;
 /// The two lock bits.
 pub(crate) const LOCK_BITS: u64 = 0b11;
 /// Lock bits of an unlocked object.
@@ -78,7 +90,7 @@ impl std::fmt::Debug for MarkWord {
 /// The monitor word for monitor `idx`, keeping the host bits of `host_from`.
 #[inline]
 pub(crate) fn monitor_word(host_from: u64, idx: MonitorIndex) -> u64 {
-    (host_from & MARK_HOST_BITS) | (u64::from(idx.get()) << INDEX_SHIFT) | MONITOR
+    (host_from & MARK_KEPT_BITS) | (u64::from(idx.get()) << INDEX_SHIFT) | MONITOR
 }
 
 /// The monitor index of a word whose lock bits are `10`.
@@ -92,5 +104,18 @@ pub(crate) fn index_of(w: u64) -> MonitorIndex {
 /// Whether `w` is the monitor word of `idx` (whatever its host bits).
 #[inline]
 pub(crate) fn names(w: u64, idx: MonitorIndex) -> bool {
-    w & !MARK_HOST_BITS == monitor_word(0, idx)
+    w & !MARK_KEPT_BITS == monitor_word(0, idx)
+}
+
+/// The identity hash in word `w` (0 = none). Meaningless for a stack-locked or INFLATING word.
+#[inline]
+pub(crate) fn hash_of(w: u64) -> u32 {
+    ((w & MARK_HASH_BITS) >> HASH_SHIFT) as u32
+}
+
+/// `w` with hash `v` (in `1..2^31`) in its hash bits.
+#[inline]
+pub(crate) fn with_hash(w: u64, v: u32) -> u64 {
+    debug_assert!(v != 0 && u64::from(v) << HASH_SHIFT & !MARK_HASH_BITS == 0);
+    w | u64::from(v) << HASH_SHIFT
 }

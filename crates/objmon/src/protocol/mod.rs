@@ -13,6 +13,7 @@ use crate::MonitorError;
 use std::time::Instant;
 
 pub mod biased;
+pub mod biased_hash;
 pub mod cacao;
 pub mod fable;
 pub mod fat;
@@ -132,6 +133,26 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     fn set_knob(_rt: &Runtime<Self>, _value: u32) -> Result<(), KnobError> {
         Err(KnobError::NoKnob)
     }
+
+    /// How many bits an identity hash has in this protocol: hashes are in `1..2^HASH_BITS`
+    /// (0 means "no hash", as in HotSpot). Each protocol's bit table shows where they live.
+    const HASH_BITS: u32;
+
+    /// The object's identity hash: installed on the first call (from the calling thread's
+    /// generator, see `hash.rs`), the same value ever after — in every lock state, from any
+    /// thread, concurrently with any lock traffic, through inflation, deflation and
+    /// relocation. Fails only where storing it needs a monitor and the table is full
+    /// (`MonitorTableFull`).
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+    ) -> Result<u32, MonitorError>;
+
+    /// The installed identity hash, or `None`; never installs one (for GCs and debuggers).
+    /// Any thread may call it. A `None` may be overtaken by a concurrent first
+    /// [`identity_hash`](Self::identity_hash); a `Some` is final.
+    fn peek_identity_hash(rt: &Runtime<Self>, h: &Self::Header) -> Option<u32>;
 }
 
 /// A protocol's tunable heuristic (see [`Protocol::KNOB`]).

@@ -19,11 +19,15 @@
 //!   cache"); the monitor itself is the same [`FatMonitor`] every protocol uses (tasuki entry
 //!   lock, JLS wait set), so the comparison isolates the cost of the cache.
 //!
-//! Header ([`HostWord`]): one 32-bit word the protocol never reads or writes.
+//! Header ([`HostWord`]): one 32-bit word the locking paths never read or write.
 //!
 //! | bits  | meaning                                                                  |
 //! |-------|--------------------------------------------------------------------------|
-//! | 31..0 | host bits — the word only gives the object a distinct, stable address    |
+//! | 31..8 | identity hash (24 bits, 0 = none), installed by one compare-and-swap     |
+//! | 7..0  | host bits — otherwise the word only gives the object a stable address    |
+//!
+//! Identity hash as in `cacao`: any thread, any lock state, one compare-and-swap, no cost
+//! beyond the word (whose host now keeps 8 of its 32 bits).
 //!
 //! Lock bits per object: 0. Memory when many objects are locked at once: per bound object one
 //! monitor (112 bytes on x86-64,
@@ -277,6 +281,23 @@ impl Protocol for MonitorCache {
                 rt.monitors().free(b.idx);
             }
         }
+        drop(c);
+        h.clear_hash();
+    }
+
+    const HASH_BITS: u32 = HostWord::HASH_BITS;
+
+    /// As `cacao`: one compare-and-swap into the [`HostWord`]'s hash bits (31..8).
+    fn identity_hash(
+        _rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<u32, MonitorError> {
+        Ok(h.hash(|| crate::hash::fresh(t.core(), Self::HASH_BITS)))
+    }
+
+    fn peek_identity_hash(_rt: &Runtime<Self>, h: &HostWord) -> Option<u32> {
+        h.peek_hash()
     }
 }
 

@@ -8,10 +8,20 @@
 //!
 //! | bits   | unlocked | stack-locked                        | monitor                    | INFLATING |
 //! |--------|----------|-------------------------------------|----------------------------|-----------|
-//! | 63..32 | host     | address of the owner's base         | host                       | 0         |
-//! | 31..8  | 0        | [`LockRecord`] (8-byte aligned);    | monitor index (bit 31 = 0) | 0         |
-//! | 7..2   | host     | the host bits are displaced into it | host                       | 0         |
+//! | 63     | host     | address of the owner's base         | host                       | 0         |
+//! | 62..32 | hash     | [`LockRecord`] (8-byte aligned);    | hash                       | 0         |
+//! | 31..8  | 0        | host bits and hash are displaced    | monitor index (bit 31 = 0) | 0         |
+//! | 7..2   | host     | into it                             | host                       | 0         |
 //! | 1..0   | `01`     | `00`                                | `10`                       | `00`      |
+//!
+//! Identity hash (31 bits, 0 = none): legacy HotSpot's rule. Unlocked or monitor: one
+//! compare-and-swap into the word. Stack-locked: the word is a record address, so the hash
+//! has nowhere to go; the owner reads a hash already there from its own record's displaced
+//! header, and otherwise the lock is inflated first (by the owner itself, or by another thread
+//! with the INFLATING protocol, which never waits for the owner to unlock) and the hash goes
+//! into the monitor word. Cost of a hash: nothing for an unlocked object; one inflation (a
+//! monitor until the owner's exit deflates it, per [`Config::deflation`]) for a stack-locked
+//! one. Deflation and unlocking restore the hash with the rest of the word.
 //!
 //! Lock records: each thread has a boxed array of [`LOCK_RECORDS`] records (its "stack"; the
 //! box never moves, so a header may point into it) and allocates them in stack order. A record
@@ -43,7 +53,9 @@
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
 //! points at a record, which moves never. See [`Stack::locked_objects`], [`Stack::relocate`].
 
-use super::mark::{index_of, monitor_word, INFLATING, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::mark::{
+    self, index_of, monitor_word, INFLATING, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR,
+};
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
 use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
@@ -285,10 +297,38 @@ impl Stack {
         }
     }
 
+    /// GC hook: [`peek_identity_hash`](Protocol::peek_identity_hash) that also reads the hash
+    /// of a stack-locked object from its owner's lock record (displaced header), as HotSpot's
+    /// GC does. Call only while every attached thread is stopped outside this crate's calls
+    /// (a safepoint, as for [`relocate`](Self::relocate)); otherwise the record may change
+    /// under the read and the answer is `None` or wrong.
+    pub fn peek_identity_hash_at_safepoint(rt: &Runtime<Self>, h: &StackWord) -> Option<u32> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & LOCK_BITS != LOCKED {
+            return Self::peek_identity_hash(rt, h);
+        }
+        let threads = rt.threads().snapshot();
+        let cx = threads.iter().find(|cx| cx.local().owns_word(w))?;
+        let rs = cx.local();
+        let d = rs.records[rs.index_of_word(w)]
+            .displaced
+            .load(Ordering::Acquire);
+        Some(mark::hash_of(d)).filter(|&v| v != 0)
+    }
+
     /// A contender inflates the stack-lock `w` (HotSpot's INFLATING protocol). Returns when
     /// the header no longer holds `w`; the caller re-reads it.
-    fn inflate_contended(rt: &Runtime<Self>, h: &StackWord, w: u64) -> Result<(), MonitorError> {
+    fn inflate_contended(
+        rt: &Runtime<Self>,
+        h: &StackWord,
+        w: u64,
+        cause: InflationCause,
+    ) -> Result<(), MonitorError> {
         let Ok(idx) = rt.monitors().allocate() else {
+            if cause != InflationCause::Contention {
+                // A hasher cannot wait for the owner to unlock: that could deadlock.
+                return Err(MonitorError::MonitorTableFull);
+            }
             // Table full: spin on the header instead.
             yield_now();
             return Ok(());
@@ -323,7 +363,7 @@ impl Stack {
         // The count is 1 for the base record; recursive records stay with the owner.
         m.set_unpublished_owner(owner);
         h.0.store(monitor_word(displaced, idx), Ordering::Release);
-        rt.stats().inflated(InflationCause::Contention);
+        rt.stats().inflated(cause);
         Ok(())
     }
 
@@ -412,7 +452,7 @@ impl Stack {
                 if !block {
                     return Ok(false);
                 }
-                Self::inflate_contended(rt, h, w)?;
+                Self::inflate_contended(rt, h, w, InflationCause::Contention)?;
                 continue;
             }
             // Unlocked.
@@ -675,7 +715,74 @@ impl Protocol for Stack {
         } else {
             w
         };
+        // The object is dead: its hash goes with it.
         h.0.store((host & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = mark::HASH_BITS;
+
+    /// See the module documentation: CAS into an unlocked or monitor word; a stack-locked
+    /// word is inflated first, unless it is ours and its displaced header has the hash.
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &StackWord,
+    ) -> Result<u32, MonitorError> {
+        let rs = t.local();
+        let mut v = 0;
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w == INFLATING {
+                yield_now();
+                continue;
+            }
+            if w & LOCK_BITS == LOCKED {
+                if rs.owns_word(w) {
+                    // Our own record: stable while we hold it.
+                    let d = rs.records[rs.index_of_word(w)]
+                        .displaced
+                        .load(Ordering::Relaxed);
+                    if mark::hash_of(d) != 0 {
+                        return Ok(mark::hash_of(d));
+                    }
+                    Self::inflate_owned(rt, t, h, InflationCause::IdentityHash)?;
+                } else {
+                    Self::inflate_contended(rt, h, w, InflationCause::IdentityHash)?;
+                }
+                continue;
+            }
+            // Unlocked or monitor: the word holds the hash bits in place.
+            if mark::hash_of(w) != 0 {
+                return Ok(mark::hash_of(w));
+            }
+            if v == 0 {
+                v = crate::hash::fresh(t.core(), mark::HASH_BITS);
+            }
+            // Every other writer of an unlocked or monitor word (lockers, inflaters, the
+            // deflater) uses a compare-and-swap too, so the hash cannot be lost.
+            if h.0
+                .compare_exchange(
+                    w,
+                    mark::with_hash(w, v),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// The hash in an unlocked or monitor word. A stack-locked word hides it in the owner's
+    /// record, which a running owner may free and refill at any moment, so this reports
+    /// `None` for a stack-locked object; a GC at a safepoint reads the record with
+    /// [`Stack::peek_identity_hash_at_safepoint`], and the owner's own `identity_hash` is exact.
+    fn peek_identity_hash(_rt: &Runtime<Self>, h: &StackWord) -> Option<u32> {
+        let w = h.0.load(Ordering::Acquire);
+        (w & LOCK_BITS != LOCKED)
+            .then(|| mark::hash_of(w))
+            .filter(|&v| v != 0)
     }
 }
 
@@ -685,7 +792,7 @@ mod tests {
     use crate::{DeflationPolicy, Runtime};
     use std::time::Duration;
 
-    const HOST: u64 = 0xdead_beef_0000_00a4;
+    const HOST: u64 = 0x8000_0000_0000_00a4;
 
     /// Seed 001: the header holds "a pointer to this stack location" with low bits 00, the
     /// record holds the displaced header, and unlocking puts it back.
@@ -837,7 +944,7 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| {
                 let t = rt.attach().unwrap();
-                let _ = Stack::inflate_contended(&rt, &h, h.raw());
+                let _ = Stack::inflate_contended(&rt, &h, h.raw(), InflationCause::Contention);
                 drop(t);
             });
         });
@@ -845,5 +952,79 @@ mod tests {
         assert_eq!(h.host_bits(), Some(HOST & MARK_HOST_BITS));
         assert_eq!(rt.owner_of(&h), None);
         assert!(me.try_enter(&h).unwrap().is_none());
+    }
+
+    /// Legacy stack-locking: a hash taken while unlocked travels in the displaced header (no
+    /// inflation to read it back); a first hash of a stack-locked object inflates it, and the
+    /// exit's deflation (or deflate_idle) keeps the hash; relocation moves it.
+    #[test]
+    fn hash_displaced_or_inflated() {
+        let rt = Runtime::<Stack>::new(crate::Config {
+            deflation: DeflationPolicy::OnRequest,
+            ..crate::Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let v = me.identity_hash(&h).unwrap();
+        assert_eq!(h.raw(), HOST | u64::from(v) << 32 | 0b01);
+        let g = me.enter(&h).unwrap();
+        assert!(me.context().local().owns_word(h.raw()), "stack-locked");
+        assert_eq!(me.identity_hash(&h), Ok(v), "read from our own record");
+        assert!(
+            me.context().local().owns_word(h.raw()),
+            "no inflation needed"
+        );
+        assert_eq!(rt.peek_identity_hash(&h), None, "hidden in the record");
+        assert_eq!(Stack::peek_identity_hash_at_safepoint(&rt, &h), Some(v));
+        drop(g);
+        assert_eq!(rt.stats_snapshot().inflations(), 0);
+
+        let h2 = StackWord::new(HOST);
+        let _a = me.enter(&h2).unwrap();
+        let b = me.enter(&h2).unwrap();
+        let w = me.identity_hash(&h2).unwrap();
+        assert_eq!(h2.raw() & LOCK_BITS, MONITOR, "inflated to hold the hash");
+        assert_eq!(rt.stats_snapshot().inflations_identity_hash, 1);
+        assert_eq!(me.lock_count(&h2), 2);
+        assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+        drop(b);
+        drop(_a);
+        assert!(Stack::deflate_idle(&rt, &h2));
+        assert_eq!(h2.raw(), HOST | u64::from(w) << 32 | 0b01);
+        assert_eq!(h2.host_bits(), Some(HOST & MARK_HOST_BITS));
+
+        // Relocation of a stack-locked, hashed object: the word (a record address) is copied
+        // and the record's displaced header still has the hash.
+        me.monitor_enter(&h).unwrap();
+        let new = StackWord::default();
+        new.0.store(h.raw(), Ordering::Relaxed);
+        Stack::relocate(&rt, &h, &new);
+        assert_eq!(me.identity_hash(&new), Ok(v));
+        assert_eq!(Stack::exit(&rt, me.context(), &new), Ok(()));
+        assert_eq!(rt.peek_identity_hash(&new), Some(v));
+    }
+
+    /// A thread that does not own a stack-locked object inflates it to hash it, without
+    /// waiting for the owner's unlock.
+    #[test]
+    fn hash_of_another_threads_stack_lock_inflates() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = StackWord::new(HOST);
+        let g = me.enter(&h).unwrap();
+        let v = std::thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&h).unwrap())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        drop(g);
+        assert_eq!(
+            h.raw(),
+            HOST | u64::from(v) << 32 | 0b01,
+            "deflated at exit"
+        );
     }
 }

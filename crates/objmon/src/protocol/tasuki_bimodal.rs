@@ -60,6 +60,13 @@
 //!   and competes for it as a contender, so a racing enter is never lost; this holds also for a
 //!   waiter that re-acquires the monitor after a deflation (see `Tasuki::contend`).
 //!
+//! Identity hash (32 bits, 0 = none): neither word has room, so it lives in the object's
+//! monitor — the one the aux word names, installed by one compare-and-swap without waiting
+//! for the lock's owner, and bound to the object until `reclaim`. Deflation changes only the
+//! lock word and leaves that monitor in the aux word, so it never loses a hash and needs no
+//! check for one; the flat fast paths never look at it. Cost of a hash: one monitor per hashed
+//! object (as for any contended one), kept until `reclaim`.
+//!
 //! Contention with a full monitor table falls back to spinning with back-off on the flat lock
 //! (still correct); wait / notify and count overflow then fail with `MonitorTableFull`.
 
@@ -591,6 +598,24 @@ impl Protocol for Tasuki {
         h.lock.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
         h.aux.store(a & HOST_BITS_MASK, Ordering::Relaxed);
     }
+
+    const HASH_BITS: u32 = 32;
+
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &TasukiHeader,
+    ) -> Result<u32, MonitorError> {
+        let (m, _) = Self::object_monitor(rt, h)?;
+        Ok(match m.identity_hash() {
+            Some(v) => v,
+            None => m.install_hash(crate::hash::fresh(t.core(), Self::HASH_BITS)),
+        })
+    }
+
+    fn peek_identity_hash(rt: &Runtime<Self>, h: &TasukiHeader) -> Option<u32> {
+        index_in(h.aux.load(Ordering::Acquire)).and_then(|i| rt.monitors().get(i).identity_hash())
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -756,5 +781,30 @@ mod tests {
         assert_eq!(rt.owner_of(&hs[1]), None);
         let st = rt.stats_snapshot();
         assert!(st.deflations > 0 && st.inflations() > 0);
+    }
+
+    /// The hash lives in the object's monitor (named by the aux word), which deflation leaves
+    /// in place: inflate, deflate, re-inflate, the hash stays.
+    #[test]
+    fn hash_survives_deflation() {
+        let rt = Runtime::<Tasuki>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = TasukiHeader::new(0x11, 0x22);
+        let v = me.identity_hash(&h).unwrap();
+        assert!(
+            !h.is_inflated(),
+            "hashing alone does not inflate the lock word"
+        );
+        for _ in 0..2 {
+            let g = me.enter(&h).unwrap();
+            g.wait(Some(Duration::ZERO)).unwrap();
+            assert!(h.is_inflated());
+            assert_eq!(me.identity_hash(&h), Ok(v));
+            drop(g);
+            assert!(!h.is_inflated(), "deflated at exit");
+            assert_eq!(rt.peek_identity_hash(&h), Some(v));
+        }
+        assert_eq!((h.lock_word().host_bits(), h.aux_host_bits()), (0x11, 0x22));
+        assert_eq!(rt.stats_snapshot().deflations, 2);
     }
 }

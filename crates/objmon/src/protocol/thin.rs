@@ -25,8 +25,25 @@
 //! and inflates it (§2.3.4). A fat lock stays fat for the object's lifetime (until `reclaim`).
 //! If the monitor table is full, contention inflation is skipped (the thin lock is still held
 //! correctly); overflow and wait / notify then fail with `MonitorTableFull`.
+//!
+//! Identity hash (32 bits, 0 = none): the 32-bit word has no room, so the hash lives in the
+//! fat monitor ([`FatMonitor::identity_hash`]) and hashing inflates the object, which then
+//! stays fat (thin locks never deflate): **a hashed object costs a monitor**. An unlocked
+//! object is inflated by one compare-and-swap from the free word to the inflated word with a
+//! fresh, unowned monitor (no owner exists to break the discipline); the owner inflates its own
+//! thin lock as for wait. A thin lock held by *another* thread may be written only by its
+//! owner, and waiting for the release could deadlock two threads that hash each other's
+//! objects; so the hash is then recorded in the runtime's side table (by header address, see
+//! `hash.rs`) and moved into the monitor by the next hash call that can inflate. Every such
+//! decision is taken under the side table's mutex; once the monitor holds the hash, reading it
+//! is one load of the word and one of the monitor. A full monitor table leaves the hash in the
+//! side table: hashing never fails. The fast paths do not change. A moving GC reports moves
+//! with [`Runtime::relocate_identity_hash`] (the table is keyed by address). Cost of a first
+//! hash: the runtime-wide side-table mutex plus a monitor allocation (all first hashes of a
+//! runtime serialize on that mutex; later ones read the monitor without it).
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
+use crate::hash::{self, SideHashes};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{spin_hint, yield_now, Ordering};
@@ -284,7 +301,129 @@ impl Protocol for Thin {
                 rt.monitors().free(idx);
             }
         }
+        // The object is dead: a hash it had in the side table goes with it (the monitor's
+        // went with the monitor, see `MonitorTable::free`).
+        rt.side_hashes().forget(addr(h));
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+
+    const HASH_BITS: u32 = 32;
+
+    /// See the module documentation. Fast: an inflated word whose monitor has the hash.
+    fn identity_hash(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<u32, MonitorError> {
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            if let Some(v) = monitor_of(rt, w).identity_hash() {
+                return Ok(v);
+            }
+        }
+        Self::hash_slow(rt, t, h)
+    }
+
+    fn peek_identity_hash(rt: &Runtime<Self>, h: &LockWord) -> Option<u32> {
+        // The table first, the word second (see `SideHashes::may_hold_any`).
+        let parked = rt.side_hashes().may_hold_any();
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            if let Some(v) = monitor_of(rt, w).identity_hash() {
+                return Some(v);
+            }
+        }
+        if !parked {
+            return None;
+        }
+        let side = rt.side_hashes().lock();
+        // Under the table's mutex: a hash is either still here or already in the monitor.
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 {
+            if let Some(v) = monitor_of(rt, w).identity_hash() {
+                return Some(v);
+            }
+        }
+        side.get(addr(h))
+    }
+}
+
+#[inline]
+fn addr(h: &LockWord) -> usize {
+    h as *const LockWord as usize
+}
+
+impl Thin {
+    /// The hash of an object whose word shows none yet, decided under the side table's mutex.
+    #[cold]
+    fn hash_slow(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<u32, MonitorError> {
+        let side: &SideHashes = rt.side_hashes();
+        let mut table = side.lock();
+        let a = addr(h);
+        let me = t.core().id_shifted16();
+        loop {
+            let w = h.0.load(Ordering::Acquire);
+            if w & SHAPE != 0 {
+                // Inflated (by us just now, or by an owner for contention / wait, which did
+                // not look at the table): the monitor takes a pending hash, or a new one.
+                let m = monitor_of(rt, w);
+                if let Some(v) = m.identity_hash() {
+                    return Ok(v);
+                }
+                let v = table
+                    .remove(a)
+                    .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
+                // Monitor hashes of this protocol are written only under the mutex we hold.
+                return Ok(m.install_hash(v));
+            }
+            let v = match table.get(a) {
+                Some(v) => v,
+                None => hash::fresh(t.core(), Self::HASH_BITS),
+            };
+            if w & LOCK_MASK == 0 {
+                // Free: nobody owns it, so a compare-and-swap straight to the inflated word
+                // with an unowned monitor that already holds the hash breaks no discipline
+                // (lockers CAS from the free word too, and fail).
+                let Ok(idx) = rt.monitors().allocate() else {
+                    table.insert(a, v);
+                    return Ok(v);
+                };
+                let m = rt.monitors().get(idx);
+                m.install_hash(v);
+                if h.0
+                    .compare_exchange(
+                        w,
+                        SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    table.remove(a);
+                    rt.stats().inflated(InflationCause::IdentityHash);
+                    return Ok(v);
+                }
+                // A locker got there first: look again.
+                rt.monitors().free(idx);
+                continue;
+            }
+            if w & OWNER_MASK == me {
+                // Ours: inflate it as for wait, then the loop's first branch stores the hash.
+                if Self::inflate(rt, t, h, w, thin_locks(w), InflationCause::IdentityHash).is_err()
+                {
+                    table.insert(a, v);
+                    return Ok(v);
+                }
+                continue;
+            }
+            // Held by another thread: only it may write the word. Park the hash here.
+            table.insert(a, v);
+            return Ok(v);
+        }
     }
 }
 
@@ -402,5 +541,64 @@ mod tests {
         assert_eq!(h.raw() >> 31, 1);
         assert_eq!(me.lock_count(&h), 2);
         assert_eq!(rt.stats_snapshot().inflations_wait_notify, 1);
+    }
+
+    /// Hashing a free object inflates it with one CAS (the monitor holds the hash, host bits
+    /// stay); a lock held by another thread parks the hash in the side table, and the next
+    /// hash after the release moves it into a monitor. Either way the object stays fat.
+    #[test]
+    fn hash_inflates_or_parks() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = LockWord::new(0x5a);
+        let v = me.identity_hash(&h).unwrap();
+        assert_eq!(h.raw() >> 31, 1, "inflated to hold the hash");
+        assert_eq!(h.raw() & 0xff, 0x5a);
+        assert_eq!(monitor_of(&rt, h.raw()).identity_hash(), Some(v));
+        drop(me.enter(&h).unwrap());
+        assert_eq!(me.identity_hash(&h), Ok(v));
+        assert_eq!(rt.stats_snapshot().inflations_identity_hash, 1);
+
+        let h2 = LockWord::new(0xa5);
+        let g = me.enter(&h2).unwrap();
+        let w = std::thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&h2).unwrap())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(
+            h2.raw() >> 31,
+            0,
+            "held by another thread: the word is not touched"
+        );
+        assert_eq!(rt.side_hashes().lock().get(addr(&h2)), Some(w));
+        assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+        drop(g);
+        assert_eq!(h2.raw(), 0xa5, "the owner's plain-store unlock");
+        assert_eq!(me.identity_hash(&h2), Ok(w));
+        assert_eq!(h2.raw() >> 31, 1);
+        assert!(rt.side_hashes().lock().is_empty(), "moved into the monitor");
+        assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+    }
+
+    /// A parked hash follows its object when a moving GC reports the move.
+    #[test]
+    fn parked_hash_is_relocated() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let old = LockWord::new(0x11);
+        let g = me.enter(&old).unwrap();
+        let v = std::thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&old).unwrap())
+                .join()
+                .unwrap()
+        });
+        drop(g);
+        let new = LockWord::new(0);
+        new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
+        rt.relocate_identity_hash(&old, &new);
+        assert_eq!(rt.peek_identity_hash(&new), Some(v));
+        assert_eq!(me.identity_hash(&new), Ok(v));
+        assert_eq!(new.raw() & 0xff, 0x11);
     }
 }
