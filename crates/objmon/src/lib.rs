@@ -74,6 +74,7 @@ struct ReadmeDoctests;
 
 pub mod deflate;
 mod error;
+pub mod introspect;
 pub mod monitor;
 pub mod park;
 pub mod protocol;
@@ -86,6 +87,10 @@ pub mod thread;
 
 pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
+pub use introspect::{
+    BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor, ThreadDump,
+    ThreadInfo,
+};
 pub use monitor::{FatMonitor, WaitOutcome};
 pub use protocol::biased::{BiasConfig, BiasWord, Biased};
 pub use protocol::cacao::{Cacao, HostWord};

@@ -18,7 +18,7 @@
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{deadline_passed, lock, Arc, AtomicU32, Mutex, Ordering};
+use crate::sync::{deadline_passed, lock, Arc, AtomicU32, AtomicUsize, Mutex, Ordering};
 use crate::tasuki::{SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
@@ -52,6 +52,14 @@ pub struct FatMonitor {
     /// ([`DEFLATING`]) is set by a deflater that has claimed the monitor. Untouched by the
     /// protocols that never deflate.
     contentions: AtomicU32,
+    /// This monitor's index in its table (0 outside a table), for blocking publications.
+    pub(crate) index: u32,
+    /// Address of the header this monitor is bound to (0: none); see `MonitorTable::bind`.
+    pub(crate) object: AtomicUsize,
+    /// Contention figures, touched only when `profile_on`.
+    pub(crate) profile: crate::introspect::MonitorProfile,
+    /// `Config::profiling` of the runtime whose table holds this monitor.
+    pub(crate) profile_on: bool,
 }
 
 /// `FatMonitor::contentions` bit: a deflater owns the monitor and is giving it back.
@@ -70,6 +78,10 @@ impl FatMonitor {
             count: AtomicU32::new(0),
             waiters: Mutex::new(VecDeque::new()),
             contentions: AtomicU32::new(0),
+            index: 0,
+            object: AtomicUsize::new(0),
+            profile: Default::default(),
+            profile_on: false,
         }
     }
 
@@ -80,7 +92,9 @@ impl FatMonitor {
         if self.owner.load(Ordering::Relaxed) == t.raw_id() {
             return self.recurse();
         }
-        self.lock.lock(t);
+        if !self.lock.try_lock() {
+            self.lock_contended(t);
+        }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
         Ok(())
@@ -194,6 +208,7 @@ impl FatMonitor {
             return Err(MonitorError::Interrupted);
         }
         let saved = self.count.load(Ordering::Relaxed);
+        let episode = self.begin_wait(t, deadline.is_some());
         {
             let mut ws = lock(&self.waiters);
             t.wait_state.store(WAITING, Ordering::Relaxed);
@@ -236,9 +251,14 @@ impl FatMonitor {
             }
         };
         t.wait_state.store(IDLE, Ordering::Relaxed);
-        self.lock.lock(t);
+        self.end_wait(t, episode);
+        // A notified waiter re-entering is blocked on enter (a deadlock edge) if it must wait.
+        if !self.lock.try_lock() {
+            self.lock_contended(t);
+        }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(saved, Ordering::Relaxed);
+        self.profile_wait(episode);
         outcome
     }
 
@@ -406,4 +426,19 @@ pub(crate) enum PinnedClaim {
     /// Idle as far as the caller could see, but another thread was announced too (maybe
     /// another deflater, refused because of the caller).
     Contended,
+}
+
+/// Table membership and introspection (see `introspect.rs`).
+impl FatMonitor {
+    /// A monitor for slot `index` of a table; `profiling` as the runtime's configuration.
+    pub(crate) fn in_table(mut self, index: u32, profiling: bool) -> Self {
+        self.index = index;
+        self.profile_on = profiling;
+        self
+    }
+
+    /// The recursion count field, whoever owns the monitor (a racy snapshot).
+    pub fn count_raw(&self) -> u32 {
+        self.count.load(Ordering::Relaxed)
+    }
 }

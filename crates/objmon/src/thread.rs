@@ -75,6 +75,8 @@ pub struct ThreadCore {
     pub(crate) tasuki_signal: AtomicU32,
     /// Wait-set state of the fat monitor this thread waits on (see `monitor.rs`).
     pub(crate) wait_state: AtomicU32,
+    /// What this thread blocks on, published by slow paths (see `introspect.rs`).
+    pub(crate) blocking: crate::introspect::BlockSlot,
 }
 
 impl ThreadCore {
@@ -87,6 +89,7 @@ impl ThreadCore {
             interrupted: AtomicBool::new(false),
             tasuki_signal: AtomicU32::new(0),
             wait_state: AtomicU32::new(0),
+            blocking: Default::default(),
         }
     }
 

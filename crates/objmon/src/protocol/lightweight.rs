@@ -318,6 +318,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             }
             debug_assert_eq!(w & LOCK_BITS, LOCKED);
             let idx = rt.monitors().allocate()?;
+            rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
             m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
             if Self::install(rt, &h.0, w, idx) {
@@ -337,6 +338,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         let Ok(idx) = rt.monitors().allocate() else {
             return Ok(false);
         };
+        rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
         m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
         if Self::install(rt, &h.0, w, idx) {
@@ -358,6 +360,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         w: u64,
     ) -> Result<bool, MonitorError> {
         let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
         m.enter_inflated_for(t.core().raw_id(), 1)?;
         if Self::install(rt, &h.0, w, idx) {
@@ -686,6 +689,11 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
             }
         }
         h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+    }
+
+    /// The lock stack: fast-locked objects, the run length as count.
+    fn held_records(_rt: &Runtime<Self>, t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
+        crate::introspect::count_runs(t.local().entries().into_iter().map(|p| p as usize))
     }
 }
 
