@@ -766,17 +766,20 @@ impl<P: Protocol> Runtime<P> {
         let infos = threads
             .iter()
             .map(|cx| {
-                let blocked_on = cx.core().blocking.read().map(|ep| {
+                let slot = &cx.core().blocking;
+                let blocked_on = slot.read().and_then(|ep| {
                     let owner = match (ep.kind, ep.monitor) {
                         (BlockKind::Enter, Some(i)) => monitor_owner(self, &ep, i),
                         (BlockKind::Enter, None) => seen_owner(ep.seen),
                         _ => 0,
                     };
-                    BlockedOn {
+                    // Still the same episode after the owner was read: the owner is one the
+                    // thread was really blocked behind (never the thread itself, say).
+                    (slot.seq() == ep.seq).then_some(BlockedOn {
                         kind: ep.kind,
                         object: ObjectRef(ep.object),
                         owner: ThreadId::from_raw(owner),
-                    }
+                    })
                 });
                 ThreadInfo {
                     id: cx.id(),
