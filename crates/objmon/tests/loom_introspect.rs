@@ -14,7 +14,7 @@ use objmon::{BlockKind, Config, Fat, ObjectRef, Runtime, SystemLockConfig, Syste
 fn config() -> Config {
     Config {
         max_threads: 4,
-        monitor_capacity: 2,
+        monitor_capacity: 4,
         system_lock: SystemLockConfig {
             variant: SystemLockVariant::Figure7,
             spin_limit: 0,
@@ -65,9 +65,9 @@ fn edges_from_different_moments_are_not_a_deadlock() {
     });
 }
 
-/// T1 holds A; T2 blocks on it. A dump taken meanwhile shows T2 either not blocked, or
-/// blocked on A behind T1 or behind nobody (T1 left meanwhile) — never behind T2 itself, and
-/// a blocked T2 never appears as A's owner.
+/// T1 holds A; T2 blocks on it; a third thread dumps while T1 releases A and T2 takes it.
+/// The dump shows T2 either not blocked, or blocked on A behind T1 or behind nobody — never
+/// behind T2 itself (the owner read after T2 got A), and a blocked T2 owns nothing.
 #[test]
 fn dump_never_shows_a_wrong_owner() {
     common::builder(3).check(|| {
@@ -83,9 +83,13 @@ fn dump_never_shows_a_wrong_owner() {
                 me.id()
             })
         };
-        let d = rt.thread_dump();
+        let dumper = {
+            let rt = rt.clone();
+            thread::spawn(move || rt.thread_dump())
+        };
         drop(g);
         let id2 = t2.join().unwrap();
+        let d = dumper.join().unwrap();
         for t in &d.threads {
             if let Some(b) = t.blocked_on {
                 assert_eq!(t.id, id2, "{d}");
