@@ -25,7 +25,10 @@ pub struct ProtocolProfile {
     pub top: Vec<(Option<usize>, ObjectProfile)>,
 }
 
-fn workload<P: Protocol>(profiling: bool, time: Duration) -> (f64, Vec<(Option<usize>, ObjectProfile)>) {
+fn workload<P: Protocol>(
+    profiling: bool,
+    time: Duration,
+) -> (f64, Vec<(Option<usize>, ObjectProfile)>) {
     let rt = Runtime::<P>::new(Config {
         profiling,
         ..Config::default()

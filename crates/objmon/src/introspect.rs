@@ -181,8 +181,10 @@ impl BlockSlot {
         } else {
             0
         };
-        self.seen
-            .store(((c + 1) << SEEN_OWNER_BITS) | u64::from(owner), Ordering::SeqCst);
+        self.seen.store(
+            ((c + 1) << SEEN_OWNER_BITS) | u64::from(owner),
+            Ordering::SeqCst,
+        );
         // The next header read comes after this store (see the confirmation argument).
         fence(Ordering::SeqCst);
     }
@@ -319,9 +321,11 @@ impl FatMonitor {
     /// is in one already) and profiles it, around the system lock's spin and suspend.
     #[cold]
     pub(crate) fn lock_contended(&self, t: &std::sync::Arc<ThreadCore>) {
-        let outer =
-            t.blocking
-                .begin(BlockKind::Enter, self.object.load(Ordering::Relaxed), self.index);
+        let outer = t.blocking.begin(
+            BlockKind::Enter,
+            self.object.load(Ordering::Relaxed),
+            self.index,
+        );
         let start = (outer && self.profile_on).then(Instant::now);
         self.system_lock().lock(t);
         if let Some(s) = start {
@@ -336,11 +340,7 @@ impl FatMonitor {
     }
 
     /// Starts a wait episode; returns what [`end_wait`](Self::end_wait) needs.
-    pub(crate) fn begin_wait(
-        &self,
-        t: &ThreadCore,
-        timed: bool,
-    ) -> (bool, Option<Instant>) {
+    pub(crate) fn begin_wait(&self, t: &ThreadCore, timed: bool) -> (bool, Option<Instant>) {
         let kind = if timed {
             BlockKind::TimedWait
         } else {
@@ -447,10 +447,7 @@ impl MonitorTable {
 
     fn fold(&self, object: usize, c: Counts) {
         if !c.is_zero() {
-            lock(&self.profile.folded)
-                .entry(object)
-                .or_default()
-                .add(c);
+            lock(&self.profile.folded).entry(object).or_default().add(c);
         }
     }
 
@@ -632,7 +629,11 @@ impl fmt::Display for Deadlock {
         for e in &self.cycle {
             writeln!(f, "\"objmon thread {}\":", e.thread)?;
             match e.monitor {
-                Some(i) => write!(f, "  waiting to lock monitor #{i} (object {}", e.waiting_for)?,
+                Some(i) => write!(
+                    f,
+                    "  waiting to lock monitor #{i} (object {}",
+                    e.waiting_for
+                )?,
                 None => write!(f, "  waiting to lock object {} (thin lock", e.waiting_for)?,
             }
             writeln!(f, "),")?;
@@ -664,6 +665,38 @@ pub(crate) fn observe_deadline() -> Option<Instant> {
     #[cfg(loom)]
     {
         None
+    }
+}
+
+/// The detector's wait for spinners to observe again: up to [`OBSERVE_WAIT`] in 1 ms naps;
+/// under loom one pass only (a spinner that did not move on in the model is unconfirmed).
+struct ObservePause {
+    #[cfg(not(loom))]
+    deadline: Instant,
+}
+
+impl ObservePause {
+    fn new() -> Self {
+        Self {
+            #[cfg(not(loom))]
+            deadline: Instant::now() + OBSERVE_WAIT,
+        }
+    }
+
+    /// Naps; `false` once the time is up.
+    fn wait(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            if Instant::now() >= self.deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            true
+        }
+        #[cfg(loom)]
+        {
+            false
+        }
     }
 }
 
@@ -843,43 +876,31 @@ impl<P: Protocol> Runtime<P> {
                 None => spinners.push((raw, ep)),
             }
         }
-        if !spinners.is_empty() {
-            #[cfg(not(loom))]
-            let deadline = Instant::now() + OBSERVE_WAIT;
-            loop {
-                spinners.retain(|&(raw, ep)| {
-                    let Some(core) = core_of(raw) else {
-                        return false;
-                    };
-                    if core.blocking.seq() != ep.seq {
-                        return false;
-                    }
-                    let seen = core.blocking.seen();
-                    if observations(seen) < observations(ep.seen) + 2 {
-                        return true;
-                    }
-                    if seen_owner(seen) != 0 {
-                        edges.insert(
-                            raw,
-                            Edge {
-                                ep,
-                                owner: seen_owner(seen),
-                            },
-                        );
-                    }
-                    false
-                });
-                if spinners.is_empty() {
-                    break;
+        let pause = ObservePause::new();
+        while !spinners.is_empty() {
+            spinners.retain(|&(raw, ep)| {
+                let Some(core) = core_of(raw) else {
+                    return false;
+                };
+                if core.blocking.seq() != ep.seq {
+                    return false;
                 }
-                #[cfg(not(loom))]
-                {
-                    if Instant::now() >= deadline {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
+                let seen = core.blocking.seen();
+                if observations(seen) < observations(ep.seen) + 2 {
+                    return true;
                 }
-                #[cfg(loom)]
+                if seen_owner(seen) != 0 {
+                    edges.insert(
+                        raw,
+                        Edge {
+                            ep,
+                            owner: seen_owner(seen),
+                        },
+                    );
+                }
+                false
+            });
+            if !spinners.is_empty() && !pause.wait() {
                 break;
             }
         }

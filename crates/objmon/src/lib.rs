@@ -88,8 +88,8 @@ pub mod thread;
 pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
 pub use introspect::{
-    BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor, ThreadDump,
-    ThreadInfo,
+    BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor,
+    ThreadDump, ThreadInfo,
 };
 pub use monitor::{FatMonitor, WaitOutcome};
 pub use protocol::biased::{BiasConfig, BiasWord, Biased};

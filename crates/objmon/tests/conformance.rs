@@ -764,8 +764,12 @@ mod checks {
             max_threads: 64,
             ..Config::default()
         });
-        let hs: &'static [P::Header] =
-            Box::leak((0..5).map(|_| P::Header::default()).collect::<Vec<_>>().into_boxed_slice());
+        let hs: &'static [P::Header] = Box::leak(
+            (0..5)
+                .map(|_| P::Header::default())
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
         let two = leak_cycle(&rt, &hs[0..2]);
         let three = leak_cycle(&rt, &hs[2..5]);
         let obj = |i: usize| objmon::ObjectRef::of(&hs[i]);
@@ -776,7 +780,10 @@ mod checks {
                 break d;
             }
             assert!(d.len() < 2, "more cycles than made: {d:?}");
-            assert!(start.elapsed() < Duration::from_secs(30), "not found: {d:?}");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "not found: {d:?}"
+            );
             d.clear();
             thread::sleep(Duration::from_millis(5));
         };
@@ -878,11 +885,16 @@ mod checks {
             }
             let objs = [&x, &y, &w, &tw];
             let info = |d: &objmon::ThreadDump, k| {
-                d.threads.iter().find(|t| t.id == id[&k]).cloned().expect("attached")
+                d.threads
+                    .iter()
+                    .find(|t| t.id == id[&k])
+                    .cloned()
+                    .expect("attached")
             };
             let want_a = |d: &objmon::ThreadDump| {
                 let a = info(d, 'a');
-                a.blocked_on.map(|b| (b.kind, b.object)) == Some((BlockKind::Wait, ObjectRef::of(&w)))
+                a.blocked_on.map(|b| (b.kind, b.object))
+                    == Some((BlockKind::Wait, ObjectRef::of(&w)))
             };
             let want_b = |d: &objmon::ThreadDump| {
                 let b = info(d, 'b');
@@ -894,10 +906,13 @@ mod checks {
                 c.blocked_on.map(|b| (b.kind, b.object, b.owner))
                     == Some((BlockKind::Enter, ObjectRef::of(&y), Some(id[&'b'])))
             };
-            eventually("a waits, b waits timed, c is blocked on y held by b", || {
-                let d = rt.thread_dump_with(objs);
-                want_a(&d) && want_b(&d) && want_c(&d)
-            });
+            eventually(
+                "a waits, b waits timed, c is blocked on y held by b",
+                || {
+                    let d = rt.thread_dump_with(objs);
+                    want_a(&d) && want_b(&d) && want_c(&d)
+                },
+            );
             let d = rt.thread_dump_with(objs);
             let owned = |k| info(&d, k).owned;
             let o = |h: &P::Header, count| objmon::OwnedMonitor {
@@ -917,7 +932,12 @@ mod checks {
             assert!(want_a(&bare) && want_b(&bare), "{bare}");
             for t in &bare.threads {
                 for m in &t.owned {
-                    assert!(d.threads.iter().any(|u| u.id == t.id && u.owned.contains(m)), "{bare}");
+                    assert!(
+                        d.threads
+                            .iter()
+                            .any(|u| u.id == t.id && u.owned.contains(m)),
+                        "{bare}"
+                    );
                 }
             }
             assert!(rt.find_deadlocks().is_empty());
@@ -928,7 +948,12 @@ mod checks {
             }
         });
         let d = rt.thread_dump();
-        assert!(d.threads.iter().all(|t| t.blocked_on.is_none() && t.owned.is_empty()), "{d}");
+        assert!(
+            d.threads
+                .iter()
+                .all(|t| t.blocked_on.is_none() && t.owned.is_empty()),
+            "{d}"
+        );
     }
 
     /// Threads lock random objects nested in one global order (so no cycle can exist), with
@@ -1025,7 +1050,8 @@ mod checks {
         assert_eq!(p.waits, 1, "{p}");
         assert!(p.waited > Duration::ZERO, "{p}");
         assert!(
-            prof.iter().all(|p| p.object != objmon::ObjectRef::of(&quiet)),
+            prof.iter()
+                .all(|p| p.object != objmon::ObjectRef::of(&quiet)),
             "uncontended objects have no entry: {prof:?}"
         );
         rt.reset_contention_profile();

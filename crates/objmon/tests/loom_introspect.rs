@@ -93,9 +93,16 @@ fn dump_never_shows_a_wrong_owner() {
         for t in &d.threads {
             if let Some(b) = t.blocked_on {
                 assert_eq!(t.id, id2, "{d}");
-                assert_eq!((b.kind, b.object), (BlockKind::Enter, ObjectRef::of(&*a)), "{d}");
+                assert_eq!(
+                    (b.kind, b.object),
+                    (BlockKind::Enter, ObjectRef::of(&*a)),
+                    "{d}"
+                );
                 assert!(b.owner.is_none() || b.owner == Some(me.id()), "{d}");
-                assert!(t.owned.is_empty(), "a blocked thread owns nothing here: {d}");
+                assert!(
+                    t.owned.is_empty(),
+                    "a blocked thread owns nothing here: {d}"
+                );
             }
         }
     });

@@ -790,8 +790,14 @@ impl<F: Flavor> Biasing<F> {
                 return r;
             }
             if contended {
-                spin.get_or_insert_with(|| crate::introspect::SpinEpisode::begin(rt.monitors(), t.core(), addr(h)))
-                    .observe(if rc(w) > 0 { ((w & OWNER_MASK) >> OWNER_SHIFT) as u32 } else { 0 });
+                spin.get_or_insert_with(|| {
+                    crate::introspect::SpinEpisode::begin(rt.monitors(), t.core(), addr(h))
+                })
+                .observe(if rc(w) > 0 {
+                    ((w & OWNER_MASK) >> OWNER_SHIFT) as u32
+                } else {
+                    0
+                });
             }
             backoff(&mut spins);
         }

@@ -27,8 +27,8 @@
 //! correctly); overflow and wait / notify then fail with `MonitorTableFull`.
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
-use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::introspect::SpinEpisode;
+use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{spin_hint, yield_now, Ordering};
 use crate::table::MonitorIndex;
