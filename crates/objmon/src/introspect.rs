@@ -20,7 +20,11 @@
 //!   header together with an observation counter, bumped at each re-read, in one word.
 //!
 //! Nested publications are ignored (the outer one stands): `tasuki`'s contender waits in the
-//! object's monitor while it is, semantically, blocked on entering the object.
+//! object's monitor while it is, semantically, blocked on entering the object. (That
+//! contender holds the monitor for a few instructions between its checks of the flat word; a
+//! thread blocked on the monitor meanwhile has an edge to it. Any cycle through it is still a
+//! real deadlock — the blocked thread next waits for the flat owner, whose chain leads back —
+//! but the report may list that contender as one more member.)
 //!
 //! **Deadlock confirmation** ([`Runtime::find_deadlocks`]; the world is never stopped):
 //! 1. snapshot every thread's publication (sequence `s1[T]` and fields, consistently);
@@ -289,7 +293,8 @@ pub(crate) struct TableProfile {
 pub struct ObjectProfile {
     /// The object (0: a monitor never bound to an object).
     pub object: ObjectRef,
-    /// Enters that found the object locked by another thread and had to block or spin.
+    /// Enters that found the object locked by another thread and had to block or spin
+    /// (a notified waiter's re-entry that had to block included).
     pub contended_enters: u64,
     /// Total time those enters spent blocked or spinning.
     pub blocked: Duration,
@@ -702,6 +707,8 @@ impl ObservePause {
 
 /// A blocked thread's edge, once observed.
 struct Edge {
+    /// The blocked thread's core, as found in step 1 (its id may be reused after it leaves).
+    core: std::sync::Arc<ThreadCore>,
     ep: Episode,
     owner: u32,
 }
@@ -845,11 +852,11 @@ impl<P: Protocol> Runtime<P> {
     pub fn find_deadlocks(&self) -> Vec<Deadlock> {
         let threads = self.threads().snapshot();
         // Step 1.
-        let first: Vec<(u32, Episode)> = threads
+        let first: Vec<(u32, &std::sync::Arc<ThreadCore>, Episode)> = threads
             .iter()
             .filter_map(|cx| {
                 let ep = cx.core().blocking.read()?;
-                (ep.kind == BlockKind::Enter).then_some((cx.core().raw_id(), ep))
+                (ep.kind == BlockKind::Enter).then_some((cx.core().raw_id(), cx.core_arc(), ep))
             })
             .collect();
         if first.len() < 2 {
@@ -857,31 +864,23 @@ impl<P: Protocol> Runtime<P> {
         }
         fence(Ordering::SeqCst);
         // Step 2: monitor edges now; spinner edges once they re-read twice.
-        let core_of = |raw: u32| {
-            threads
-                .iter()
-                .find(|cx| cx.core().raw_id() == raw)
-                .map(|cx| cx.core_arc().clone())
-        };
         let mut edges: HashMap<u32, Edge> = HashMap::new();
         let mut spinners = Vec::new();
-        for &(raw, ep) in &first {
+        for &(raw, core, ep) in &first {
             match ep.monitor {
                 Some(i) => {
                     let owner = monitor_owner(self, &ep, i);
                     if owner != 0 {
-                        edges.insert(raw, Edge { ep, owner });
+                        let core = core.clone();
+                        edges.insert(raw, Edge { core, ep, owner });
                     }
                 }
-                None => spinners.push((raw, ep)),
+                None => spinners.push((raw, core, ep)),
             }
         }
         let pause = ObservePause::new();
         while !spinners.is_empty() {
-            spinners.retain(|&(raw, ep)| {
-                let Some(core) = core_of(raw) else {
-                    return false;
-                };
+            spinners.retain(|&(raw, core, ep)| {
                 if core.blocking.seq() != ep.seq {
                     return false;
                 }
@@ -893,6 +892,7 @@ impl<P: Protocol> Runtime<P> {
                     edges.insert(
                         raw,
                         Edge {
+                            core: core.clone(),
                             ep,
                             owner: seen_owner(seen),
                         },
@@ -933,9 +933,8 @@ impl<P: Protocol> Runtime<P> {
         cycles
             .into_iter()
             .filter(|c| {
-                c.iter().all(|raw| {
-                    core_of(*raw).is_some_and(|core| core.blocking.seq() == edges[raw].ep.seq)
-                })
+                c.iter()
+                    .all(|raw| edges[raw].core.blocking.seq() == edges[raw].ep.seq)
             })
             .map(|c| Deadlock {
                 cycle: c

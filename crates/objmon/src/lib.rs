@@ -41,6 +41,9 @@
 //! `stack` header points into are kept allocated while in use, even past detach.)
 //!
 //! Counters: [`Runtime::stats_snapshot`] — inflations by cause, deflations, live monitors.
+//! Introspection ([`introspect`]): [`Runtime::thread_dump`] (jstack's monitor lines),
+//! [`Runtime::find_deadlocks`] (confirmed cycles, found without stopping the world) and, with
+//! [`Config::profiling`], [`Runtime::contention_profile`] (which lock hurts).
 //!
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
