@@ -548,8 +548,8 @@ pub struct ThreadInfo {
 ///
 /// [`Runtime::thread_dump_with`] adds the objects the host can enumerate (a heap or stack
 /// walk), through [`Protocol::lock_state`], so those are found too, with exact counts. What
-/// threads are blocked on is always complete, except a `lightweight*` contender spinning
-/// because the monitor table is full (reported as blocked, owner unknown).
+/// threads are blocked on is always complete, except contenders that spin because the
+/// monitor table is full (`stack`, `lightweight*`, `tasuki`): they appear runnable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadDump {
     /// The protocol's catalog name.
