@@ -62,7 +62,7 @@
 use crate::monitor::{FatMonitor, ANONYMOUS_OWNER};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
-use crate::sync::{fence, lock, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{fence, lock, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::table::{MonitorIndex, MonitorTable};
 use crate::thread::{ThreadCore, ThreadId};
 use std::collections::{BTreeMap, HashMap};
@@ -280,6 +280,65 @@ impl MonitorProfile {
     }
 }
 
+/// A monitor's [`MonitorProfile`], allocated at its first profiled event: with profiling off
+/// a monitor carries one null pointer, not the counters.
+#[derive(Debug, Default)]
+pub(crate) struct ProfileCell(AtomicPtr<MonitorProfile>);
+
+impl ProfileCell {
+    /// The counters, allocating them on first use.
+    fn counters(&self) -> &MonitorProfile {
+        let mut p = self.0.load(Ordering::Acquire);
+        if p.is_null() {
+            let fresh = Box::into_raw(Box::default());
+            p = match self.0.compare_exchange(
+                std::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => fresh,
+                Err(theirs) => {
+                    // SAFETY: `fresh` came from `Box::into_raw` just above and was never
+                    // published (our CAS failed), so we own it.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    theirs
+                }
+            };
+        }
+        // SAFETY: `p` is non-null, from `Box::into_raw`, published once by the CAS above and
+        // freed only in `drop` (which takes `&mut self`), so it lives as long as `&self`.
+        unsafe { &*p }
+    }
+
+    fn installed(&self) -> Option<&MonitorProfile> {
+        let p = self.0.load(Ordering::Acquire);
+        // SAFETY: as in `counters`: null, or a published box freed only by `drop`.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    fn snapshot(&self) -> Counts {
+        self.installed()
+            .map_or_else(Counts::default, MonitorProfile::snapshot)
+    }
+
+    fn take(&self) -> Counts {
+        self.installed()
+            .map_or_else(Counts::default, MonitorProfile::take)
+    }
+}
+
+impl Drop for ProfileCell {
+    fn drop(&mut self) {
+        let p = self.0.load(Ordering::Relaxed);
+        if !p.is_null() {
+            // SAFETY: published from `Box::into_raw` by `counters`; `&mut self` means no
+            // reference from `counters` or `installed` is alive; freed once, here.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
 /// The runtime-level part of profiling, kept by the monitor table (which sees every monitor
 /// freed or rebound).
 #[derive(Debug, Default)]
@@ -334,9 +393,9 @@ impl FatMonitor {
         let start = (outer && self.profile_on).then(Instant::now);
         self.system_lock().lock(t);
         if let Some(s) = start {
-            self.profile.enters.fetch_add(1, Ordering::Relaxed);
-            self.profile
-                .blocked_ns
+            let p = self.profile.counters();
+            p.enters.fetch_add(1, Ordering::Relaxed);
+            p.blocked_ns
                 .fetch_add(nanos(s.elapsed()), Ordering::Relaxed);
         }
         if outer {
@@ -367,10 +426,9 @@ impl FatMonitor {
     /// The waiter holds the monitor again: profile the whole wait.
     pub(crate) fn profile_wait(&self, (_, start): (bool, Option<Instant>)) {
         if let Some(s) = start {
-            self.profile.waits.fetch_add(1, Ordering::Relaxed);
-            self.profile
-                .waited_ns
-                .fetch_add(nanos(s.elapsed()), Ordering::Relaxed);
+            let p = self.profile.counters();
+            p.waits.fetch_add(1, Ordering::Relaxed);
+            p.waited_ns.fetch_add(nanos(s.elapsed()), Ordering::Relaxed);
         }
     }
 }

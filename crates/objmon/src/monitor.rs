@@ -57,7 +57,7 @@ pub struct FatMonitor {
     /// Address of the header this monitor is bound to (0: none); see `MonitorTable::bind`.
     pub(crate) object: AtomicUsize,
     /// Contention figures, touched only when `profile_on`.
-    pub(crate) profile: crate::introspect::MonitorProfile,
+    pub(crate) profile: crate::introspect::ProfileCell,
     /// `Config::profiling` of the runtime whose table holds this monitor.
     pub(crate) profile_on: bool,
 }
