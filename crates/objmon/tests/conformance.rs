@@ -81,6 +81,7 @@ conformance!(
 // Introspection (issue 7 items 3 and 4): thread dumps, deadlock detection, profiling.
 conformance!(
     deadlocks_of_two_and_three_threads_are_found,
+    notified_waiter_reentering_is_a_deadlock_edge,
     thread_dump_shows_owners_counts_blocked_and_waiting,
     no_deadlock_reported_under_ordered_load,
     profiling_off_reports_nothing,
@@ -1056,5 +1057,82 @@ mod checks {
         );
         rt.reset_contention_profile();
         assert_eq!(rt.contention_profile(), vec![]);
+    }
+
+    /// A waiter that was notified and must re-enter is blocked on enter: T1 holds B and waits
+    /// on A; T2 takes A, notifies T1 and, still holding A, blocks on B. T1 now waits to
+    /// re-enter A, held by T2: a deadlock through a notified waiter (threads leaked).
+    pub fn notified_waiter_reentering_is_a_deadlock_edge<P: Protocol>() {
+        let rt = Runtime::<P>::new(Config {
+            max_threads: 64,
+            ..Config::default()
+        });
+        let hs: &'static [P::Header] = Box::leak(
+            (0..2)
+                .map(|_| P::Header::default())
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        let (a, b) = (&hs[0], &hs[1]);
+        let waiting: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+        let (tx, rx) = mpsc::channel();
+        {
+            let (rt, tx) = (rt.clone(), tx.clone());
+            thread::spawn(move || {
+                idle_priority();
+                let me = rt.attach().unwrap();
+                tx.send((1, me.id())).unwrap();
+                let _gb = me.enter(b).unwrap();
+                let ga = me.enter(a).unwrap();
+                waiting.store(true, Ordering::SeqCst); // under A: we are in the wait set once A is free
+                let _ = ga.wait(None); // notified, then blocks re-entering A forever
+                panic!("a deadlocked re-entry returned");
+            });
+        }
+        {
+            let (rt, tx) = (rt.clone(), tx.clone());
+            thread::spawn(move || {
+                idle_priority();
+                let me = rt.attach().unwrap();
+                tx.send((2, me.id())).unwrap();
+                let _ga = loop {
+                    let g = me.enter(a).unwrap();
+                    if waiting.load(Ordering::SeqCst) {
+                        g.notify().unwrap();
+                        break g;
+                    }
+                    drop(g);
+                    thread::yield_now();
+                };
+                let _never = me.enter(b);
+                panic!("a deadlocked enter returned");
+            });
+        }
+        let mut id = [None; 3];
+        for _ in 0..2 {
+            let (k, v) = rx.recv().unwrap();
+            id[k] = Some(v);
+        }
+        let (t1, t2) = (id[1].unwrap(), id[2].unwrap());
+        let start = Instant::now();
+        let d = loop {
+            if let Some(d) = rt.find_deadlocks().pop() {
+                break d;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "not found");
+            thread::sleep(Duration::from_millis(5));
+        };
+        let mut cycle: Vec<_> = d
+            .cycle
+            .iter()
+            .map(|e| (e.thread, e.waiting_for, e.held_by))
+            .collect();
+        cycle.sort();
+        let mut want = vec![
+            (t1, objmon::ObjectRef::of(a), t2),
+            (t2, objmon::ObjectRef::of(b), t1),
+        ];
+        want.sort();
+        assert_eq!(cycle, want, "{d}");
     }
 }
