@@ -1034,3 +1034,81 @@ impl<P: Protocol> Runtime<P> {
         self.monitors().reset_profile()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// One episode at a time: a nested begin publishes nothing; observations count up with
+    /// the owner in the low bits; the slot reads as empty between episodes.
+    #[test]
+    fn block_slot_publishes_one_episode_at_a_time() {
+        let s = BlockSlot::default();
+        assert_eq!(s.read(), None);
+        assert!(s.begin(BlockKind::Enter, 0x1000, 7));
+        assert!(!s.begin(BlockKind::Wait, 0x2000, 9), "nested");
+        s.observe(3);
+        s.observe(4);
+        let ep = s.read().expect("in an episode");
+        assert_eq!(
+            (ep.kind, ep.object, ep.monitor.map(MonitorIndex::get)),
+            (BlockKind::Enter, 0x1000, Some(7))
+        );
+        assert_eq!((observations(ep.seen), seen_owner(ep.seen)), (2, 4));
+        s.end();
+        assert_eq!(s.read(), None);
+        assert!(s.begin(BlockKind::TimedWait, 0x3000, 0));
+        let ep = s.read().expect("next episode");
+        assert_eq!(
+            (ep.kind, ep.monitor, ep.seen),
+            (BlockKind::TimedWait, None, 0)
+        );
+        assert_eq!(
+            ep.seq, 3,
+            "odd during an episode, one more per begin and end"
+        );
+    }
+
+    #[test]
+    fn lock_records_count_by_object_in_first_seen_order() {
+        let v = count_runs([8, 8, 16, 8, 24].into_iter());
+        assert_eq!(v, vec![(8, 3), (16, 1), (24, 1)]);
+    }
+
+    /// jstack's layout: a title, a rule, then per thread what it waits for and who holds it.
+    #[test]
+    fn deadlock_prints_like_jstack() {
+        let t = |n| ThreadId::new(n).unwrap();
+        let d = Deadlock {
+            cycle: vec![
+                DeadlockEdge {
+                    thread: t(1),
+                    waiting_for: ObjectRef(0x20),
+                    monitor: Some(5),
+                    held_by: t(2),
+                    held_count: 2,
+                },
+                DeadlockEdge {
+                    thread: t(2),
+                    waiting_for: ObjectRef(0x10),
+                    monitor: None,
+                    held_by: t(1),
+                    held_count: 0,
+                },
+            ],
+        };
+        assert_eq!(
+            d.to_string(),
+            "Found one Java-level deadlock:\n\
+             =============================\n\
+             \"objmon thread #1\":\n  \
+             waiting to lock monitor #5 (object <0x0000000000000020>),\n  \
+             which is held by \"objmon thread #2\" (count 2)\n\
+             \"objmon thread #2\":\n  \
+             waiting to lock object <0x0000000000000010> (thin lock),\n  \
+             which is held by \"objmon thread #1\"\n"
+        );
+        assert_eq!(d.threads(), vec![t(1), t(2)]);
+        assert_eq!(d.objects(), vec![ObjectRef(0x20), ObjectRef(0x10)]);
+    }
+}
