@@ -144,8 +144,8 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// Introspection: the owner of `h` and how many times it holds it, from any thread (a
     /// racy snapshot: the owner held it at some moment of the call; the count is the owner's
     /// count at a later moment, 0 if it had released by then). By default [`owner_of`]
-    /// and then [`lock_count`] with the owner's context, which every protocol answers with
-    /// atomic reads only.
+    /// and then [`lock_count`] with the owner's context, which every protocol answers without
+    /// side effects (atomic reads, or a short bookkeeping lock in `cacao` and `monitor-cache`).
     ///
     /// [`owner_of`]: Self::owner_of
     /// [`lock_count`]: Self::lock_count
