@@ -19,6 +19,7 @@ mod bench;
 mod doc;
 mod java;
 mod plot;
+mod profile;
 mod record;
 mod report;
 mod runner;
@@ -116,6 +117,15 @@ enum Command {
         /// Seconds without progress after which a worker counts as stuck.
         #[arg(long, default_value_t = 20)]
         watchdog: u64,
+    },
+    /// The contention profile: a contended workload per protocol, profiling off then on.
+    Profile {
+        /// Protocol name (default: every protocol).
+        #[arg(long)]
+        protocol: Option<String>,
+        /// Milliseconds per run.
+        #[arg(long, default_value_t = 500)]
+        millis: u64,
     },
 }
 
@@ -262,6 +272,14 @@ fn main() {
                     eprintln!("{v}");
                     std::process::exit(1);
                 }
+            }
+        }
+        Command::Profile { protocol, millis } => {
+            let profiles = profile::run(Duration::from_millis(millis), protocol.as_deref());
+            let (head, rows) = profile::rows(&profiles);
+            println!("{}", head.join(" | "));
+            for r in rows {
+                println!("{}", r.join(" | "));
             }
         }
         Command::List => {

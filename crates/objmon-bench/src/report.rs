@@ -263,6 +263,12 @@ pub fn write(
     seed004(&mut d, &res, out_dir);
     other(&mut d, &res);
     space_section(&mut d, space);
+    let profile_time = Duration::from_millis(if plan.quick { 200 } else { 1000 });
+    crate::profile::section(
+        &mut d,
+        &crate::profile::run(profile_time, None),
+        profile_time,
+    );
 
     d.push(Block::H(2, "Skipped and notes".into()));
     let mut notes: Vec<String> = rust

@@ -13,6 +13,8 @@
 //!   (sometimes while holding them, nested) and every answer must equal the first one recorded
 //!   for the object; peek may say `None` (a stack-locked object) but never another value; at
 //!   the end, with every thread detached, peek must give each recorded hash back.
+//! - **no false deadlock**: locks are taken in one global order, so a detector thread running
+//!   `Runtime::find_deadlocks` all along must never report one.
 //!
 //! Every run is determined by its seed (per-thread random streams; the interleaving is the OS's),
 //! and a violation report names the command that repeats it.
@@ -442,6 +444,18 @@ fn worker<P: Protocol>(s: &Shared<P>, w: usize, seed: u64) {
     }
 }
 
+/// Runs the deadlock detector over and over until the stop: every worker takes its locks in
+/// one global order (plain objects by index, a channel alone), so no cycle exists, and any
+/// report is a false positive of the detector.
+fn detector<P: Protocol>(s: &Shared<P>) {
+    while !s.stop.load(Ordering::Relaxed) {
+        if let Some(d) = s.rt.find_deadlocks().first() {
+            s.fail("deadlock reported", format!("with no cycle possible:\n{d}"));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Keeps posting tokens to channels that have waiters, alternating notify and notifyAll,
 /// until every worker has finished (untimed waiters rely on it to the end).
 fn poster<P: Protocol>(s: &Shared<P>, running: &AtomicUsize) {
@@ -505,6 +519,7 @@ pub fn run_protocol<P: Protocol>(config: &StressConfig) -> Result<StressReport, 
             });
         }
         sc.spawn(|| poster(&s, &running));
+        sc.spawn(|| detector(&s));
         // Watchdog on this thread.
         let end = Instant::now() + config.duration;
         loop {

@@ -100,6 +100,10 @@ typedef struct objmon_config {
    * Most fat monitors alive at once (default and maximum 2^23 - 1).
    */
   uint32_t monitor_capacity;
+  /**
+   * Nonzero: contention profiling on (`objmon_contention_profile`); default off.
+   */
+  uint8_t profiling;
 } objmon_config;
 
 /**
@@ -139,6 +143,58 @@ typedef struct objmon_stats {
    */
   uint64_t attached_threads;
 } objmon_stats;
+
+/**
+ * One edge of a deadlock cycle: `thread` waits to lock `object`, held by `held_by`.
+ */
+typedef struct objmon_deadlock_edge {
+  /**
+   * Which cycle (0, 1, ...): the edges of one cycle are consecutive, in cycle order.
+   */
+  uint32_t cycle;
+  /**
+   * The blocked thread's id.
+   */
+  uint16_t thread;
+  /**
+   * The id of the thread holding `object` (the next edge's `thread`).
+   */
+  uint16_t held_by;
+  /**
+   * How many times `held_by` holds it (0 if unknown).
+   */
+  uint32_t held_count;
+  /**
+   * The object: the address of its `objmon_header`.
+   */
+  size_t object;
+} objmon_deadlock_edge;
+
+/**
+ * Contention figures of one object.
+ */
+typedef struct objmon_profile_entry {
+  /**
+   * The object: the address of its `objmon_header` (0: a monitor never bound to one).
+   */
+  size_t object;
+  /**
+   * Enters that had to block or spin.
+   */
+  uint64_t contended_enters;
+  /**
+   * Nanoseconds spent blocked or spinning on enter.
+   */
+  uint64_t blocked_ns;
+  /**
+   * Calls of wait.
+   */
+  uint64_t waits;
+  /**
+   * Nanoseconds spent waiting.
+   */
+  uint64_t waited_ns;
+} objmon_profile_entry;
 
 #ifdef __cplusplus
 extern "C" {
@@ -364,6 +420,52 @@ enum objmon_status objmon_identity_hash(const struct objmon_thread *t,
 enum objmon_status objmon_peek_identity_hash(const struct objmon_runtime *rt,
                                              const struct objmon_header *h,
                                              uint32_t *out);
+
+/**
+ * Finds deadlocks (cycles of threads blocked on entering monitors), confirmed without
+ * stopping any thread (see `objmon::introspect`): may take a few hundred milliseconds. Writes
+ * up to `cap` edges to `edges` (NULL allowed when `cap` is 0) and the total number of edges
+ * to `n_edges` (0: no deadlock); call again with a larger array if it exceeds `cap`.
+ *
+ * # Safety
+ * `rt` is live; `edges` valid for `cap` writes (or `cap` 0); `n_edges` valid for a write.
+ */
+enum objmon_status objmon_find_deadlocks(const struct objmon_runtime *rt,
+                                         struct objmon_deadlock_edge *edges,
+                                         size_t cap,
+                                         size_t *n_edges);
+
+/**
+ * A thread dump as text (jstack's format: per thread its state, the object it waits to lock
+ * or waits on, and the objects it holds with counts), NUL-terminated into `buf` of `cap`
+ * bytes (truncated if too small; NULL allowed when `cap` is 0); `len` receives the full
+ * length without the NUL. `objects` (NULL when `n_objects` is 0) are headers the host can
+ * enumerate: thin-locked objects, which no per-thread structure records, are found only
+ * through them. Objects appear as their header's address.
+ *
+ * # Safety
+ * `rt` is live; each of the `n_objects` pointers an initialised header of it, alive for the
+ * call; `buf` valid for `cap` writes (or `cap` 0); `len` valid for a write.
+ */
+enum objmon_status objmon_thread_dump(const struct objmon_runtime *rt,
+                                      const struct objmon_header *const *objects,
+                                      size_t n_objects,
+                                      char *buf,
+                                      size_t cap,
+                                      size_t *len);
+
+/**
+ * The contention profile (empty unless the runtime was made with `profiling` set), most
+ * time blocked first: up to `cap` entries into `entries` (NULL allowed when `cap` is 0), the
+ * total number into `n`.
+ *
+ * # Safety
+ * `rt` is live; `entries` valid for `cap` writes (or `cap` 0); `n` valid for a write.
+ */
+enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
+                                             struct objmon_profile_entry *entries,
+                                             size_t cap,
+                                             size_t *n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -103,6 +103,8 @@ pub struct objmon_config {
     pub max_threads: u16,
     /// Most fat monitors alive at once (default and maximum 2^23 - 1).
     pub monitor_capacity: u32,
+    /// Nonzero: contention profiling on (`objmon_contention_profile`); default off.
+    pub profiling: u8,
 }
 
 /// Counters of a runtime.
@@ -136,7 +138,7 @@ pub struct objmon_thread {
 // ---------------------------------------------------------------------------------------------
 // Type erasure: one vtable call per operation, then the protocol's own (inlined) paths.
 
-trait DynRuntime: Send + Sync {
+trait DynRuntime: Send + Sync + DynIntrospect {
     fn name(&self) -> &'static str;
     unsafe fn header_init(&self, h: *mut objmon_header);
     fn attach(&self) -> Result<Box<dyn DynThread>, MonitorError>;
@@ -367,6 +369,7 @@ pub unsafe extern "C" fn objmon_runtime_new(
         if c.monitor_capacity != 0 {
             cfg.monitor_capacity = c.monitor_capacity;
         }
+        cfg.profiling = c.profiling != 0;
         let mut make = Make {
             name,
             config: cfg,
@@ -785,6 +788,207 @@ pub unsafe extern "C" fn objmon_peek_identity_hash(
     // SAFETY: contract.
     guarded(|| unsafe {
         out.write((*rt).inner.peek_identity_hash(h).unwrap_or(0));
+        OBJMON_OK
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Introspection (issue 7 items 3 and 4): deadlocks, thread dumps, contention profile.
+
+/// One edge of a deadlock cycle: `thread` waits to lock `object`, held by `held_by`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct objmon_deadlock_edge {
+    /// Which cycle (0, 1, ...): the edges of one cycle are consecutive, in cycle order.
+    pub cycle: u32,
+    /// The blocked thread's id.
+    pub thread: u16,
+    /// The id of the thread holding `object` (the next edge's `thread`).
+    pub held_by: u16,
+    /// How many times `held_by` holds it (0 if unknown).
+    pub held_count: u32,
+    /// The object: the address of its `objmon_header`.
+    pub object: usize,
+}
+
+/// Contention figures of one object.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct objmon_profile_entry {
+    /// The object: the address of its `objmon_header` (0: a monitor never bound to one).
+    pub object: usize,
+    /// Enters that had to block or spin.
+    pub contended_enters: u64,
+    /// Nanoseconds spent blocked or spinning on enter.
+    pub blocked_ns: u64,
+    /// Calls of wait.
+    pub waits: u64,
+    /// Nanoseconds spent waiting.
+    pub waited_ns: u64,
+}
+
+trait DynIntrospect {
+    fn deadlocks(&self) -> Vec<objmon::Deadlock>;
+    unsafe fn dump(&self, objects: &[*const objmon_header]) -> String;
+    fn profile(&self) -> Vec<objmon::ObjectProfile>;
+}
+
+impl<P: Protocol> DynIntrospect for Rt<P> {
+    fn deadlocks(&self) -> Vec<objmon::Deadlock> {
+        self.0.find_deadlocks()
+    }
+    unsafe fn dump(&self, objects: &[*const objmon_header]) -> String {
+        // SAFETY: forwarded contract (each pointer an initialised header of this runtime,
+        // alive for the call).
+        let hs = objects.iter().map(|&h| unsafe { hdr::<P>(h) });
+        self.0.thread_dump_with(hs).to_string()
+    }
+    fn profile(&self) -> Vec<objmon::ObjectProfile> {
+        self.0.contention_profile()
+    }
+}
+
+/// Copies `items` into the caller's array of `cap` (`out` may be NULL when `cap` is 0) and
+/// stores the total in `n`.
+///
+/// # Safety
+/// `out` is valid for `cap` writes unless `cap` is 0; `n` is valid for a write.
+unsafe fn copy_out<T: Copy>(items: &[T], out: *mut T, cap: usize, n: *mut usize) {
+    for (i, &x) in items.iter().take(cap).enumerate() {
+        // SAFETY: i < cap, and `out` has room for `cap` items (contract).
+        unsafe { out.add(i).write(x) };
+    }
+    // SAFETY: contract.
+    unsafe { n.write(items.len()) };
+}
+
+/// Finds deadlocks (cycles of threads blocked on entering monitors), confirmed without
+/// stopping any thread (see `objmon::introspect`): may take a few hundred milliseconds. Writes
+/// up to `cap` edges to `edges` (NULL allowed when `cap` is 0) and the total number of edges
+/// to `n_edges` (0: no deadlock); call again with a larger array if it exceeds `cap`.
+///
+/// # Safety
+/// `rt` is live; `edges` valid for `cap` writes (or `cap` 0); `n_edges` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_find_deadlocks(
+    rt: *const objmon_runtime,
+    edges: *mut objmon_deadlock_edge,
+    cap: usize,
+    n_edges: *mut usize,
+) -> objmon_status {
+    nonnull!(rt, n_edges);
+    if cap > 0 {
+        nonnull!(edges);
+    }
+    guarded(|| {
+        // SAFETY: contract.
+        let found = unsafe { &*rt }.inner.deadlocks();
+        let flat: Vec<objmon_deadlock_edge> = found
+            .iter()
+            .enumerate()
+            .flat_map(|(c, d)| {
+                d.cycle.iter().map(move |e| objmon_deadlock_edge {
+                    cycle: c as u32,
+                    thread: e.thread.get(),
+                    held_by: e.held_by.get(),
+                    held_count: e.held_count,
+                    object: e.waiting_for.0,
+                })
+            })
+            .collect();
+        // SAFETY: contract.
+        unsafe { copy_out(&flat, edges, cap, n_edges) };
+        OBJMON_OK
+    })
+}
+
+/// A thread dump as text (jstack's format: per thread its state, the object it waits to lock
+/// or waits on, and the objects it holds with counts), NUL-terminated into `buf` of `cap`
+/// bytes (truncated if too small; NULL allowed when `cap` is 0); `len` receives the full
+/// length without the NUL. `objects` (NULL when `n_objects` is 0) are headers the host can
+/// enumerate: thin-locked objects, which no per-thread structure records, are found only
+/// through them. Objects appear as their header's address.
+///
+/// # Safety
+/// `rt` is live; each of the `n_objects` pointers an initialised header of it, alive for the
+/// call; `buf` valid for `cap` writes (or `cap` 0); `len` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_thread_dump(
+    rt: *const objmon_runtime,
+    objects: *const *const objmon_header,
+    n_objects: usize,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> objmon_status {
+    nonnull!(rt, len);
+    if n_objects > 0 {
+        nonnull!(objects);
+    }
+    if cap > 0 {
+        nonnull!(buf);
+    }
+    guarded(|| {
+        let objs = if n_objects == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `objects` points to `n_objects` pointers (contract).
+            unsafe { std::slice::from_raw_parts(objects, n_objects) }
+        };
+        if objs.iter().any(|p| p.is_null()) {
+            return OBJMON_E_NULL;
+        }
+        // SAFETY: contract.
+        let text = unsafe { (*rt).inner.dump(objs) };
+        if cap > 0 {
+            let k = text.len().min(cap - 1);
+            // SAFETY: k + 1 <= cap bytes fit in `buf` (contract); source and destination do
+            // not overlap (the text is ours).
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, k);
+                buf.add(k).write(0);
+            }
+        }
+        // SAFETY: contract.
+        unsafe { len.write(text.len()) };
+        OBJMON_OK
+    })
+}
+
+/// The contention profile (empty unless the runtime was made with `profiling` set), most
+/// time blocked first: up to `cap` entries into `entries` (NULL allowed when `cap` is 0), the
+/// total number into `n`.
+///
+/// # Safety
+/// `rt` is live; `entries` valid for `cap` writes (or `cap` 0); `n` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_contention_profile(
+    rt: *const objmon_runtime,
+    entries: *mut objmon_profile_entry,
+    cap: usize,
+    n: *mut usize,
+) -> objmon_status {
+    nonnull!(rt, n);
+    if cap > 0 {
+        nonnull!(entries);
+    }
+    guarded(|| {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        // SAFETY: contract.
+        let v: Vec<objmon_profile_entry> = unsafe { &*rt }
+            .inner
+            .profile()
+            .iter()
+            .map(|p| objmon_profile_entry {
+                object: p.object.0,
+                contended_enters: p.contended_enters,
+                blocked_ns: ns(p.blocked),
+                waits: p.waits,
+                waited_ns: ns(p.waited),
+            })
+            .collect();
+        // SAFETY: contract.
+        unsafe { copy_out(&v, entries, cap, n) };
         OBJMON_OK
     })
 }

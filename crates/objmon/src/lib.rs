@@ -44,6 +44,9 @@
 //! `stack` header points into are kept allocated while in use, even past detach.)
 //!
 //! Counters: [`Runtime::stats_snapshot`] — inflations by cause, deflations, live monitors.
+//! Introspection ([`introspect`]): [`Runtime::thread_dump`] (jstack's monitor lines),
+//! [`Runtime::find_deadlocks`] (confirmed cycles, found without stopping the world) and, with
+//! [`Config::profiling`], [`Runtime::contention_profile`] (which lock hurts).
 //!
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
@@ -78,6 +81,7 @@ struct ReadmeDoctests;
 pub mod deflate;
 mod error;
 mod hash;
+pub mod introspect;
 pub mod monitor;
 pub mod park;
 pub mod protocol;
@@ -90,6 +94,10 @@ pub mod thread;
 
 pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
+pub use introspect::{
+    BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor,
+    ThreadDump, ThreadInfo,
+};
 pub use monitor::{FatMonitor, WaitOutcome};
 pub use protocol::biased::{BiasConfig, BiasWord, Biased};
 pub use protocol::cacao::{Cacao, HostWord};

@@ -19,7 +19,7 @@
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{deadline_passed, lock, Arc, AtomicU32, Mutex, Ordering};
+use crate::sync::{deadline_passed, lock, Arc, AtomicU32, AtomicUsize, Mutex, Ordering};
 use crate::tasuki::{SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
@@ -57,6 +57,14 @@ pub struct FatMonitor {
     /// (`fat`, `thin`, `tasuki`): written once (0 → hash) while the monitor is the object's,
     /// cleared when the table takes the monitor back.
     hash: AtomicU32,
+    /// This monitor's index in its table (0 outside a table), for blocking publications.
+    pub(crate) index: u32,
+    /// Address of the header this monitor is bound to (0: none); see `MonitorTable::bind`.
+    pub(crate) object: AtomicUsize,
+    /// Contention figures, touched only when `profile_on`.
+    pub(crate) profile: crate::introspect::ProfileCell,
+    /// `Config::profiling` of the runtime whose table holds this monitor.
+    pub(crate) profile_on: bool,
 }
 
 /// `FatMonitor::contentions` bit: a deflater owns the monitor and is giving it back.
@@ -76,6 +84,10 @@ impl FatMonitor {
             waiters: Mutex::new(VecDeque::new()),
             contentions: AtomicU32::new(0),
             hash: AtomicU32::new(0),
+            index: 0,
+            object: AtomicUsize::new(0),
+            profile: Default::default(),
+            profile_on: false,
         }
     }
 
@@ -86,7 +98,9 @@ impl FatMonitor {
         if self.owner.load(Ordering::Relaxed) == t.raw_id() {
             return self.recurse();
         }
-        self.lock.lock(t);
+        if !self.lock.try_lock() {
+            self.lock_contended(t);
+        }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
         Ok(())
@@ -200,6 +214,7 @@ impl FatMonitor {
             return Err(MonitorError::Interrupted);
         }
         let saved = self.count.load(Ordering::Relaxed);
+        let episode = self.begin_wait(t, deadline.is_some());
         {
             let mut ws = lock(&self.waiters);
             t.wait_state.store(WAITING, Ordering::Relaxed);
@@ -242,9 +257,14 @@ impl FatMonitor {
             }
         };
         t.wait_state.store(IDLE, Ordering::Relaxed);
-        self.lock.lock(t);
+        self.end_wait(t, episode);
+        // A notified waiter re-entering is blocked on enter (a deadlock edge) if it must wait.
+        if !self.lock.try_lock() {
+            self.lock_contended(t);
+        }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(saved, Ordering::Relaxed);
+        self.profile_wait(episode);
         outcome
     }
 
@@ -441,5 +461,20 @@ impl FatMonitor {
     /// whose publication failed).
     pub(crate) fn clear_hash(&self) {
         self.hash.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Table membership and introspection (see `introspect.rs`).
+impl FatMonitor {
+    /// A monitor for slot `index` of a table; `profiling` as the runtime's configuration.
+    pub(crate) fn in_table(mut self, index: u32, profiling: bool) -> Self {
+        self.index = index;
+        self.profile_on = profiling;
+        self
+    }
+
+    /// The recursion count field, whoever owns the monitor (a racy snapshot).
+    pub fn count_raw(&self) -> u32 {
+        self.count.load(Ordering::Relaxed)
     }
 }

@@ -26,6 +26,9 @@ pub struct Config {
     /// When protocols that can deflate (`stack`, `lightweight`) give an idle fat monitor back
     /// to its object. Protocols that never deflate (`fat`, `thin`) ignore it.
     pub deflation: DeflationPolicy,
+    /// Contention profiling ([`Runtime::contention_profile`]): off by default, and then free
+    /// (fast paths never look at it; slow paths test it once).
+    pub profiling: bool,
 }
 
 impl Default for Config {
@@ -35,6 +38,7 @@ impl Default for Config {
             monitor_capacity: MAX_MONITOR_INDEX,
             system_lock: SystemLockConfig::default(),
             deflation: DeflationPolicy::default(),
+            profiling: false,
         }
     }
 }
@@ -125,7 +129,8 @@ impl<P: Protocol> Runtime<P> {
     pub fn new(config: Config) -> Arc<Self> {
         Arc::new(Self {
             threads: Registry::new(config.max_threads),
-            monitors: MonitorTable::new(config.monitor_capacity, config.system_lock),
+            monitors: MonitorTable::new(config.monitor_capacity, config.system_lock)
+                .with_profiling(config.profiling),
             state: P::new_state(&config),
             stats: Stats::default(),
             side_hashes: crate::hash::SideHashes::new(),

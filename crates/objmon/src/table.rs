@@ -54,6 +54,8 @@ pub struct MonitorTable {
     free: Mutex<FreeList>,
     live: AtomicUsize,
     allocations: AtomicU64,
+    /// Contention profiling state (see `introspect.rs`).
+    pub(crate) profile: crate::introspect::TableProfile,
 }
 
 impl MonitorTable {
@@ -74,6 +76,7 @@ impl MonitorTable {
             }),
             live: AtomicUsize::new(0),
             allocations: AtomicU64::new(0),
+            profile: Default::default(),
         }
     }
 
@@ -104,8 +107,11 @@ impl MonitorTable {
                 let i = fl.high_water;
                 let slot = &self.chunks[i as usize >> CHUNK_BITS];
                 if slot.load(Ordering::Relaxed).is_null() {
-                    let chunk: Box<[FatMonitor]> =
-                        (0..CHUNK).map(|_| FatMonitor::new(self.config)).collect();
+                    let base = (i as usize >> CHUNK_BITS) << CHUNK_BITS;
+                    let on = self.profile.on;
+                    let chunk: Box<[FatMonitor]> = (0..CHUNK)
+                        .map(|j| FatMonitor::new(self.config).in_table((base + j) as u32, on))
+                        .collect();
                     slot.store(Box::into_raw(chunk) as *mut FatMonitor, Ordering::Release);
                 }
                 i
@@ -124,6 +130,7 @@ impl MonitorTable {
         debug_assert!(self.get(idx).is_idle(), "freeing a busy monitor");
         // The next object to get this monitor must not inherit an identity hash.
         self.get(idx).clear_hash();
+        self.unbind(idx);
         lock(&self.free).free.push(idx.0);
         self.live.fetch_sub(1, Ordering::Relaxed);
     }
@@ -146,6 +153,21 @@ impl MonitorTable {
     /// Bytes of one monitor (not counting its queues' heap blocks while threads wait).
     pub fn monitor_bytes() -> usize {
         std::mem::size_of::<FatMonitor>()
+    }
+}
+
+/// Introspection support (see `introspect.rs`).
+impl MonitorTable {
+    /// The same table, with contention profiling on or off (`Config::profiling`). Only
+    /// before the first allocation: monitors take the setting when their chunk is made.
+    pub(crate) fn with_profiling(mut self, on: bool) -> Self {
+        self.profile.on = on;
+        self
+    }
+
+    /// The largest index handed out so far.
+    pub(crate) fn high_water(&self) -> u32 {
+        lock(&self.free).high_water
     }
 }
 

@@ -77,6 +77,8 @@ pub struct ThreadCore {
     pub(crate) wait_state: AtomicU32,
     /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash.rs`).
     pub(crate) hash_state: crate::hash::HashState,
+    /// What this thread blocks on, published by slow paths (see `introspect.rs`).
+    pub(crate) blocking: crate::introspect::BlockSlot,
 }
 
 impl ThreadCore {
@@ -90,6 +92,7 @@ impl ThreadCore {
             tasuki_signal: AtomicU32::new(0),
             wait_state: AtomicU32::new(0),
             hash_state: crate::hash::HashState::new(id.get(), generation),
+            blocking: Default::default(),
         }
     }
 

@@ -34,6 +34,7 @@ fn config() -> Config {
             fair_handoff: None,
         },
         deflation: DeflationPolicy::AtExit { keep: 0 },
+        ..Config::default()
     }
 }
 

@@ -32,6 +32,7 @@ fn config(deflation: DeflationPolicy) -> Config {
             fair_handoff: None,
         },
         deflation,
+        ..Config::default()
     }
 }
 

@@ -4,10 +4,12 @@
 #include "objmon.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define N_OBJECTS 4096
 #define N_WORKERS 4
@@ -284,6 +286,13 @@ static int run(const char *protocol) {
     EXPECT(consumed_sum == (int64_t)N_ITEMS * (N_ITEMS + 1) / 2);
 
     hash_phase();
+    /* End of the phase: no deadlock, and a thread dump (nobody attached: just the title). */
+    size_t n_edges = 99, dump_len = 0;
+    char dump[256];
+    const objmon_header *dump_objs[2] = {&heap[0].header, &queue_obj.header};
+    EXPECT(objmon_find_deadlocks(rt, NULL, 0, &n_edges) == OBJMON_OK && n_edges == 0);
+    EXPECT(objmon_thread_dump(rt, dump_objs, 2, dump, sizeof dump, &dump_len) == OBJMON_OK);
+    EXPECT(strstr(dump, "Full thread dump") != NULL && dump_len == strlen(dump));
 
     objmon_stats st;
     EXPECT(objmon_stats_get(rt, &st) == OBJMON_OK && st.attached_threads == 0);
@@ -297,6 +306,75 @@ static int run(const char *protocol) {
     return failures != 0;
 }
 
+/* A deliberate two-thread deadlock, found by objmon_find_deadlocks and then left as it is:
+ * its threads stay blocked (never joined) until the process exits; its runtime and objects
+ * are leaked with them. */
+typedef struct deadlock {
+    objmon_runtime *rt;
+    object obj[2];
+    int ready;
+    uint16_t ids[2];
+} deadlock;
+
+typedef struct deadlocker_arg {
+    deadlock *d;
+    int i;
+} deadlocker_arg;
+
+static void *deadlocker(void *arg) {
+    deadlock *d = ((deadlocker_arg *)arg)->d;
+    int i = ((deadlocker_arg *)arg)->i;
+    objmon_thread *me;
+    CHECK(objmon_thread_attach(d->rt, &me));
+    d->ids[i] = objmon_thread_id(me);
+    CHECK(objmon_enter(me, &d->obj[i].header));
+    __atomic_add_fetch(&d->ready, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) < 2) sched_yield();
+    CHECK(objmon_enter(me, &d->obj[1 - i].header)); /* never returns */
+    fprintf(stderr, "a deadlocked enter returned\n");
+    __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static int deadlock_phase(const char *protocol) {
+    deadlock *d = calloc(1, sizeof(deadlock));
+    static deadlocker_arg args[64][2];
+    static int phase;
+    objmon_status s = objmon_runtime_new(protocol, NULL, &d->rt);
+    if (s == OBJMON_E_UNSUPPORTED) return 0;
+    if (s != OBJMON_OK || phase >= 64) return 1;
+    for (int i = 0; i < 2; i++) objmon_header_init(d->rt, &d->obj[i].header);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int i = 0; i < 2; i++) {
+        pthread_t th;
+        args[phase][i] = (deadlocker_arg){d, i};
+        pthread_create(&th, &attr, deadlocker, &args[phase][i]);
+    }
+    phase++;
+    objmon_deadlock_edge e[4];
+    size_t n = 0;
+    time_t give_up = time(NULL) + 20;
+    while (n == 0 && time(NULL) < give_up) {
+        if (objmon_find_deadlocks(d->rt, e, 4, &n) != OBJMON_OK) return 1;
+        if (n == 0) sched_yield();
+    }
+    int before = failures;
+    EXPECT(n == 2);
+    if (n == 2) {
+        EXPECT(e[0].cycle == 0 && e[1].cycle == 0);
+        EXPECT(e[0].held_by == e[1].thread && e[1].held_by == e[0].thread);
+        for (int k = 0; k < 2; k++) {
+            int mine = e[k].thread == d->ids[0] ? 0 : 1;
+            EXPECT(e[k].thread == d->ids[mine]);
+            EXPECT(e[k].object == (uintptr_t)&d->obj[1 - mine].header);
+        }
+    }
+    printf("%-18s deadlock of threads %u and %u found and left\n", protocol, d->ids[0], d->ids[1]);
+    return failures != before;
+}
+
 int main(int argc, char **argv) {
     int bad = 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* progress must survive a hang and a kill */
@@ -305,6 +383,9 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc; i++) bad |= run(argv[i]);
     } else {
         for (size_t i = 0; i < objmon_protocol_count(); i++) bad |= run(objmon_protocol_name(i));
+        /* Last, since each leaves two deadlocked threads behind. */
+        for (size_t i = 0; i < objmon_protocol_count(); i++)
+            bad |= deadlock_phase(objmon_protocol_name(i));
     }
     return bad || failures;
 }

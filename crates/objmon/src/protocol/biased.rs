@@ -588,6 +588,7 @@ impl<F: Flavor> Biasing<F> {
         cause: InflationCause,
     ) -> Result<Option<&'r FatMonitor>, MonitorError> {
         let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
         if let Err(e) = m.enter_inflated(t.core_arc(), count) {
             rt.monitors().free(idx);
@@ -772,6 +773,7 @@ impl<F: Flavor> Biasing<F> {
     ) -> Result<bool, MonitorError> {
         let mut contended = false;
         let mut spins = 0u32;
+        let mut spin = None; // introspection: published while we spin on another's thin lock
         loop {
             Self::poll_self(rt, t);
             // Publish `in_op` only when the word says the step can succeed: a thread that
@@ -783,8 +785,19 @@ impl<F: Flavor> Biasing<F> {
                 }
                 continue;
             }
+            spin = spin.filter(|_| w & STATE_MASK != FAT); // blocking on a monitor publishes itself
             if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
                 return r;
+            }
+            if contended {
+                spin.get_or_insert_with(|| {
+                    crate::introspect::SpinEpisode::begin(rt.monitors(), t.core(), addr(h))
+                })
+                .observe(if rc(w) > 0 {
+                    ((w & OWNER_MASK) >> OWNER_SHIFT) as u32
+                } else {
+                    0
+                });
             }
             backoff(&mut spins);
         }

@@ -132,6 +132,7 @@ impl<F: Flavor> Biasing<F> {
                 table.insert(a, v);
                 return Ok(v);
             };
+            rt.monitors().bind(idx, a);
             let m = rt.monitors().get(idx);
             m.install_hash(v);
             let fat = (w & HOST) | FAT | (u64::from(idx.get()) << INDEX_SHIFT);

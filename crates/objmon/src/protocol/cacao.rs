@@ -383,6 +383,7 @@ impl CacaoState {
                 f.mon.store(idx.get(), Ordering::Release);
             }
             f.obj.store(o, Ordering::Relaxed);
+            f.index().inspect(|&i| rt.monitors().bind(i, o));
             return Ok(f);
         }
         let i = self.alloc_entry().ok_or(MonitorError::MonitorTableFull)?;
@@ -394,6 +395,7 @@ impl CacaoState {
             }
         };
         let e = &self.pool[i as usize];
+        rt.monitors().bind(idx, o);
         e.obj.store(o, Ordering::Relaxed);
         e.mon.store(idx.get(), Ordering::Release);
         e.set_users(0);

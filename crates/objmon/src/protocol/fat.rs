@@ -61,6 +61,7 @@ impl Fat {
     #[cold]
     fn install<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Result<&'r FatMonitor, MonitorError> {
         let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, h as *const LockWord as usize);
         let mut w = h.0.load(Ordering::Relaxed);
         loop {
             if w & INSTALLED != 0 {

@@ -327,6 +327,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             }
             debug_assert_eq!(w & LOCK_BITS, LOCKED);
             let idx = rt.monitors().allocate()?;
+            rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
             m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
             if Self::install(rt, &h.0, w, idx) {
@@ -346,6 +347,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         let Ok(idx) = rt.monitors().allocate() else {
             return Ok(false);
         };
+        rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
         m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
         if Self::install(rt, &h.0, w, idx) {
@@ -367,6 +369,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         w: u64,
     ) -> Result<bool, MonitorError> {
         let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
         m.enter_inflated_for(t.core().raw_id(), 1)?;
         if Self::install(rt, &h.0, w, idx) {
@@ -732,6 +735,11 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
 
     fn peek_identity_hash(_rt: &Runtime<Self>, h: &MarkWord) -> Option<u32> {
         Some(mark::hash_of(h.0.load(Ordering::Acquire))).filter(|&v| v != 0)
+    }
+
+    /// The lock stack: fast-locked objects, the run length as count.
+    fn held_records(_rt: &Runtime<Self>, t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
+        crate::introspect::count_runs(t.local().entries().into_iter().map(|p| p as usize))
     }
 }
 

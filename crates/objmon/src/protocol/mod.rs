@@ -153,6 +153,30 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// Any thread may call it. A `None` may be overtaken by a concurrent first
     /// [`identity_hash`](Self::identity_hash); a `Some` is final.
     fn peek_identity_hash(rt: &Runtime<Self>, h: &Self::Header) -> Option<u32>;
+    /// Introspection: the objects `t` holds according to its own per-thread records (a lock
+    /// stack, lock records), as (header address, lock levels). Called from any thread: a
+    /// racy snapshot. Objects held only through a fat monitor or only in the header are not
+    /// listed. Empty by default (no per-thread records).
+    fn held_records(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
+        Vec::new()
+    }
+
+    /// Introspection: the owner of `h` and how many times it holds it, from any thread (a
+    /// racy snapshot: the owner held it at some moment of the call; the count is the owner's
+    /// count at a later moment, 0 if it had released by then). By default [`owner_of`]
+    /// and then [`lock_count`] with the owner's context, which every protocol answers without
+    /// side effects (atomic reads, or a short bookkeeping lock in `cacao` and `monitor-cache`).
+    ///
+    /// [`owner_of`]: Self::owner_of
+    /// [`lock_count`]: Self::lock_count
+    fn lock_state(rt: &Runtime<Self>, h: &Self::Header) -> Option<(ThreadId, u32)> {
+        let owner = Self::owner_of(rt, h)?;
+        let count = rt
+            .threads()
+            .get(owner)
+            .map_or(0, |cx| Self::lock_count(rt, &cx, h));
+        Some((owner, count))
+    }
 }
 
 /// A protocol's tunable heuristic (see [`Protocol::KNOB`]).

@@ -153,6 +153,7 @@ impl MonitorCache {
                 }
                 Err(e) => return Err(e),
             };
+            rt.monitors().bind(idx, o);
             c.insert(o, Binding { idx, users: 0 });
         }
         Ok(c.get_mut(&o).expect("just bound"))

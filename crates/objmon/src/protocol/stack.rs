@@ -333,6 +333,7 @@ impl Stack {
             yield_now();
             return Ok(());
         };
+        rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
         // Locked before the header becomes INFLATING: nothing may fail between that and
         // publishing the monitor, or every thread would wait for the header forever. The real
@@ -396,6 +397,7 @@ impl Stack {
                 .displaced
                 .load(Ordering::Relaxed);
             let idx = rt.monitors().allocate()?;
+            rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
             m.enter_inflated_for(t.core().raw_id(), 1)?;
             if h.0
@@ -468,6 +470,7 @@ impl Stack {
             } else {
                 // No record left: lock it through a fresh monitor.
                 let idx = rt.monitors().allocate()?;
+                rt.monitors().bind(idx, a);
                 let m = rt.monitors().get(idx);
                 m.enter_inflated_for(t.core().raw_id(), 1)?;
                 if h.0
@@ -783,6 +786,11 @@ impl Protocol for Stack {
         (w & LOCK_BITS != LOCKED)
             .then(|| mark::hash_of(w))
             .filter(|&v| v != 0)
+    }
+
+    /// The lock records: stack-locked objects, one level per record.
+    fn held_records(_rt: &Runtime<Self>, t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
+        crate::introspect::count_runs(t.local().objects().into_iter().map(|p| p as usize))
     }
 }
 

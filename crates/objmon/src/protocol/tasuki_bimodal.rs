@@ -71,6 +71,7 @@
 //! (still correct); wait / notify and count overflow then fail with `MonitorTableFull`.
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
+use crate::introspect::{observe_deadline, SpinEpisode};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering};
@@ -192,6 +193,7 @@ impl Tasuki {
         h: &TasukiHeader,
     ) -> Result<(&'r FatMonitor, MonitorIndex), MonitorError> {
         let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, h as *const TasukiHeader as usize);
         let mut a = h.aux.load(Ordering::Relaxed);
         loop {
             if let Some(theirs) = index_in(a) {
@@ -268,6 +270,9 @@ impl Tasuki {
     ) -> Result<(), MonitorError> {
         let me = t.core().id_shifted16();
         let mut interrupted = false;
+        // Introspection: semantically we are blocked on entering the object (not waiting in
+        // its monitor); we publish the flat owner at each look at the word.
+        let spin = SpinEpisode::begin(rt.monitors(), t.core(), h as *const TasukiHeader as usize);
         let r = loop {
             let w = h.lock.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
@@ -290,7 +295,11 @@ impl Tasuki {
                 let cause = InflationCause::Contention;
                 break Self::publish_inflated(rt, t, h, m, idx, free | me, cause);
             }
-            match m.wait(t.core_arc(), None) {
+            spin.observe((w & OWNER_MASK) >> OWNER_SHIFT);
+            // Timed (a few ms) so that a contender parked behind a deadlocked flat owner
+            // re-observes it and the deadlock detector can confirm the edge; a timeout only
+            // sends us round the loop again.
+            match m.wait(t.core_arc(), observe_deadline()) {
                 Ok(_) => {}
                 Err(MonitorError::Interrupted) => interrupted = true,
                 Err(e) => break Err(e),

@@ -44,6 +44,7 @@
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::hash::{self, SideHashes};
+use crate::introspect::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{spin_hint, yield_now, Ordering};
@@ -95,6 +96,7 @@ impl Thin {
     ) -> Result<&'r FatMonitor, MonitorError> {
         debug_assert_eq!(w & (SHAPE | OWNER_MASK), t.core().id_shifted16());
         let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, h as *const LockWord as usize);
         let m = rt.monitors().get(idx);
         m.enter_inflated(t.core_arc(), count)?;
         // Release: whoever reads the new word with Acquire sees the monitor set up.
@@ -115,9 +117,12 @@ impl Thin {
         let me = t.core().id_shifted16();
         let mut backoff = Backoff::default();
         let mut contended = false;
+        // Published while we spin (introspection); ended before blocking on a monitor.
+        let mut spin = None;
         loop {
             let w = h.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
+                drop(spin.take());
                 return monitor_of(rt, w).enter(t.core_arc());
             }
             if w & LOCK_MASK == 0 {
@@ -147,6 +152,8 @@ impl Thin {
             }
             // §2.3.4: held by another thread; only it may change the word. Spin.
             contended = true;
+            spin.get_or_insert_with(|| SpinEpisode::begin(rt.monitors(), t.core(), h.addr()))
+                .observe((w & OWNER_MASK) >> OWNER_SHIFT);
             backoff.snooze();
         }
     }
@@ -392,6 +399,7 @@ impl Thin {
                     table.insert(a, v);
                     return Ok(v);
                 };
+                rt.monitors().bind(idx, a);
                 let m = rt.monitors().get(idx);
                 m.install_hash(v);
                 if h.0

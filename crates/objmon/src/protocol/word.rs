@@ -51,6 +51,12 @@ impl LockWord {
             .is_ok()
     }
 
+    /// The header's address (its identity for introspection).
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
     /// The whole word, for introspection and tests (a racy snapshot).
     #[inline]
     pub fn raw(&self) -> u32 {
