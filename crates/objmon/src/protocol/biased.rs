@@ -83,7 +83,7 @@ use crate::revoke::{
     backoff, owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
 };
 use crate::runtime::{Config, InflationCause, Runtime};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
@@ -104,6 +104,10 @@ const THIN: u64 = 3 << 16;
 /// Set in learn and thin: the combined unlock path tests only this bit (§3.2).
 const STATE_LOW: u64 = 1 << 16;
 const REVOKING: u64 = 1 << 18;
+/// Bit 18 in a thin word (records variant): revoked while held, so the owner still has lock
+/// records for this header, which its next unlock buries. Inside the mask of the inline
+/// unlock test, so that unlock goes out of line.
+const STALE: u64 = REVOKING;
 const OWNER_SHIFT: u32 = 19;
 const OWNER_MASK: u64 = 0x7fff << OWNER_SHIFT;
 const GEN_SHIFT: u32 = 34;
@@ -111,6 +115,121 @@ const GEN_BITS: u64 = (1 << 30) - 1;
 const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
 const INDEX_SHIFT: u32 = 19;
 const INDEX_MASK: u64 = 0x7f_ffff << INDEX_SHIFT;
+
+/// Capacity of a thread's lock records (records variant): biased holds beyond it make the
+/// object thin. HotSpot keeps one record per frame; 32 covers the nesting of the benchmarks
+/// (the tree test holds 16) at 264 bytes per thread.
+pub const LOCK_RECORDS: usize = 32;
+/// Low bit of a record: its pop is in flight (the owner's half of the unlock Dekker).
+const REC_RELEASING: usize = 1;
+/// A buried record: neither a header address (8-aligned, non-zero) nor one being released.
+const REC_TOMB: usize = 2;
+
+/// The bias owner's lock records (records variant, HotSpot 17 style): one slot per biased
+/// hold, holding the header's address, pushed and popped only by the owner with plain
+/// stores. A biased lock's recursion count is the number of records naming it; the header
+/// is not written. Revokers read them (see the module documentation for the Dekker).
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub(crate) struct LockRecords {
+    top: AtomicUsize,
+    slots: [AtomicUsize; LOCK_RECORDS],
+}
+
+impl LockRecords {
+    /// Owner only: the records naming `a` below the top (all committed: the owner is not in a
+    /// fast path while it asks).
+    fn own_count(&self, a: usize) -> u32 {
+        let top = self.top.load(Ordering::Relaxed);
+        self.slots[..top]
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) == a)
+            .count() as u32
+    }
+
+    /// Another thread's racy snapshot of the records naming `a` (owner_of, try_enter).
+    fn peek_count(&self, a: usize) -> u32 {
+        let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
+        self.slots[..top]
+            .iter()
+            .filter(|s| s.load(Ordering::Acquire) == a)
+            .count() as u32
+    }
+
+    /// Revoker side, after marking the header and the barrier: the committed records naming
+    /// `a`, once no push or pop of `a` is in flight. After the barrier every later fast path
+    /// of the owner on `a` reads the mark and backs out, so only a push or pop that had
+    /// already re-read the header can still be in flight; records of `a` below the top then
+    /// cannot move (pops are LIFO and `a`'s are refused), and the top is re-read to catch a
+    /// push of another header that landed in a slot we scanned.
+    fn settled_count(&self, a: usize) -> u32 {
+        let mut spins = 0u32;
+        loop {
+            let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
+            // A push of `a` in flight: written above the top, not yet committed.
+            let mut busy = top < LOCK_RECORDS && self.slots[top].load(Ordering::Acquire) == a;
+            let mut n = 0;
+            if !busy {
+                for s in &self.slots[..top] {
+                    let v = s.load(Ordering::Acquire);
+                    if v == a {
+                        n += 1;
+                    } else if v == a | REC_RELEASING {
+                        busy = true; // a pop of `a` in flight
+                        break;
+                    }
+                }
+            }
+            if !busy && self.top.load(Ordering::Acquire) == top {
+                return n;
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// Owner only: buries every record of `a` (the header no longer counts on them), then
+    /// drops buried records from the top.
+    fn bury(&self, a: usize) {
+        let top = self.top.load(Ordering::Relaxed);
+        for s in &self.slots[..top] {
+            if s.load(Ordering::Relaxed) == a {
+                s.store(REC_TOMB, Ordering::Relaxed);
+            }
+        }
+        self.pop_tombs();
+    }
+
+    /// Owner only: lowers the top past buried records. Slots above the top hold no header's
+    /// bare address afterwards, so a revoker never mistakes them for a push in flight.
+    fn pop_tombs(&self) {
+        let mut top = self.top.load(Ordering::Relaxed);
+        while top > 0 && self.slots[top - 1].load(Ordering::Relaxed) == REC_TOMB {
+            top -= 1;
+        }
+        self.top.store(top, Ordering::Relaxed);
+    }
+
+    /// Owner only, in a slow path where the header is not biased to it: commits a record for
+    /// `a` ahead of a CAS that biases `a` to it. `false` if full.
+    fn push_committed(&self, a: usize) -> bool {
+        self.pop_tombs();
+        let top = self.top.load(Ordering::Relaxed);
+        let Some(slot) = self.slots.get(top) else {
+            return false;
+        };
+        slot.store(a, Ordering::Relaxed);
+        self.top.store(top + 1, Ordering::Release);
+        true
+    }
+
+    /// Undoes [`push_committed`](Self::push_committed) when the CAS failed (the header never
+    /// became biased to us, so no revoker looked).
+    fn unpush(&self) {
+        let top = self.top.load(Ordering::Relaxed) - 1;
+        self.top.store(top, Ordering::Relaxed);
+        self.slots[top].store(0, Ordering::Relaxed);
+    }
+}
 
 /// The 64-bit header of the biased protocols: see the module documentation for the layout.
 pub struct BiasWord(pub(crate) AtomicU64);
@@ -207,6 +326,10 @@ pub trait Flavor: Send + Sync + 'static {
     const LEARN: bool;
     /// Thin unlock keeps the owner (FABLE §3.2 "sticky owner") instead of clearing it.
     const STICKY: bool;
+    /// Where a biased lock's recursion count lives: `true`, in the owner's
+    /// [lock records](LockRecords) (HotSpot 17; the bias owner never writes the header);
+    /// `false`, in the header's rc field (seed 002 Figures 3 and 4, the owner stores ±256).
+    const RECORDS: bool;
 }
 
 /// KKO heuristics (seed 002 §2.2.1): bias on first acquire, never rebias.
@@ -215,9 +338,25 @@ pub enum Kko {}
 
 impl Flavor for Kko {
     const NAME: &'static str = "biased";
-    const SUMMARY: &'static str = "KKO biased locking: bias on first acquire, never rebias";
+    const SUMMARY: &'static str =
+        "KKO biased locking: bias on first acquire, never rebias; count in lock records";
     const LEARN: bool = false;
     const STICKY: bool = false;
+    const RECORDS: bool = true;
+}
+
+/// KKO heuristics with the recursion count in the header, as seed 002 Figures 3 and 4 have
+/// it (the bias owner's lock and unlock store the header ± 256).
+#[derive(Debug)]
+pub enum KkoSeed {}
+
+impl Flavor for KkoSeed {
+    const NAME: &'static str = "biased-seed";
+    const SUMMARY: &'static str =
+        "KKO biased locking, count in the header as seed 002 Figures 3-4 have it";
+    const LEARN: bool = false;
+    const STICKY: bool = false;
+    const RECORDS: bool = false;
 }
 
 /// A biased-locking protocol with heuristics `F` (see the module documentation).
@@ -226,8 +365,11 @@ pub struct Biasing<F: Flavor> {
     _f: PhantomData<F>,
 }
 
-/// `biased`: KKO biased locking (seed 002 §2.2).
+/// `biased`: KKO biased locking (seed 002 §2.2), count in lock records.
 pub type Biased = Biasing<Kko>;
+
+/// `biased-seed`: KKO biased locking with the count in the header (Figures 3 and 4).
+pub type BiasedSeed = Biasing<KkoSeed>;
 
 /// Per-runtime settings of the biased protocols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +471,8 @@ pub struct BiasThread {
     /// Transitions this thread made, written only by it (load + store, no read-modify-write:
     /// clear → learn happens once per new object, a shared counter would be a hot line).
     transitions: [AtomicU64; TRANSITIONS],
+    /// Lock records of the records variant (own cache lines: revokers read them).
+    rec: LockRecords,
 }
 
 impl BiasThread {
@@ -380,10 +524,76 @@ impl<F: Flavor> Biasing<F> {
         u64::from(t.core().id_shifted16()) << (OWNER_SHIFT - 16)
     }
 
+    /// Whether `w` is biased to `t`, not being revoked, and (header variant) has room for
+    /// one more hold: the bias owner's fast step can run on it.
+    #[inline(always)]
+    fn mine_free(t: &Cx<F>, w: u64) -> bool {
+        if F::RECORDS {
+            w & !HOST == Self::my_bias(t)
+        } else {
+            (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT
+        }
+    }
+
     /// The bias owner's plain-store step (Figure 4, first cases): +1 (`lock`) or −1 hold on a
-    /// header biased to `t`. `None` when done; else the word seen.
+    /// header biased to `t`. `None` when done; else the word seen (the step did not apply,
+    /// the header changed under it, or — records variant — the records are full or the
+    /// unlock is not the innermost record).
     #[inline(always)]
     fn biased_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        if F::RECORDS {
+            Self::record_step(t, h, lock)
+        } else {
+            Self::header_step(t, h, lock)
+        }
+    }
+
+    /// Records variant: push (lock) or pop (unlock) a lock record; the header is only read.
+    #[inline(always)]
+    fn record_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & !HOST != Self::my_bias(t) {
+            return Some(w);
+        }
+        let r = &t.local().rec;
+        let top = r.top.load(Ordering::Relaxed);
+        let a = addr(h);
+        let (slot, mark, new_top) = if lock {
+            let Some(s) = r.slots.get(top) else {
+                return Some(w);
+            };
+            (s, a, top + 1)
+        } else {
+            let Some(s) = top.checked_sub(1).and_then(|i| r.slots.get(i)) else {
+                return Some(w);
+            };
+            if s.load(Ordering::Relaxed) != a {
+                return Some(w);
+            }
+            (s, a | REC_RELEASING, top - 1)
+        };
+        // The owner's half of the Dekker: the record (or its releasing mark) first, then the
+        // header again. A barrier revoker either sees the record here or its mark is seen
+        // below (module docs).
+        slot.store(mark, Ordering::Relaxed);
+        owner_barrier();
+        let w2 = h.0.load(Ordering::Relaxed);
+        if w2 != w {
+            // Being revoked: back out (an unpushed slot above the top is cleared, so that no
+            // revoker takes it for a push in flight; a popped one is restored and counted).
+            slot.store(if lock { 0 } else { a }, Ordering::Relaxed);
+            return Some(w2);
+        }
+        // Commit. No release needed: the barrier revoker reads the top with acquire after
+        // its membarrier, which orders this thread's record store before it (under loom the
+        // owner's barrier is a SeqCst fence, which the acquire synchronizes with).
+        r.top.store(new_top, Ordering::Relaxed);
+        None
+    }
+
+    /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
+    #[inline(always)]
+    fn header_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
         let me = Self::my_bias(t);
         let ok = |w: u64| {
             let x = (w & !HOST) ^ me;
@@ -424,29 +634,39 @@ impl<F: Flavor> Biasing<F> {
 
     #[inline]
     fn poll_self(rt: &Rt<F>, t: &Cx<F>) {
-        t.local().sp.poll(&|a, w| Self::exec_async(rt, a, w));
+        let rec = &t.local().rec;
+        t.local().sp.poll(&|a, w| Self::exec_async(rt, rec, a, w));
     }
 
-    /// The asynchronous handshake's callback, run by the bias owner at a safepoint.
-    fn exec_async(rt: &Rt<F>, header: usize, w: u64) {
+    /// The asynchronous handshake's callback, run by the bias owner (whose records are
+    /// `rec`) at a safepoint.
+    fn exec_async(rt: &Rt<F>, rec: &LockRecords, header: usize, w: u64) {
         // SAFETY: `header` is the address of a `BiasWord` borrowed by the revoker that posted
         // the request; the revoker waits (holding the borrow) until this callback has
         // returned and the request is cleared (or runs it itself and clears it), so the
         // header is alive and not moved for the whole call.
         let h = unsafe { &*(header as *const BiasWord) };
-        Self::thin_from_bias(rt, h, w);
+        Self::thin_from_bias(rt, h, w, rec);
     }
 
-    /// Revocation proper, at a moment the bias owner cannot be in a fast path on `h`:
-    /// biased(T, rc) → thin(T, rc) if `h` is still biased to the owner named in `w`.
-    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64) {
+    /// Revocation proper, at a moment the bias owner (whose records are `rec`) cannot be in a
+    /// fast path on `h`: biased(T, n) → thin(T, n) if `h` is still biased to the owner named
+    /// in `w`, n its holds.
+    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) {
         let who = w & (OWNER_MASK | GEN_MASK);
         let mut cur = h.0.load(Ordering::Acquire);
         while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
-            match h
-                .0
-                .compare_exchange(cur, Self::to_thin(cur), Ordering::AcqRel, Ordering::Acquire)
-            {
+            let n = if F::RECORDS {
+                u64::from(rec.settled_count(addr(h)))
+            } else {
+                rc(cur)
+            };
+            match h.0.compare_exchange(
+                cur,
+                Self::to_thin(cur, n),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     rt.state().count(Transition::BiasedToThin);
                     return;
@@ -456,13 +676,16 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
-    /// The thin word for biased word `w`: same owner, same count (KKO clears a free owner).
+    /// The thin word for biased word `w` held `n` times: same owner, count `n` (KKO clears a
+    /// free owner); records variant: marked [`STALE`] if held, so that the owner's next
+    /// unlock buries its records of it.
     #[inline]
-    fn to_thin(w: u64) -> u64 {
-        if rc(w) == 0 && !F::STICKY {
+    fn to_thin(w: u64, n: u64) -> u64 {
+        if n == 0 && !F::STICKY {
             (w & HOST) | THIN
         } else {
-            (w & (HOST | RC_MASK | OWNER_MASK)) | THIN
+            let stale = if F::RECORDS && n > 0 { STALE } else { 0 };
+            (w & (HOST | OWNER_MASK)) | THIN | (n << RC_SHIFT) | stale
         }
     }
 
@@ -481,20 +704,36 @@ impl<F: Flavor> Biasing<F> {
         r
     }
 
+    /// The attached thread that biased word `w` names (id and generation), if any.
+    fn bias_owner(rt: &Rt<F>, w: u64) -> Option<crate::sync::Arc<Cx<F>>> {
+        let gen = (w & GEN_MASK) >> GEN_SHIFT;
+        ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
+            .and_then(|id| rt.threads().get(id))
+            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen)
+    }
+
+    /// Whether the owner named by biased word `w` holds `h` (a racy snapshot).
+    fn bias_held(rt: &Rt<F>, h: &BiasWord, w: u64) -> bool {
+        if F::RECORDS {
+            Self::bias_owner(rt, w).is_some_and(|c| c.local().rec.peek_count(addr(h)) > 0)
+        } else {
+            rc(w) > 0
+        }
+    }
+
     /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`.
     #[cold]
     fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
         let start = Instant::now();
         let st = rt.state();
-        let gen = (w & GEN_MASK) >> GEN_SHIFT;
-        let target = ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
-            .and_then(|id| rt.threads().get(id))
-            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen);
-        let Some(target) = target else {
+        let Some(target) = Self::bias_owner(rt, w) else {
             // The owner detached (its last store happened before the registry's mutex
             // released its id, which we took to look it up): nobody can store to `h` as it.
+            // Its holds were released before it detached (records variant: its records went
+            // with it).
+            let n = if F::RECORDS { 0 } else { rc(w) };
             if h.0
-                .compare_exchange(w, Self::to_thin(w), Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(w, Self::to_thin(w, n), Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
                 st.count(Transition::BiasedToThin);
@@ -504,12 +743,13 @@ impl<F: Flavor> Biasing<F> {
         };
         // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
         t.local().sp.enter_safe();
-        Self::revoke_live(rt, h, w, &target.local().sp, start);
+        Self::revoke_live(rt, h, w, target.local(), start);
         t.local().sp.leave_safe();
     }
 
-    fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, tsp: &Safepoint, start: Instant) {
+    fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, target: &BiasThread, start: Instant) {
         let st = rt.state();
+        let tsp = &target.sp;
         let held = tsp.lock_for_revoke();
         // Re-read under the mutex: an earlier revoker may have done it already.
         let who = w & (OWNER_MASK | GEN_MASK);
@@ -520,24 +760,27 @@ impl<F: Flavor> Biasing<F> {
         if let Some(kind) = tsp.quiescent() {
             // Parked, waiting or in native (it cannot leave while we hold its mutex), or
             // detached: rewrite in place.
-            Self::thin_from_bias(rt, h, w);
+            Self::thin_from_bias(rt, h, w, &target.rec);
             st.revocations.record(kind, start);
             return;
         }
         let kind = match st.revocation() {
-            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, tsp),
-            r => tsp.handshake(&held, r, addr(h), w, &|_, x| Self::thin_from_bias(rt, h, x)),
+            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, target),
+            r => tsp.handshake(&held, r, addr(h), w, &|_, x| {
+                Self::thin_from_bias(rt, h, x, &target.rec)
+            }),
         };
         drop(held);
         st.revocations.record(kind, start);
     }
 
-    /// Revocation (c): the asymmetric Dekker against the owner's `in_op` (module docs).
+    /// Revocation (c): the asymmetric Dekker against the owner's lock records (records
+    /// variant) or its `in_op` (header variant); see the module docs.
     fn revoke_by_barrier(
         rt: &Rt<F>,
         h: &BiasWord,
         mut w: u64,
-        owner: &Safepoint,
+        owner: &BiasThread,
     ) -> RevocationKind {
         let who = w & (OWNER_MASK | GEN_MASK);
         loop {
@@ -545,8 +788,9 @@ impl<F: Flavor> Biasing<F> {
                 .compare_exchange(w, w | REVOKING, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
             {
-                // Only the owner's own plain store can change a biased word under us (other
-                // revokers wait for the mutex we hold): re-read and mark again.
+                // Only the owner can change a biased word under us (header variant: its plain
+                // store; both: its slow-path CAS; other revokers wait for the mutex we hold):
+                // re-read and mark again.
                 w = h.0.load(Ordering::Acquire);
                 if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
                     return RevocationKind::Membarrier;
@@ -554,17 +798,25 @@ impl<F: Flavor> Biasing<F> {
                 continue;
             }
             // Every running thread fences now: after this, each fast path of the owner either
-            // had published `in_op` (we see it below) or will read our mark.
+            // had published its record / `in_op` (we see it below) or will read our mark.
             process_barrier();
+            if F::RECORDS {
+                // The owner never writes a biased header in a fast path, and its slow paths
+                // CAS, which fails against the mark: the word is still `w | REVOKING`.
+                let n = owner.rec.settled_count(addr(h));
+                h.0.store(Self::to_thin(w, u64::from(n)), Ordering::Release);
+                rt.state().count(Transition::BiasedToThin);
+                return RevocationKind::Membarrier;
+            }
             let mut spins = 0;
-            while owner.in_op.load(Ordering::Acquire) == addr(h) {
+            while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
                 backoff(&mut spins);
             }
             let cur = h.0.load(Ordering::Acquire);
             if cur == w | REVOKING {
                 // Nobody else writes a marked word: the owner's fast paths fail on it and
                 // other revokers are behind the mutex.
-                h.0.store(Self::to_thin(w), Ordering::Release);
+                h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
                 return RevocationKind::Membarrier;
             }
@@ -604,8 +856,13 @@ impl<F: Flavor> Biasing<F> {
             rt.monitors().free(idx);
             return Ok(None);
         }
+        let state = w & STATE_MASK;
+        if F::RECORDS && (state == BIASED || (state == THIN && w & STALE != 0)) {
+            // The monitor holds the count now.
+            t.local().rec.bury(addr(h));
+        }
         rt.stats().inflated(cause);
-        t.local().count(match w & STATE_MASK {
+        t.local().count(match state {
             BIASED => Transition::BiasedToFat,
             LEARN => Transition::LearnToFat,
             _ => Transition::ThinToFat,
@@ -616,6 +873,22 @@ impl<F: Flavor> Biasing<F> {
     fn cas(h: &BiasWord, w: u64, new: u64) -> bool {
         h.0.compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Records variant: biases `h` (word `w`, not biased) to `t`, held once: the record is
+    /// committed before the CAS publishes the bias, so a revoker that sees the bias finds
+    /// it. `None` if the records are full (the caller takes another route); `Some(false)` if
+    /// the CAS failed.
+    fn bias_to_me(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<bool> {
+        let rec = &t.local().rec;
+        if !rec.push_committed(addr(h)) {
+            return None;
+        }
+        if Self::cas(h, w, (w & HOST) | Self::my_bias(t)) {
+            return Some(true);
+        }
+        rec.unpush();
+        Some(false)
     }
 
     /// One attempt of the slow lock path. `Some(result)` when finished; `None` to retry.
@@ -635,6 +908,18 @@ impl<F: Flavor> Biasing<F> {
         match w & STATE_MASK {
             BIASED => {
                 if w & OWNER_MASK == 0 {
+                    if !F::LEARN && F::RECORDS {
+                        // KKO: bias on first acquire, the hold in a record; with no room for
+                        // one, the object goes thin for good.
+                        return match Self::bias_to_me(t, h, w) {
+                            Some(true) => {
+                                t.local().count(Transition::ClearToBiased);
+                                Some(Ok(true))
+                            }
+                            Some(false) => None,
+                            None => Self::cas(h, w, host | THIN | me | RC_ONE).then_some(Ok(true)),
+                        };
+                    }
                     let (new, tr) = if F::LEARN {
                         (host | LEARN | me | RC_ONE, Transition::ClearToLearn)
                     } else {
@@ -647,9 +932,21 @@ impl<F: Flavor> Biasing<F> {
                     return None;
                 }
                 if w & REVOKING != 0 {
-                    return None; // the revoker finishes without us (we are not in_op)
+                    return None; // the revoker finishes without us (no fast path of ours is in flight)
                 }
                 if w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) {
+                    if F::RECORDS {
+                        // Ours, records full (the caller found no room): keep the holds as
+                        // a thin count. The records are buried, the count moves to the word.
+                        let n = u64::from(t.local().rec.own_count(addr(h))) + 1;
+                        let new = host | THIN | me | (n << RC_SHIFT);
+                        if !Self::cas(h, w, new) {
+                            return None;
+                        }
+                        t.local().rec.bury(addr(h));
+                        t.local().count(Transition::BiasedToThin);
+                        return Some(Ok(true));
+                    }
                     // Ours with rc 255 (the fast step refused): the 256th hold inflates.
                     return match Self::inflate_own(
                         rt,
@@ -664,7 +961,7 @@ impl<F: Flavor> Biasing<F> {
                         Err(e) => Some(Err(e)),
                     };
                 }
-                if try_only && count > 0 {
+                if try_only && Self::bias_held(rt, h, w) {
                     return Some(Ok(false)); // held by its bias owner right now
                 }
                 Self::revoke(rt, t, h, w);
@@ -696,7 +993,19 @@ impl<F: Flavor> Biasing<F> {
                         // §3.1: the guess re-acquires; bias when learnCount reaches N.
                         let lc = &t.local().learn_count;
                         let n = lc.load(Ordering::Relaxed) + 1;
-                        let bias = n >= st.learn_limit();
+                        let mut bias = n >= st.learn_limit();
+                        if bias && F::RECORDS {
+                            match Self::bias_to_me(t, h, w) {
+                                Some(true) => {
+                                    lc.store(0, Ordering::Relaxed);
+                                    t.local().count(Transition::LearnToBiased);
+                                    return Some(Ok(true));
+                                }
+                                Some(false) => return None,
+                                // No room for a record: keep learning, held in the word.
+                                None => bias = false,
+                            }
+                        }
                         let new = if bias {
                             host | Self::my_bias(t) | RC_ONE
                         } else {
@@ -774,14 +1083,21 @@ impl<F: Flavor> Biasing<F> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
-            // Publish `in_op` only when the word says the step can succeed: a thread that
-            // kept setting it while its header is marked would stall the barrier revoker.
+            // Run the owner's step only when the word says it can succeed: a thread that
+            // kept publishing records (or `in_op`) while its header is marked would stall
+            // the barrier revoker.
             let w = h.0.load(Ordering::Acquire);
-            if (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT {
-                if Self::biased_step(t, h, true).is_none() {
-                    return Ok(true);
+            if Self::mine_free(t, w) {
+                if F::RECORDS {
+                    t.local().rec.pop_tombs();
                 }
-                continue;
+                if !F::RECORDS || t.local().rec.top.load(Ordering::Relaxed) < LOCK_RECORDS {
+                    if Self::biased_step(t, h, true).is_none() {
+                        return Ok(true);
+                    }
+                    continue;
+                }
+                // Records full: `enter_step` moves the holds into a thin word.
             }
             if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
                 return r;
@@ -790,24 +1106,69 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// Records variant: `t` releases a biased hold of `h` (word `w`, biased to `t`) whose
+    /// record is not the innermost one (an unstructured exit, or buried records on top).
+    /// `None` to retry.
+    fn exit_buried(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<Result<(), MonitorError>> {
+        let rec = &t.local().rec;
+        let a = addr(h);
+        rec.pop_tombs();
+        let top = rec.top.load(Ordering::Relaxed);
+        if top > 0 && rec.slots[top - 1].load(Ordering::Relaxed) == a {
+            return None; // innermost now: the fast step will do
+        }
+        let Some(slot) = rec.slots[..top]
+            .iter()
+            .rev()
+            .find(|s| s.load(Ordering::Relaxed) == a)
+        else {
+            return Some(Err(MonitorError::IllegalMonitorState));
+        };
+        // The unlock Dekker of the fast step, on a record below the top; committed by
+        // burying the record rather than by lowering the top.
+        slot.store(a | REC_RELEASING, Ordering::Relaxed);
+        owner_barrier();
+        if h.0.load(Ordering::Relaxed) == w {
+            slot.store(REC_TOMB, Ordering::Relaxed);
+            return Some(Ok(()));
+        }
+        slot.store(a, Ordering::Relaxed);
+        None
+    }
+
     #[cold]
     fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
-            if ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT {
+            let mine = if F::RECORDS {
+                Self::mine_free(t, w)
+            } else {
+                ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT
+            };
+            if mine {
                 if Self::biased_step(t, h, false).is_none() {
                     return Ok(());
+                }
+                if F::RECORDS && h.0.load(Ordering::Acquire) == w {
+                    if let Some(r) = Self::exit_buried(t, h, w) {
+                        return r;
+                    }
                 }
                 continue;
             }
             let me = Self::my_owner(t);
             match w & STATE_MASK {
                 BIASED => {
+                    let held = if F::RECORDS {
+                        t.local().rec.own_count(addr(h)) > 0
+                    } else {
+                        rc(w) > 0
+                    };
                     let mine = w & OWNER_MASK != 0
                         && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t)
-                        && rc(w) > 0;
+                        && held;
                     if !mine {
                         return Err(MonitorError::IllegalMonitorState);
                     }
@@ -817,6 +1178,12 @@ impl<F: Flavor> Biasing<F> {
                     if w & OWNER_MASK != me || rc(w) == 0 {
                         return Err(MonitorError::IllegalMonitorState);
                     }
+                    if F::RECORDS && w & (STATE_MASK | STALE) == THIN | STALE {
+                        // Revoked while held: the count is in the word now; our records
+                        // of it are duplicates.
+                        t.local().rec.bury(addr(h));
+                    }
+                    let w = w & !(if w & STATE_MASK == THIN { STALE } else { 0 });
                     let new = if rc(w) == 1 && !F::STICKY {
                         (w & HOST) | THIN
                     } else {
@@ -842,27 +1209,31 @@ impl<F: Flavor> Biasing<F> {
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
-            let held = match w & STATE_MASK {
+            let (held, count) = match w & STATE_MASK {
                 FAT => return Ok(Self::monitor_of(rt, w)),
                 BIASED => {
+                    let count = if F::RECORDS {
+                        t.local().rec.own_count(addr(h))
+                    } else {
+                        rc(w) as u32
+                    };
                     if w & OWNER_MASK == 0
                         || w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t)
-                        || rc(w) == 0
+                        || count == 0
                     {
                         return Err(MonitorError::IllegalMonitorState);
                     }
-                    w & REVOKING == 0
+                    (w & REVOKING == 0, count)
                 }
                 _ => {
                     if w & OWNER_MASK != Self::my_owner(t) || rc(w) == 0 {
                         return Err(MonitorError::IllegalMonitorState);
                     }
-                    true
+                    (true, rc(w) as u32)
                 }
             };
             if held {
-                if let Some(m) =
-                    Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::WaitNotify)?
+                if let Some(m) = Self::inflate_own(rt, t, h, w, count, InflationCause::WaitNotify)?
                 {
                     return Ok(m);
                 }
@@ -983,7 +1354,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
         match w & STATE_MASK {
             FAT => Self::monitor_of(rt, w).count_for(t.core()),
             BIASED if w & OWNER_MASK != 0 && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) => {
-                rc(w) as u32
+                if F::RECORDS {
+                    t.local().rec.own_count(addr(h))
+                } else {
+                    rc(w) as u32
+                }
             }
             BIASED => 0,
             _ if w & OWNER_MASK == Self::my_owner(t) => rc(w) as u32,
@@ -996,7 +1371,12 @@ impl<F: Flavor> Protocol for Biasing<F> {
         if w & STATE_MASK == FAT {
             return Self::monitor_of(rt, w).owner();
         }
-        if rc(w) == 0 {
+        let held = if w & STATE_MASK == BIASED && w & OWNER_MASK != 0 {
+            Self::bias_held(rt, h, w)
+        } else {
+            rc(w) > 0
+        };
+        if !held {
             return None;
         }
         ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
@@ -1043,7 +1423,7 @@ impl<F: Flavor> std::fmt::Debug for Biasing<F> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::protocol::fable::{Fable, FableHeuristics};
+    use crate::protocol::fable::{Fable, FableHeuristics, FableSeedHeuristics};
     use crate::revoke::RevocationKind as K;
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Barrier};
@@ -1075,7 +1455,7 @@ mod tests {
     /// the count field (plain stores, Figure 4), and unlocked it stays biased.
     #[test]
     fn kko_biases_on_first_acquire_and_counts_in_the_header() {
-        let rt = Runtime::<Biased>::with_defaults();
+        let rt = Runtime::<BiasedSeed>::with_defaults();
         let me = rt.attach().unwrap();
         let h = BiasWord::new(0x5a);
         assert_eq!(h.mode(), BiasMode::Clear);
@@ -1213,6 +1593,8 @@ mod tests {
         for mode in MODES {
             revoke_held::<Kko>(mode);
             revoke_held::<FableHeuristics>(mode);
+            revoke_held::<KkoSeed>(mode);
+            revoke_held::<FableSeedHeuristics>(mode);
         }
     }
 
@@ -1335,7 +1717,7 @@ mod tests {
     /// The 256th hold of a biased lock inflates, carrying the count.
     #[test]
     fn biased_count_overflow_inflates() {
-        let rt = Runtime::<Biased>::with_defaults();
+        let rt = Runtime::<BiasedSeed>::with_defaults();
         let me = rt.attach().unwrap();
         let h = BiasWord::default();
         let mut gs: Vec<_> = (0..255).map(|_| me.enter(&h).unwrap()).collect();
@@ -1373,5 +1755,147 @@ mod tests {
             stop.store(true, Ordering::Release);
         });
         assert_eq!(rt.state().revocations().count(K::Sync), 1);
+    }
+
+    /// Records variant (HotSpot 17 style): the bias owner's lock and unlock leave the header
+    /// word exactly as it was; the count is the number of its lock records.
+    #[test]
+    fn kko_records_owner_never_writes_the_header() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::new(0x5a);
+        drop(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Biased);
+        let biased = h.raw();
+        assert_eq!(rc(biased), 0, "no count in the header");
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), biased, "nested lock stores nothing to the header");
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        let rec = &me.context().local().rec;
+        assert_eq!(rec.top.load(Ordering::Relaxed), 2);
+        drop((g2, g1));
+        assert_eq!(h.raw(), biased);
+        assert_eq!(rec.top.load(Ordering::Relaxed), 0);
+        assert_eq!(me.lock_count(&h), 0);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(h.host_bits(), 0x5a);
+    }
+
+    /// Records variant: unstructured exits in any order release the right holds and keep
+    /// the bias; the lock records are empty afterwards.
+    #[test]
+    fn records_out_of_order_exit_keeps_the_bias() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (a, b) = (BiasWord::default(), BiasWord::default());
+        me.monitor_enter(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        me.monitor_enter(&a).unwrap();
+        me.monitor_exit(&a).unwrap(); // innermost: fast pop
+        me.monitor_exit(&a).unwrap(); // below b: buried
+        assert_eq!(me.lock_count(&a), 0);
+        assert_eq!(me.lock_count(&b), 1);
+        assert_eq!(a.mode(), BiasMode::Biased);
+        me.monitor_exit(&b).unwrap();
+        let rec = &me.context().local().rec;
+        assert_eq!(rec.own_count(addr(&a)) + rec.own_count(addr(&b)), 0);
+        // The buried record under `b` goes at the next slow path.
+        assert_eq!(rec.top.load(Ordering::Relaxed), 1);
+        rec.pop_tombs();
+        assert_eq!(rec.top.load(Ordering::Relaxed), 0);
+        assert_eq!(me.monitor_exit(&b), Err(MonitorError::IllegalMonitorState));
+        assert_eq!(
+            Biased::exit(&rt, me.context(), &a),
+            Err(MonitorError::IllegalMonitorState),
+            "biased to me but not held"
+        );
+        assert_eq!(rt.state().revocations().total(), 0);
+    }
+
+    /// Records variant: a hold beyond the records' capacity turns the object thin with the
+    /// whole count (never rebiased); other objects keep their bias.
+    #[test]
+    fn records_overflow_goes_thin_with_the_count() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        let mut gs: Vec<_> = (0..LOCK_RECORDS).map(|_| me.enter(&h).unwrap()).collect();
+        assert_eq!(h.mode(), BiasMode::Biased);
+        assert_eq!(me.lock_count(&h), LOCK_RECORDS as u32);
+        gs.push(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Thin);
+        assert_eq!(me.lock_count(&h), LOCK_RECORDS as u32 + 1);
+        assert_eq!(me.context().local().rec.top.load(Ordering::Relaxed), 0);
+        drop(gs);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(h.mode(), BiasMode::Thin);
+    }
+
+    /// Records variant: revoked while held twice, the owner's next unlock finds a thin word
+    /// marked stale, buries its records, and the count stays right.
+    #[test]
+    fn records_revoked_while_held_are_buried_on_unlock() {
+        for mode in MODES {
+            let rt = rt_with::<Kko>(mode, 5);
+            let h = BiasWord::default();
+            let other = BiasWord::default();
+            let (held, revoked) = (Barrier::new(2), Barrier::new(2));
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    let go = me.enter(&other).unwrap();
+                    let g1 = me.enter(&h).unwrap();
+                    let g2 = me.enter(&h).unwrap();
+                    me.in_native(|| {
+                        held.wait();
+                        revoked.wait();
+                    });
+                    assert_eq!(h.mode(), BiasMode::Thin);
+                    assert_eq!(h.raw() & STALE, STALE, "{mode:?}");
+                    assert_eq!(me.lock_count(&h), 2);
+                    drop(g2);
+                    assert_eq!(h.raw() & STALE, 0, "{mode:?}");
+                    assert_eq!(me.lock_count(&h), 1);
+                    let rec = &me.context().local().rec;
+                    assert_eq!(rec.own_count(addr(&h)), 0, "buried");
+                    assert_eq!(rec.top.load(Ordering::Relaxed), 1, "`other` stays");
+                    drop(g1);
+                    drop(go);
+                    assert_eq!(rec.top.load(Ordering::Relaxed), 0);
+                    assert_eq!(other.mode(), BiasMode::Biased);
+                });
+                let me = rt.attach().unwrap();
+                held.wait();
+                assert_eq!(
+                    me.try_enter(&h).unwrap().map(|_| ()),
+                    None,
+                    "held by its owner"
+                );
+                // Revoke: a blocking enter would wait for the owner, which waits for us.
+                Biased::revoke(&rt, me.context(), &h, h.raw());
+                revoked.wait();
+            });
+        }
+    }
+
+    /// Records variant: wait on a biased lock held twice inflates with the count and buries
+    /// the records.
+    #[test]
+    fn records_wait_inflates_with_count() {
+        let rt = Runtime::<Fable>::with_defaults();
+        Fable::set_knob(&rt, 1).unwrap();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        drop(me.enter(&h).unwrap());
+        drop(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Biased);
+        let _a = me.enter(&h).unwrap();
+        let b = me.enter(&h).unwrap();
+        assert_eq!(b.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(h.mode(), BiasMode::Fat);
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(me.context().local().rec.top.load(Ordering::Relaxed), 0);
     }
 }

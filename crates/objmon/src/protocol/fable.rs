@@ -31,10 +31,28 @@ impl Flavor for FableHeuristics {
     const SUMMARY: &'static str = "FABLE: learn mode, bias after N acquisitions by one thread";
     const LEARN: bool = true;
     const STICKY: bool = true;
+    const RECORDS: bool = true;
 }
 
-/// `fable`: FABLE biased locking (seed 002 §3).
+/// `fable`: FABLE biased locking (seed 002 §3), the bias owner's count in lock records.
 pub type Fable = Biasing<FableHeuristics>;
+
+/// FABLE heuristics with the bias owner's count in the header, as Figures 6 and 7 have it.
+/// Not in the catalog (`biased-seed` measures the same engine path); for tests and hosts
+/// that want the seed's layout exactly.
+#[derive(Debug)]
+pub enum FableSeedHeuristics {}
+
+impl Flavor for FableSeedHeuristics {
+    const NAME: &'static str = "fable-seed";
+    const SUMMARY: &'static str = "FABLE, count in the header as seed 002 Figures 6-7 have it";
+    const LEARN: bool = true;
+    const STICKY: bool = true;
+    const RECORDS: bool = false;
+}
+
+/// FABLE with the bias owner's count in the header (Figures 6 and 7).
+pub type FableSeed = Biasing<FableSeedHeuristics>;
 
 /// FABLE's only tunable heuristic (§3.1: "The only tunable heuristic in FABLE is the learn
 /// limit"), as [`Protocol::KNOB`](super::Protocol::KNOB) of `fable`: N = 1…10 as §5.3 sweeps
