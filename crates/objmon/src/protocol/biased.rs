@@ -158,26 +158,26 @@ impl LockRecords {
 
     /// Revoker side, after marking the header and the barrier: the committed records naming
     /// `a`, once no push or pop of `a` is in flight. After the barrier every later fast path
-    /// of the owner on `a` reads the mark and backs out, so only a push or pop that had
-    /// already re-read the header can still be in flight; records of `a` below the top then
-    /// cannot move (pops are LIFO and `a`'s are refused), and the top is re-read to catch a
-    /// push of another header that landed in a slot we scanned.
+    /// of the owner on `a` reads the mark and backs out, so records of `a` no longer move and
+    /// lie below every top the owner will have (pops are LIFO, `a`'s are refused). What can
+    /// still lag is visibility: a top older than a slot we read. Every owner store to a slot
+    /// is a release and we read slots with acquire, so the top re-read after the scan is at
+    /// least as new as every slot value seen; equal to the first read, the scan is
+    /// consistent: a slot at the top holding `a` is a push in flight, a slot below it marked
+    /// releasing is a pop in flight, and we wait for either to commit or back out.
     fn settled_count(&self, a: usize) -> u32 {
         let mut spins = 0u32;
         loop {
             let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
-            // A push of `a` in flight: written above the top, not yet committed.
-            let mut busy = top < LOCK_RECORDS && self.slots[top].load(Ordering::Acquire) == a;
-            let mut n = 0;
-            if !busy {
-                for s in &self.slots[..top] {
-                    let v = s.load(Ordering::Acquire);
-                    if v == a {
-                        n += 1;
-                    } else if v == a | REC_RELEASING {
-                        busy = true; // a pop of `a` in flight
-                        break;
-                    }
+            let (mut n, mut busy) = (0, false);
+            for (i, s) in self.slots[..(top + 1).min(LOCK_RECORDS)].iter().enumerate() {
+                let v = s.load(Ordering::Acquire);
+                if i == top {
+                    busy |= v == a;
+                } else if v == a {
+                    n += 1;
+                } else if v == a | REC_RELEASING {
+                    busy = true;
                 }
             }
             if !busy && self.top.load(Ordering::Acquire) == top {
@@ -193,7 +193,7 @@ impl LockRecords {
         let top = self.top.load(Ordering::Relaxed);
         for s in &self.slots[..top] {
             if s.load(Ordering::Relaxed) == a {
-                s.store(REC_TOMB, Ordering::Relaxed);
+                s.store(REC_TOMB, Ordering::Release);
             }
         }
         self.pop_tombs();
@@ -206,7 +206,7 @@ impl LockRecords {
         while top > 0 && self.slots[top - 1].load(Ordering::Relaxed) == REC_TOMB {
             top -= 1;
         }
-        self.top.store(top, Ordering::Relaxed);
+        self.top.store(top, Ordering::Release);
     }
 
     /// Owner only, in a slow path where the header is not biased to it: commits a record for
@@ -217,7 +217,7 @@ impl LockRecords {
         let Some(slot) = self.slots.get(top) else {
             return false;
         };
-        slot.store(a, Ordering::Relaxed);
+        slot.store(a, Ordering::Release);
         self.top.store(top + 1, Ordering::Release);
         true
     }
@@ -226,8 +226,8 @@ impl LockRecords {
     /// became biased to us, so no revoker looked).
     fn unpush(&self) {
         let top = self.top.load(Ordering::Relaxed) - 1;
-        self.top.store(top, Ordering::Relaxed);
-        self.slots[top].store(0, Ordering::Relaxed);
+        self.top.store(top, Ordering::Release);
+        self.slots[top].store(0, Ordering::Release);
     }
 }
 
@@ -575,19 +575,19 @@ impl<F: Flavor> Biasing<F> {
         // The owner's half of the Dekker: the record (or its releasing mark) first, then the
         // header again. A barrier revoker either sees the record here or its mark is seen
         // below (module docs).
-        slot.store(mark, Ordering::Relaxed);
+        // Release (a plain `mov` on x86): see `LockRecords::settled_count`.
+        slot.store(mark, Ordering::Release);
         owner_barrier();
         let w2 = h.0.load(Ordering::Relaxed);
         if w2 != w {
             // Being revoked: back out (an unpushed slot above the top is cleared, so that no
             // revoker takes it for a push in flight; a popped one is restored and counted).
-            slot.store(if lock { 0 } else { a }, Ordering::Relaxed);
+            slot.store(if lock { 0 } else { a }, Ordering::Release);
             return Some(w2);
         }
-        // Commit. No release needed: the barrier revoker reads the top with acquire after
-        // its membarrier, which orders this thread's record store before it (under loom the
-        // owner's barrier is a SeqCst fence, which the acquire synchronizes with).
-        r.top.store(new_top, Ordering::Relaxed);
+        // Commit. Release (a plain `mov` on x86): a revoker that reads this top with acquire
+        // and so finds the hold released sees the critical section that preceded it.
+        r.top.store(new_top, Ordering::Release);
         None
     }
 
@@ -1126,13 +1126,13 @@ impl<F: Flavor> Biasing<F> {
         };
         // The unlock Dekker of the fast step, on a record below the top; committed by
         // burying the record rather than by lowering the top.
-        slot.store(a | REC_RELEASING, Ordering::Relaxed);
+        slot.store(a | REC_RELEASING, Ordering::Release);
         owner_barrier();
         if h.0.load(Ordering::Relaxed) == w {
-            slot.store(REC_TOMB, Ordering::Relaxed);
+            slot.store(REC_TOMB, Ordering::Release);
             return Some(Ok(()));
         }
-        slot.store(a, Ordering::Relaxed);
+        slot.store(a, Ordering::Release);
         None
     }
 
