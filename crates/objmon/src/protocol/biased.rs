@@ -129,14 +129,35 @@ const REC_TOMB: usize = 2;
 /// hold, holding the header's address, pushed and popped only by the owner with plain
 /// stores. A biased lock's recursion count is the number of records naming it; the header
 /// is not written. Revokers read them (see the module documentation for the Dekker).
-#[repr(align(64))]
-#[derive(Debug, Default)]
+///
+/// The line also caches the owner's header bits, so that a fast path reads one thread-local
+/// line and the header, nothing else.
+#[repr(C, align(64))]
+#[derive(Debug)]
 pub(crate) struct LockRecords {
     top: AtomicUsize,
+    /// The thread's bias bits (id and generation), [`NO_BIAS`] until its first slow path
+    /// (the generation is not known when the state is built; a thread biases a header to
+    /// itself only in a slow path, after setting this).
+    bias: AtomicU64,
+    /// The thread's id in the owner field (learn / thin words).
+    owner: u64,
     slots: [AtomicUsize; LOCK_RECORDS],
 }
 
+/// Matches no header word: its low byte is not zero.
+const NO_BIAS: u64 = u64::MAX;
+
 impl LockRecords {
+    fn new(id: ThreadId) -> Self {
+        Self {
+            top: AtomicUsize::new(0),
+            bias: AtomicU64::new(NO_BIAS),
+            owner: u64::from(id.get()) << OWNER_SHIFT,
+            slots: std::array::from_fn(|_| AtomicUsize::new(0)),
+        }
+    }
+
     /// Owner only: the records naming `a` below the top (all committed: the owner is not in a
     /// fast path while it asks).
     fn own_count(&self, a: usize) -> u32 {
@@ -441,6 +462,7 @@ impl BiasState {
     }
 
     /// FABLE's learn limit.
+    #[inline]
     pub fn learn_limit(&self) -> u32 {
         self.learn_limit.load(Ordering::Relaxed)
     }
@@ -463,7 +485,7 @@ impl BiasState {
 }
 
 /// Per-thread state of the biased protocols.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct BiasThread {
     sp: Safepoint,
     /// FABLE §3.1 learnCount (only its thread touches it).
@@ -476,6 +498,15 @@ pub struct BiasThread {
 }
 
 impl BiasThread {
+    fn new(id: ThreadId) -> Self {
+        Self {
+            sp: Safepoint::default(),
+            learn_count: AtomicU32::new(0),
+            transitions: std::array::from_fn(|_| AtomicU64::new(0)),
+            rec: LockRecords::new(id),
+        }
+    }
+
     #[inline]
     fn count(&self, t: Transition) {
         let c = &self.transitions[t as usize];
@@ -521,7 +552,14 @@ impl<F: Flavor> Biasing<F> {
 
     #[inline(always)]
     fn my_owner(t: &Cx<F>) -> u64 {
-        u64::from(t.core().id_shifted16()) << (OWNER_SHIFT - 16)
+        t.local().rec.owner
+    }
+
+    /// [`my_bias`](Self::my_bias) from the thread's cache line: one load. `NO_BIAS` (matching
+    /// nothing) until the thread's first slow path.
+    #[inline(always)]
+    fn cached_bias(t: &Cx<F>) -> u64 {
+        t.local().rec.bias.load(Ordering::Relaxed)
     }
 
     /// Whether `w` is biased to `t`, not being revoked, and (header variant) has room for
@@ -551,11 +589,11 @@ impl<F: Flavor> Biasing<F> {
     /// Records variant: push (lock) or pop (unlock) a lock record; the header is only read.
     #[inline(always)]
     fn record_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        let r = &t.local().rec;
         let w = h.0.load(Ordering::Relaxed);
-        if w & !HOST != Self::my_bias(t) {
+        if w & !HOST != r.bias.load(Ordering::Relaxed) {
             return Some(w);
         }
-        let r = &t.local().rec;
         let top = r.top.load(Ordering::Relaxed);
         let a = addr(h);
         let (slot, mark, new_top) = if lock {
@@ -594,7 +632,7 @@ impl<F: Flavor> Biasing<F> {
     /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
     #[inline(always)]
     fn header_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
-        let me = Self::my_bias(t);
+        let me = Self::cached_bias(t);
         let ok = |w: u64| {
             let x = (w & !HOST) ^ me;
             if lock {
@@ -884,7 +922,10 @@ impl<F: Flavor> Biasing<F> {
         if !rec.push_committed(addr(h)) {
             return None;
         }
-        if Self::cas(h, w, (w & HOST) | Self::my_bias(t)) {
+        // The cached bias bits: callers run after `enter_slow` has set them.
+        let bias = rec.bias.load(Ordering::Relaxed);
+        debug_assert_ne!(bias, NO_BIAS);
+        if Self::cas(h, w, (w & HOST) | bias) {
             return Some(true);
         }
         rec.unpush();
@@ -1072,6 +1113,62 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// The acquisitions of a fresh object, inline (records variant; the seed variants keep
+    /// Figure 7's fast path exactly): FABLE's clear → learn and the bias guess re-acquiring
+    /// in learn mode below the learn limit (§3.1), one CAS each, as a thin acquisition;
+    /// biasing (KKO's clear → biased, FABLE's learn → biased at the limit) is one call away.
+    /// Figure 7 leaves learn mode to the slow path, and §5.3 measures what that costs:
+    /// AllocLock runs almost nothing else, and on it the call, the slow path's loop, poll
+    /// and state dispatch made FABLE up to 1.5× thin locks. Everything else (a second
+    /// thread, nesting, a full record stack) is `enter_slow`'s: `false`.
+    #[inline(always)]
+    fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        let me = Self::my_owner(t);
+        let lock = w & !HOST;
+        if !F::LEARN {
+            return lock == 0 && Self::bias_fresh(t, h, w);
+        }
+        if lock == 0 {
+            if !Self::cas(h, w, w | LEARN | me | RC_ONE) {
+                return false;
+            }
+            t.local().count(Transition::ClearToLearn);
+            return true;
+        }
+        if lock != LEARN | me {
+            return false;
+        }
+        let lc = &t.local().learn_count;
+        let n = lc.load(Ordering::Relaxed) + 1;
+        if n >= rt.state().learn_limit() {
+            return Self::bias_fresh(t, h, w);
+        }
+        if !Self::cas(h, w, w + RC_ONE) {
+            return false;
+        }
+        lc.store(n, Ordering::Relaxed);
+        true
+    }
+
+    /// [`fresh_enter`](Self::fresh_enter)'s biasing: `h` (clear, or learn with `t` its guess
+    /// at the learn limit) becomes biased to `t`, held once in a record. `false` if `t` has
+    /// not cached its bias bits yet, its records are full, or the CAS failed.
+    #[inline(never)]
+    fn bias_fresh(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        if t.local().rec.bias.load(Ordering::Relaxed) == NO_BIAS
+            || Self::bias_to_me(t, h, w) != Some(true)
+        {
+            return false;
+        }
+        if F::LEARN {
+            t.local().learn_count.store(0, Ordering::Relaxed);
+            t.local().count(Transition::LearnToBiased);
+        } else {
+            t.local().count(Transition::ClearToBiased);
+        }
+        true
+    }
+
     #[cold]
     fn enter_slow(
         rt: &Rt<F>,
@@ -1079,6 +1176,11 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         try_only: bool,
     ) -> Result<bool, MonitorError> {
+        let rec = &t.local().rec;
+        if rec.bias.load(Ordering::Relaxed) == NO_BIAS {
+            // Before this thread can bias anything to itself (only here, in `enter_step`).
+            rec.bias.store(Self::my_bias(t), Ordering::Relaxed);
+        }
         let mut contended = false;
         let mut spins = 0u32;
         loop {
@@ -1256,8 +1358,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
         BiasState::new()
     }
 
-    fn new_thread_state(_: ThreadId, _: &Config) -> BiasThread {
-        BiasThread::default()
+    fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
+        BiasThread::new(id)
     }
 
     /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.
@@ -1303,6 +1405,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 )
                 .is_ok()
         {
+            return Ok(());
+        }
+        if F::RECORDS && Self::fresh_enter(rt, t, h, w) {
             return Ok(());
         }
         Self::enter_slow(rt, t, h, false).map(|_| ())
