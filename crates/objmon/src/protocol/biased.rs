@@ -412,7 +412,7 @@ pub trait Flavor: Send + Sync + 'static {
     /// Thin unlock keeps the owner (FABLE §3.2 "sticky owner") instead of clearing it.
     const STICKY: bool;
     /// Where a biased lock's recursion count lives: `true`, in the owner's
-    /// [lock records](LockRecords) (HotSpot 17; the bias owner never writes the header);
+    /// lock records (HotSpot 17; the bias owner never writes the header; module docs);
     /// `false`, in the header's rc field (seed 002 Figures 3 and 4, the owner stores ±256).
     const RECORDS: bool;
 }
