@@ -485,3 +485,44 @@ fn seed_header_count_vs_async_handshake() {
 fn seed_header_count_held_across_membarrier_revocation() {
     held_across_revocation::<KkoSeed>(Revocation::Membarrier);
 }
+
+/// Hybrid (asynchronous handshake, then the barrier): under loom the wait is always over,
+/// so the revoker withdraws the request at once unless the polling owner claimed it first —
+/// the race between the owner's claim and the revoker's withdrawal, both ways.
+#[test]
+fn hybrid_fast_path_vs_revocation() {
+    owner_vs_revoker::<Kko>(Revocation::Hybrid);
+}
+
+#[test]
+fn hybrid_held_across_revocation() {
+    held_across_revocation::<Kko>(Revocation::Hybrid);
+}
+
+/// Hybrid against an owner that never polls while it holds the lock nested: the barrier
+/// revokes without it, and the count survives.
+#[test]
+fn hybrid_owner_never_polls() {
+    model(|| {
+        let rt = runtime::<Kko>(Revocation::Hybrid);
+        let h = Arc::new(BiasWord::default());
+        let released = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        drop(me.enter(&h).unwrap());
+        let g1 = me.enter(&h).unwrap();
+        let (rt2, h2, released2) = (rt.clone(), h.clone(), released.clone());
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&h2).unwrap();
+            assert!(released2.load(Ordering::Relaxed), "entered a held lock");
+            drop(g);
+        });
+        let g2 = me.enter(&h).unwrap();
+        drop(g2);
+        assert_eq!(me.lock_count(&h), 1);
+        released.store(true, Ordering::Relaxed);
+        drop(g1);
+        revoker.join().unwrap();
+        assert_eq!(rt.state().revocations().total(), 1);
+    });
+}

@@ -115,6 +115,11 @@
 //! - `Membarrier`, header variant: the same Dekker against `in_op`: CAS the mark, barrier,
 //!   wait while T's `in_op` names the header, re-read: if the mark survived, store thin(T,
 //!   rc); if T's in-flight store overwrote it, repeat.
+//! - `Hybrid`: the asynchronous handshake for [`HYBRID_WAIT_NS`](crate::revoke::HYBRID_WAIT_NS);
+//!   if T has not claimed the request by then (T claims it with a CAS before running the
+//!   callback, so a withdrawn request is never run and a claimed one never withdrawn), the
+//!   revoker withdraws it with a CAS and revokes by the barrier. A polling owner is revoked
+//!   without interrupting every core; a non-polling one costs the wait extra.
 //!
 //! T never has to reach a safepoint for the barrier revocation; a descheduled T delays the
 //! wait (only while a push or pop of that very header is in flight), never breaks it.
@@ -510,8 +515,11 @@ impl BiasState {
 
     /// [`set`](Self::set) with the barrier's availability supplied (tests of the fallback).
     fn set_with(&self, c: BiasConfig, barrier_available: impl FnOnce() -> bool) -> Revocation {
+        let needs_barrier = matches!(c.revocation, Revocation::Membarrier | Revocation::Hybrid);
+        let refused = needs_barrier && !barrier_available();
         let r = match c.revocation {
-            Revocation::Membarrier if !barrier_available() => Revocation::SyncHandshake,
+            Revocation::Membarrier if refused => Revocation::SyncHandshake,
+            Revocation::Hybrid if refused => Revocation::AsyncHandshake,
             r => r,
         };
         self.revocation.store(r as u32, Ordering::Relaxed);
@@ -938,9 +946,12 @@ impl<F: Flavor> Biasing<F> {
         }
         let kind = match st.revocation() {
             Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, target),
-            r => tsp.handshake(&held, r, addr(h), w, &|_, x| {
-                Self::thin_from_bias(rt, h, x, &target.rec)
-            }),
+            r => tsp
+                .handshake(&held, r, addr(h), w, &|_, x| {
+                    Self::thin_from_bias(rt, h, x, &target.rec)
+                })
+                // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
+                .unwrap_or_else(|| Self::revoke_by_barrier(rt, h, w, target)),
         };
         drop(held);
         st.revocations.record(kind, start);
@@ -1834,12 +1845,16 @@ mod tests {
                 revoked.store(true, Ordering::Release);
             });
         });
+        let rv = rt.state().revocations();
         let k = match mode {
             Revocation::SyncHandshake => K::Sync,
             Revocation::AsyncHandshake => K::Async,
             Revocation::Membarrier => K::Membarrier,
+            // The owner polls in a tight loop, so usually within the wait; descheduled, it
+            // leaves the revocation to the barrier.
+            Revocation::Hybrid if rv.count(K::Async) == 1 => K::Async,
+            Revocation::Hybrid => K::Membarrier,
         };
-        let rv = rt.state().revocations();
         assert_eq!(rv.count(k), 1, "{mode:?}: {rv:?}");
         assert_eq!(rv.total(), 1);
         assert!(rv.latency_quantile_ns(0.5).is_some());
@@ -1854,6 +1869,8 @@ mod tests {
             revoke_held::<KkoSeed>(mode);
             revoke_held::<FableSeedHeuristics>(mode);
         }
+        revoke_held::<Kko>(Revocation::Hybrid);
+        revoke_held::<FableHeuristics>(Revocation::Hybrid);
     }
 
     /// A thread in native (or parked in a wait) is at a safepoint: the handshake revokes in
@@ -2201,5 +2218,36 @@ mod tests {
         Biased::exit(&rt, me.context(), &new).unwrap();
         assert_eq!(me.lock_count(&new), 0);
         assert!(Biased::locked_objects(me.context()).is_empty());
+    }
+
+    /// Hybrid revocation against an owner that never polls (it spins, then sleeps in a
+    /// system call while holding): the asynchronous request is withdrawn after the wait and
+    /// the barrier revokes; the owner keeps its count.
+    #[test]
+    fn hybrid_falls_back_to_the_barrier() {
+        let rt = rt_with::<Kko>(Revocation::Hybrid, 5);
+        let h = BiasWord::default();
+        let (held, go) = (Barrier::new(2), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let g = me.enter(&h).unwrap();
+                held.wait();
+                while !go.load(Ordering::Acquire) {
+                    std::hint::spin_loop(); // never polls
+                }
+                assert_eq!(me.lock_count(&h), 1);
+                drop(g);
+            });
+            let me = rt.attach().unwrap();
+            held.wait();
+            Biased::revoke(&rt, me.context(), &h, h.raw());
+            assert_eq!(h.mode(), BiasMode::Thin);
+            go.store(true, Ordering::Release);
+            drop(me.enter(&h).unwrap());
+        });
+        let rv = rt.state().revocations();
+        assert_eq!(rv.count(K::Membarrier), 1, "{rv:?}");
+        assert_eq!(rv.total(), 1);
     }
 }
