@@ -1,5 +1,5 @@
 //! Small versions of the pathology benchmarks of seed 002 (§5.1 Cloud and ProdCons, §5.3
-//! AllocLock), run over `thin`, `biased` (each revocation) and `fable` (each revocation) in one
+//! AllocLock), run over `thin`, `biased` (each revocation, hybrid included) and `fable` (each revocation) in one
 //! process, with ratios against `thin` and the paper's bounds. (The benchmark harness's own
 //! versions replace these once they land.)
 //!
@@ -18,7 +18,7 @@
 //! Threads poll (`ThreadHandle::poll`) once per loop iteration, as JIT-compiled code polls at
 //! loop back-edges, so the handshake revocations can make progress.
 
-use objmon::protocol::biased::{Biasing, Flavor, Kko};
+use objmon::protocol::biased::{Biasing, Flavor, Kko, Transition};
 use objmon::protocol::fable::FableHeuristics;
 use objmon::revoke::RevocationKind;
 use objmon::{BiasConfig, Protocol, Revocation, Runtime, Thin};
@@ -203,8 +203,10 @@ impl<F: Flavor> Revocations for Runtime<Biasing<F>> {
             r.latency_quantile_ns(x)
                 .map_or("-".into(), |v| format!("{v}"))
         };
+        let tr = |t| Biasing::<F>::transitions(self, t);
         format!(
-            "{} revocations (sync {}, async {}, barrier {}, safe {}, exited {}), median {} ns, p99 {} ns",
+            "{} biased, {} revocations (sync {}, async {}, barrier {}, safe {}, exited {}), median {} ns, p99 {} ns",
+            tr(Transition::LearnToBiased) + tr(Transition::ClearToBiased),
             r.total(),
             r.count(RevocationKind::Sync),
             r.count(RevocationKind::Async),
@@ -259,6 +261,7 @@ fn main() {
         ("sync", Revocation::SyncHandshake),
         ("async", Revocation::AsyncHandshake),
         ("membarrier", Revocation::Membarrier),
+        ("hybrid", Revocation::Hybrid),
     ] {
         rows.push(run::<Biasing<Kko>>(
             &format!("biased/{label}"),
@@ -270,6 +273,7 @@ fn main() {
         ("sync", Revocation::SyncHandshake),
         ("async", Revocation::AsyncHandshake),
         ("membarrier", Revocation::Membarrier),
+        ("hybrid", Revocation::Hybrid),
     ] {
         rows.push(run::<Biasing<FableHeuristics>>(
             &format!("fable/{label}"),

@@ -13,6 +13,7 @@
 //! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
 //! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table |
 //! | [`Biased`] | Kawachiya et al. (2002), as in Pizlo et al. §2.2 | bias on first acquire, never rebias |
+//! | [`BiasedSeed`] | the same, as the seed wrote it | count in the header (Figures 3-4) |
 //! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread |
 //! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up |
 //! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table |
@@ -99,7 +100,7 @@ pub use introspect::{
     ThreadDump, ThreadInfo,
 };
 pub use monitor::{FatMonitor, WaitOutcome};
-pub use protocol::biased::{BiasConfig, BiasWord, Biased};
+pub use protocol::biased::{BiasConfig, BiasWord, Biased, BiasedSeed};
 pub use protocol::cacao::{Cacao, HostWord};
 pub use protocol::fable::Fable;
 pub use protocol::monitor_cache::MonitorCache;

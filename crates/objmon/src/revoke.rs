@@ -17,6 +17,12 @@
 //! paths, and the Dekker between "revoker posts a request, reads the state" and "target
 //! stores SAFE, reads the request" needs it.
 //!
+//! Requests: `REQ_SYNC` (stop at the next poll), `REQ_ASYNC` (run the callback at the next
+//! poll), `REQ_RUNNING` (the target claimed an asynchronous request with a CAS and is running
+//! it). A hybrid revoker withdraws an unclaimed `REQ_ASYNC` with a CAS after
+//! [`HYBRID_WAIT_NS`] and falls back to the barrier; claim and withdrawal cannot both
+//! succeed, so the callback never runs on a header whose revoker has moved on.
+//!
 //! Deadlock freedom (§3.3: "ensuring deadlock freedom when two or more threads attempt to
 //! simultaneously safepoint each other"): a revoker is itself `SAFE` for the whole
 //! revocation (it runs no fast path meanwhile), so if A revokes B while B revokes A, each finds
@@ -50,6 +56,15 @@ pub(crate) const EXITED: u32 = 3;
 const REQ_NONE: u32 = 0;
 const REQ_SYNC: u32 = 1;
 const REQ_ASYNC: u32 = 2;
+/// The owner has claimed an asynchronous request and is running its callback: the revoker
+/// can no longer withdraw it (hybrid) and waits for `REQ_NONE`.
+const REQ_RUNNING: u32 = 3;
+
+/// How long a hybrid revocation waits for the owner's poll before it falls back to the
+/// barrier: a few µs, about what `membarrier` itself costs on a small machine, so a polling
+/// owner is revoked without interrupting every core and a non-polling one costs at most
+/// this much extra.
+pub const HYBRID_WAIT_NS: u32 = 5_000;
 
 /// How a runtime revokes a bias held by another thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,6 +78,10 @@ pub enum Revocation {
     /// Asymmetric Dekker on `membarrier(PRIVATE_EXPEDITED)`: needs nothing from the owner,
     /// which may spin without polling or sit in a system call.
     Membarrier,
+    /// The asynchronous pair handshake for [`HYBRID_WAIT_NS`]; if the owner has not polled
+    /// by then, the request is withdrawn and the barrier revokes. Needs the barrier (falls
+    /// back to `AsyncHandshake` where the kernel refuses it).
+    Hybrid,
 }
 
 impl Revocation {
@@ -70,7 +89,8 @@ impl Revocation {
         match v {
             0 => Self::SyncHandshake,
             1 => Self::AsyncHandshake,
-            _ => Self::Membarrier,
+            2 => Self::Membarrier,
+            _ => Self::Hybrid,
         }
     }
 }
@@ -240,9 +260,15 @@ impl Safepoint {
                     backoff(&mut spins);
                 }
             }
-            REQ_ASYNC => {
+            REQ_ASYNC
+                if self
+                    .request
+                    .compare_exchange(REQ_ASYNC, REQ_RUNNING, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok() =>
+            {
                 // The callback of asyncPairHandshake, run by the owner itself: it is at a
-                // safepoint, so not inside a fast path.
+                // safepoint, so not inside a fast path. Claimed first, so that a hybrid
+                // revoker cannot withdraw the request (and let the header go) under us.
                 exec(
                     self.op_header.load(Ordering::SeqCst),
                     self.op_word.load(Ordering::SeqCst),
@@ -297,10 +323,11 @@ impl Safepoint {
     }
 
     /// Runs `exec(header, word)` at a moment when `self`'s thread (the bias owner) cannot be
-    /// inside a fast path on any header, by pair handshake `kind` (`SyncHandshake` or
-    /// `AsyncHandshake`). The caller is itself in a safe state (so mutual revocations cannot
-    /// deadlock). Returns the kind it was counted under.
-    /// The caller holds `self`'s revoker mutex (`_held`).
+    /// inside a fast path on any header, by pair handshake `kind` (`SyncHandshake`,
+    /// `AsyncHandshake`, or `Hybrid`: asynchronous for [`HYBRID_WAIT_NS`]). The caller is
+    /// itself in a safe state (so mutual revocations cannot deadlock). Returns the kind it was
+    /// counted under, or `None` if a hybrid request was withdrawn unrun (the caller then
+    /// revokes by the barrier). The caller holds `self`'s revoker mutex (`_held`).
     pub(crate) fn handshake(
         &self,
         _held: &crate::sync::MutexGuard<'_, ()>,
@@ -308,17 +335,17 @@ impl Safepoint {
         header: usize,
         word: u64,
         exec: Revoke<'_>,
-    ) -> RevocationKind {
+    ) -> Option<RevocationKind> {
         let s = self.state.load(Ordering::SeqCst);
         if s == SAFE || s == EXITED {
             exec(header, word);
-            return if s == SAFE {
+            return Some(if s == SAFE {
                 RevocationKind::OwnerSafe
             } else {
                 RevocationKind::OwnerExited
-            };
+            });
         }
-        let req = if kind == Revocation::AsyncHandshake {
+        let req = if kind != Revocation::SyncHandshake {
             self.op_header.store(header, Ordering::SeqCst);
             self.op_word.store(word, Ordering::SeqCst);
             REQ_ASYNC
@@ -326,6 +353,7 @@ impl Safepoint {
             REQ_SYNC
         };
         self.request.store(req, Ordering::SeqCst);
+        let posted = std::time::Instant::now();
         let mut spins = 0u32;
         loop {
             let s = self.state.load(Ordering::SeqCst);
@@ -334,7 +362,7 @@ impl Safepoint {
             let r = self.request.load(Ordering::SeqCst);
             if r == REQ_NONE {
                 // The owner ran the asynchronous callback.
-                return RevocationKind::Async;
+                return Some(RevocationKind::Async);
             }
             match s {
                 STOPPED => {
@@ -344,18 +372,29 @@ impl Safepoint {
                     // a stale request nor a stale STOPPED.
                     self.request.store(REQ_NONE, Ordering::SeqCst);
                     self.state.store(RUNNING, Ordering::SeqCst);
-                    return RevocationKind::Sync;
+                    return Some(RevocationKind::Sync);
                 }
-                SAFE | EXITED => {
+                SAFE | EXITED if r != REQ_RUNNING => {
                     // It reached a safe state without polling; it cannot leave it while we
                     // hold the mutex, nor run the callback (it is not polling).
                     exec(header, word);
                     self.request.store(REQ_NONE, Ordering::SeqCst);
-                    return if s == SAFE {
+                    return Some(if s == SAFE {
                         RevocationKind::OwnerSafe
                     } else {
                         RevocationKind::OwnerExited
-                    };
+                    });
+                }
+                _ if kind == Revocation::Hybrid
+                    && r == REQ_ASYNC
+                    && crate::sync::waited_at_least(posted, HYBRID_WAIT_NS)
+                    && self
+                        .request
+                        .compare_exchange(REQ_ASYNC, REQ_NONE, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok() =>
+                {
+                    // Withdrawn before the owner claimed it: the barrier's turn.
+                    return None;
                 }
                 _ => {}
             }

@@ -1,6 +1,10 @@
 //! Loom models of biased locking (seed 002): the bias owner's plain-store fast path against
 //! each revocation path — synchronous pair handshake, asynchronous pair handshake, and the
-//! membarrier asymmetric Dekker.
+//! membarrier asymmetric Dekker — for both places the count can live: the owner's lock
+//! records (`biased`, `fable`: the owner's lock and unlock store nothing to the header) and
+//! the header (`biased-seed`, Figures 3 and 4). The records models cover an owner in the
+//! middle of a lock and of an unlock, nested holds, an unstructured (out-of-order) exit and
+//! the records overflowing into a thin count.
 //!
 //! Loom cannot model `membarrier(2)`. Under `--cfg loom` the barrier is replaced by what it
 //! guarantees: a `SeqCst` fence on the revoker side where it calls the barrier, and a `SeqCst`
@@ -16,7 +20,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko};
+use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoSeed, LOCK_RECORDS};
 use objmon::protocol::fable::FableHeuristics;
 use objmon::{
     BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
@@ -289,5 +293,236 @@ fn fable_learn_mode_contention() {
         other.join().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 4);
         assert_eq!(rt.owner_of(&h), None);
+    });
+}
+
+fn runtime<F: Flavor>(mode: Revocation) -> std::sync::Arc<Runtime<Biasing<F>>> {
+    let rt = Runtime::<Biasing<F>>::new(config());
+    assert_eq!(
+        Biasing::<F>::configure(
+            &rt,
+            BiasConfig {
+                revocation: mode,
+                learn_limit: 1,
+            }
+        ),
+        mode
+    );
+    rt
+}
+
+/// Nested: the owner holds `h` once (record 0) and locks and unlocks it again (a push and a
+/// pop at record 1) while a second thread revokes and locks; then it releases the outer
+/// hold. The revoker must count the outer hold, and the inner one exactly when its push
+/// committed before the mark.
+fn nested_vs_revoker<F: Flavor>(mode: Revocation) {
+    model(move || {
+        let rt = runtime::<F>(mode);
+        let h = Arc::new(BiasWord::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        drop(me.enter(&h).unwrap());
+        drop(me.enter(&h).unwrap());
+        let outer = me.enter(&h).unwrap();
+        let (rt2, h2, inside2, count2, done2) = (
+            rt.clone(),
+            h.clone(),
+            inside.clone(),
+            count.clone(),
+            done.clone(),
+        );
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&h2).unwrap();
+            critical(&inside2, &count2);
+            drop(g);
+            done2.store(true, Ordering::Release);
+        });
+        let inner = me.enter(&h).unwrap();
+        assert_eq!(me.lock_count(&h), 2);
+        drop(inner);
+        assert_eq!(me.lock_count(&h), 1);
+        critical(&inside, &count);
+        drop(outer);
+        if mode != Revocation::Membarrier {
+            while !done.load(Ordering::Acquire) {
+                me.poll();
+                thread::yield_now();
+            }
+        }
+        revoker.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(me.lock_count(&h), 0);
+    });
+}
+
+#[test]
+fn records_nested_vs_membarrier_revocation() {
+    nested_vs_revoker::<Kko>(Revocation::Membarrier);
+}
+
+#[test]
+fn records_nested_vs_sync_handshake() {
+    nested_vs_revoker::<Kko>(Revocation::SyncHandshake);
+}
+
+#[test]
+fn records_nested_vs_async_handshake() {
+    nested_vs_revoker::<Kko>(Revocation::AsyncHandshake);
+}
+
+/// Unstructured exit out of order: the owner holds `h` then `g`, both biased, and releases
+/// `h` first (its record is not the innermost: the slow unlock marks it releasing below the
+/// top and buries it) while a second thread revokes `h` and locks it.
+fn out_of_order_vs_revoker<F: Flavor>(mode: Revocation) {
+    model(move || {
+        let rt = runtime::<F>(mode);
+        let h = Box::leak(Box::new(BiasWord::default()));
+        let g = Box::leak(Box::new(BiasWord::default()));
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        for o in [&*h, &*g] {
+            drop(me.enter(o).unwrap());
+            drop(me.enter(o).unwrap());
+        }
+        me.monitor_enter(h).unwrap();
+        me.monitor_enter(g).unwrap();
+        let (rt2, h2, inside2, count2, done2) =
+            (rt.clone(), &*h, inside.clone(), count.clone(), done.clone());
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let guard = me.enter(h2).unwrap();
+            critical(&inside2, &count2);
+            drop(guard);
+            done2.store(true, Ordering::Release);
+        });
+        critical(&inside, &count);
+        me.monitor_exit(h).unwrap();
+        assert_eq!(me.lock_count(h), 0);
+        assert_eq!(g.mode(), BiasMode::Biased, "g keeps its bias");
+        me.monitor_exit(g).unwrap();
+        if mode != Revocation::Membarrier {
+            while !done.load(Ordering::Acquire) {
+                me.poll();
+                thread::yield_now();
+            }
+        }
+        revoker.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(rt.owner_of(h), None);
+    });
+}
+
+#[test]
+fn records_out_of_order_exit_vs_membarrier_revocation() {
+    out_of_order_vs_revoker::<Kko>(Revocation::Membarrier);
+}
+
+#[test]
+fn records_out_of_order_exit_vs_sync_handshake() {
+    out_of_order_vs_revoker::<Kko>(Revocation::SyncHandshake);
+}
+
+/// The owner's records are full (one hold of `h` and holds of other objects): its next
+/// lock of `h` moves the holds into a thin count with a CAS while a second thread's
+/// barrier revocation marks the header.
+#[test]
+fn records_overflow_vs_membarrier_revocation() {
+    model(|| {
+        let rt = runtime::<Kko>(Revocation::Membarrier);
+        let h: &'static BiasWord = Box::leak(Box::new(BiasWord::default()));
+        let others: &'static [BiasWord] =
+            Box::leak((0..LOCK_RECORDS - 1).map(|_| BiasWord::default()).collect());
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let me = rt.attach().unwrap();
+        drop(me.enter(h).unwrap());
+        let outer = me.enter(h).unwrap();
+        let held: Vec<_> = others.iter().map(|o| me.enter(o).unwrap()).collect();
+        let (rt2, inside2, count2) = (rt.clone(), inside.clone(), count.clone());
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let guard = me.enter(h).unwrap();
+            critical(&inside2, &count2);
+            drop(guard);
+        });
+        let inner = me.enter(h).unwrap();
+        assert_eq!(h.mode(), BiasMode::Thin);
+        assert_eq!(me.lock_count(h), 2);
+        critical(&inside, &count);
+        drop(inner);
+        drop(outer);
+        revoker.join().unwrap();
+        drop(held);
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(rt.owner_of(h), None);
+    });
+}
+
+/// The seed's layout (count in the header, Figures 3 and 4): the owner's plain header
+/// stores against each revocation.
+#[test]
+fn seed_header_count_vs_membarrier_revocation() {
+    owner_vs_revoker::<KkoSeed>(Revocation::Membarrier);
+}
+
+#[test]
+fn seed_header_count_vs_sync_handshake() {
+    owner_vs_revoker::<KkoSeed>(Revocation::SyncHandshake);
+}
+
+#[test]
+fn seed_header_count_vs_async_handshake() {
+    owner_vs_revoker::<KkoSeed>(Revocation::AsyncHandshake);
+}
+
+#[test]
+fn seed_header_count_held_across_membarrier_revocation() {
+    held_across_revocation::<KkoSeed>(Revocation::Membarrier);
+}
+
+/// Hybrid (asynchronous handshake, then the barrier): under loom the wait is always over,
+/// so the revoker withdraws the request at once unless the polling owner claimed it first —
+/// the race between the owner's claim and the revoker's withdrawal, both ways.
+#[test]
+fn hybrid_fast_path_vs_revocation() {
+    owner_vs_revoker::<Kko>(Revocation::Hybrid);
+}
+
+#[test]
+fn hybrid_held_across_revocation() {
+    held_across_revocation::<Kko>(Revocation::Hybrid);
+}
+
+/// Hybrid against an owner that never polls while it holds the lock nested: the barrier
+/// revokes without it, and the count survives.
+#[test]
+fn hybrid_owner_never_polls() {
+    model(|| {
+        let rt = runtime::<Kko>(Revocation::Hybrid);
+        let h = Arc::new(BiasWord::default());
+        let released = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        drop(me.enter(&h).unwrap());
+        let g1 = me.enter(&h).unwrap();
+        let (rt2, h2, released2) = (rt.clone(), h.clone(), released.clone());
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&h2).unwrap();
+            assert!(released2.load(Ordering::Relaxed), "entered a held lock");
+            drop(g);
+        });
+        let g2 = me.enter(&h).unwrap();
+        drop(g2);
+        assert_eq!(me.lock_count(&h), 1);
+        released.store(true, Ordering::Relaxed);
+        drop(g1);
+        revoker.join().unwrap();
+        assert_eq!(rt.state().revocations().total(), 1);
     });
 }

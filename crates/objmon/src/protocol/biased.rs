@@ -1,7 +1,14 @@
-//! `biased`: KKO biased locking as built in Jikes RVM (seed 002 §2.2, Figures 3 and 4) —
-//! bias on first acquire, never rebias — and the engine it shares with [`fable`](super::fable)
-//! (seed 002 §3): the header, the fast paths, the thin and fat slow paths, and bias
-//! revocation three ways (see [`crate::revoke`]).
+//! `biased`: KKO biased locking as built in Jikes RVM (seed 002 §2.2) — bias on first
+//! acquire, never rebias — and the engine it shares with [`fable`](super::fable) (seed 002
+//! §3): the header, the fast paths, the thin and fat slow paths, and bias revocation three
+//! ways (see [`crate::revoke`]). Two places for a biased lock's recursion count, chosen by
+//! [`Flavor::RECORDS`]:
+//!
+//! - **lock records** (`biased`, `fable`; HotSpot 17's scheme): the bias owner keeps one
+//!   record per biased hold in a small per-thread array ([`LOCK_RECORDS`] slots and a top),
+//!   and its lock and unlock **store nothing to the header**;
+//! - **the header** (`biased-seed`, [`FableSeed`](super::fable::FableSeed); Figures 3, 4, 6
+//!   and 7 as written): the owner's lock / unlock store the header ± 256.
 //!
 //! Header ([`BiasWord`], 64 bits; Figures 3 and 6 widened so that a bias carries a
 //! generation):
@@ -10,13 +17,16 @@
 //! |--------|----------------------|---------------------|--------------------|----------------------|
 //! | 63..34 | owner generation (30 bits) | 0             | 0                  | 0                    |
 //! | 33..19 | bias owner id (0 = clear) | bias guess id  | owner id (sticky in `fable`) | monitor index (23 bits, 41..19) |
-//! | 18     | revoking (barrier revocation in progress) | 0 | 0               | —                    |
+//! | 18     | revoking (barrier revocation in progress) | 0 | stale: revoked while held, the owner still has records of it (records variant) | — |
 //! | 17..16 | state 00             | state 01            | state 11           | state 10             |
-//! | 15..8  | recursion count rc (holds, 0..255) | rc    | rc                 | —                    |
+//! | 15..8  | rc (header variant; 0 with records) | rc   | rc                 | —                    |
 //! | 7..0   | host bits            | host bits           | host bits          | host bits            |
 //!
-//! State values as in §3.2: biased is 00, so "biased to me" is one xor and one compare against
-//! the thread's bias bits; learn and thin share the low state bit, so one unlock path serves
+//! Bits 63..34 are zero in every state but biased (the identity hash of issue 7 may use
+//! them there); both variants use the same layout.
+//!
+//! State values as in §3.2: biased is 00, so "biased to me" is one compare against the
+//! thread's bias bits; learn and thin share the low state bit, so one unlock path serves
 //! both. The all-zero lock field is *clear* (biased to nobody): an object starts there.
 //!
 //! A bias names the owner's id *and* the low 30 bits of its [`generation`](crate::ThreadCore::generation),
@@ -25,42 +35,94 @@
 //!
 //! ## Fast paths (what each executes)
 //!
-//! - biased lock / unlock by the bias owner (Figure 4's first case): load the header, one
-//!   xor and one compare against the thread's bias bits (rc < 255 for lock, rc ≥ 1 for
-//!   unlock); store the header's address to the thread's private `in_op` slot (plain), a
-//!   compiler barrier, load the header again and compare it with the first load, store the
-//!   header ± 256 (plain), store 0 to `in_op` (a store-release: a plain `mov` on x86, `stlr`
-//!   on AArch64). **No atomic read-modify-write, no fence**: three plain stores (two to a
-//!   thread-private line, one to the header) and two loads. `in_op` is the owner's half of the
-//!   barrier revocation's asymmetric Dekker (below) — the deviation from Figure 4 that lets a
-//!   revoker proceed without the owner's cooperation. Unlike HotSpot's biased locking, the
-//!   count lives in the header (Figure 3), so the owner does store to it.
-//! - thin lock (Figure 4's second case for `biased`: thin and free; Figure 7's for `fable`:
-//!   thin, rc 0, sticky owner = me): one load, one compare-and-swap.
+//! Every fast path reads the thread's bias and owner bits from one thread-local line (the
+//! records' line, cached there at attach / on the first slow path), never a thread-local
+//! variable or the `ThreadCore`.
+//!
+//! - **biased lock by the owner, records variant**: load the header, compare with the bias
+//!   bits; load the top; store the header's address into the slot at the top (a
+//!   store-release: a plain `mov` on x86); compiler barrier; load the header again and
+//!   compare with the first load; store top + 1 (store-release). **Unlock**: load the
+//!   header, compare; load the top and the slot below it, compare with the header's
+//!   address (the innermost record; else out of line); store the address | 1 ("releasing")
+//!   into it; compiler barrier; re-load and compare the header; store top − 1. No atomic
+//!   read-modify-write, no fence, **no store to the header**: two stores to the thread's own
+//!   line and three loads each way. HotSpot 17 stores one lock record (on the stack) and
+//!   nothing else; the second store (the top) and the header re-load are the price of a
+//!   revocation that needs no help from the owner (below). On x86 each store-release is a
+//!   plain `mov`; on AArch64 an `stlr`.
+//! - biased lock / unlock by the owner, header variant (Figure 4's first case): load the
+//!   header, one xor and one compare (rc < 255 for lock, rc ≥ 1 for unlock); store the
+//!   header's address to the thread's `in_op` (plain), a compiler barrier, load the header
+//!   again and compare, store the header ± 256 (plain), store 0 to `in_op` (store-release):
+//!   three plain stores (one to the header), two loads.
+//! - thin lock (Figure 4's second case for `biased-seed`: thin and free; Figure 7's for
+//!   `fable-seed`: thin, rc 0, sticky owner = me; the records variants take any free thin
+//!   word, one AND more — see below): one load, one compare-and-swap.
+//! - a fresh object's acquisitions (records variants only): FABLE's clear → learn, the bias
+//!   guess re-acquiring in learn mode below the learn limit, a second thread taking a free
+//!   learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
+//!   learn → biased at the limit): one call, one record push, one CAS. Figure 7 leaves all
+//!   of these to the slow path; see `fresh_enter` for what that cost on Cloud and AllocLock.
 //! - unlock of the last level (Figure 7's combined learn / thin test, one mask and compare):
 //!   one releasing store. Figure 7 uses a CAS because Jikes lets other threads CAS the status
 //!   word (hashing, GC); here nothing else writes a *held* thin or learn word — contenders
 //!   spin, a second thread turns learn into thin only once the guess has released it, only
 //!   the owner inflates — so seed 000 §2.3.2's store is enough.
-//!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner).
+//!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner). A stale
+//!   thin word (bit 18) fails the test and goes out of line, where the owner buries its
+//!   records of the object.
 //! - nested lock / unlock of a thin or learn lock the caller holds (out of line, as in
 //!   Jikes): one load, one store — for the same reason. A learn-mode recursion does not count
 //!   towards biasing (§3.1: "non-recursively").
 //!
+//! Out of line (records variant): an unlock whose record is not the innermost (unstructured
+//! exits in any order) marks that record releasing, re-checks the header and buries it (a
+//! tombstone, dropped once it reaches the top); a lock with all [`LOCK_RECORDS`] slots in
+//! use moves the holds into a thin count (the object stays thin: never rebias); wait /
+//! notify inflate with the records' count and bury them.
+//!
 //! ## Revocation
 //!
-//! Another thread that finds the header biased to a live thread T revokes: biased(T, rc) →
-//! thin(T, rc), same count, T still the owner; then it contends for the thin lock as usual
-//! (spin, then inflate). Revokers of T are serialized by T's revoker mutex. If T is at a
-//! safepoint (parked, waiting, blocked on a fat monitor, in native) or has detached, the
-//! revoker rewrites the header in place with a CAS. Otherwise, by the runtime's
-//! [`Revocation`]:
+//! Another thread that finds the header biased to a live thread T revokes: biased(T, n) →
+//! thin(T, n), n = T's holds (its records of the header, or rc), T still the owner; then it
+//! contends for the thin lock as usual (spin, then inflate). Revokers of T are serialized by
+//! T's revoker mutex. If T is at a safepoint (parked, waiting, blocked on a fat monitor, in
+//! native) or has detached, the revoker rewrites the header in place with a CAS. Otherwise,
+//! by the runtime's [`Revocation`]:
 //! - `SyncHandshake` / `AsyncHandshake` (§3.3): T stops at its next poll / runs the CAS itself
 //!   there. T polls in every slow path and in [`ThreadHandle::poll`](crate::ThreadHandle::poll).
-//! - `Membarrier`: CAS the header to *revoking*, `membarrier()`, wait while T's `in_op` names
-//!   this header, re-read: if the mark survived, no fast path of T can write the header any
-//!   more (every later one reads the mark), so store thin(T, rc); if T's in-flight store
-//!   overwrote it, repeat. T never has to reach a safepoint; a descheduled T delays the wait.
+//! - `Membarrier`, records variant — an asymmetric Dekker on each record:
+//!   the revoker CASes the header to *revoking*, calls `membarrier()` (every running thread
+//!   executes a full fence; a descheduled one passed one in the context switch), then reads
+//!   T's top and records with acquire loads until they are *settled*: no slot at the top
+//!   holds the header's address (a push in flight) and none below it is marked releasing (a
+//!   pop in flight), and the top re-read after the scan equals the first read. It stores
+//!   thin(T, n | stale if n > 0), n the records naming the header. T's side: a push stores
+//!   the record *then* re-loads the header (compiler barrier between), a pop marks the
+//!   record releasing *then* re-loads; either way, if the revoker's load of that slot
+//!   missed T's store, T's re-load sees the mark (the barrier orders both pairs) and backs
+//!   out — clearing a pushed slot, restoring a popped one — and waits for the thin word.
+//!   After the barrier no fast path of T on the header can commit, so its records below the
+//!   top stay put (pops are LIFO); pushes and pops of other headers move the top but never
+//!   those records. Every owner store to a slot or the top is a store-release and every
+//!   revoker load an acquire, so a slot value seen implies a top at least as new: a top
+//!   re-read equal to the first means the scan saw one consistent state (loom found the
+//!   revoker that read a pop's releasing mark under a stale top without this). The owner
+//!   never writes a biased header in a fast path, so the marked word is the revoker's to
+//!   replace with a plain store. T's records of a header revoked while held are duplicates
+//!   of the thin count: the *stale* bit sends T's next unlock out of line to bury them.
+//! - `Membarrier`, header variant: the same Dekker against `in_op`: CAS the mark, barrier,
+//!   wait while T's `in_op` names the header, re-read: if the mark survived, store thin(T,
+//!   rc); if T's in-flight store overwrote it, repeat.
+//! - `Hybrid`: the asynchronous handshake for [`HYBRID_WAIT_NS`](crate::revoke::HYBRID_WAIT_NS);
+//!   if T has not claimed the request by then (T claims it with a CAS before running the
+//!   callback, so a withdrawn request is never run and a claimed one never withdrawn), the
+//!   revoker withdraws it with a CAS and revokes by the barrier. A polling owner is revoked
+//!   without interrupting every core; a non-polling one costs the wait extra.
+//!
+//! T never has to reach a safepoint for the barrier revocation; a descheduled T delays the
+//! wait (only while a push or pop of that very header is in flight), never breaks it.
 //!
 //! **Host contract for the handshakes.** A thread that blocks outside objmon (a channel, a
 //! sleep, I/O, a join) must do it inside [`ThreadHandle::in_native`](crate::ThreadHandle::in_native)
@@ -72,9 +134,16 @@
 //! synchronous handshake, and this contract applies.
 //!
 //! Anything else that writes a biased header is the owner itself (inflation for wait /
-//! notify or count overflow: a CAS, which fails against a concurrent revoker's mark) or a
-//! revoker; contenders, inflation on contention and `reclaim` see only thin, learn or fat
-//! words.
+//! notify, count or record overflow: a CAS, which fails against a concurrent revoker's mark)
+//! or a revoker; contenders, inflation on contention and `reclaim` see only thin, learn or
+//! fat words. [`revoke_now`](Biasing::revoke_now) is the entry point for other header
+//! writers (the identity hash): it leaves the header unbiased.
+//!
+//! **Moving objects.** The records hold header addresses. An unlocked header may move
+//! freely; a host that moves a locked one (a copying GC behind the borrow checker's back)
+//! must report it at a safepoint with [`relocate`](Biasing::relocate); the records are GC
+//! roots ([`locked_objects`](Biasing::locked_objects)). Records are never dereferenced: a
+//! missed relocation is a wrong count, never undefined behaviour.
 
 use super::fable::LEARN_LIMIT;
 use super::{KnobError, Protocol, HOST_BITS_MASK};
@@ -83,7 +152,7 @@ use crate::revoke::{
     backoff, owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
 };
 use crate::runtime::{Config, InflationCause, Runtime};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
@@ -103,14 +172,154 @@ pub(crate) const FAT: u64 = 2 << 16;
 const THIN: u64 = 3 << 16;
 /// Set in learn and thin: the combined unlock path tests only this bit (§3.2).
 const STATE_LOW: u64 = 1 << 16;
-pub(crate) const REVOKING: u64 = 1 << 18;
+const REVOKING: u64 = 1 << 18;
+/// Bit 18 in a thin word (records variant): revoked while held, so the owner still has lock
+/// records for this header, which its next unlock buries. Inside the mask of the inline
+/// unlock test, so that unlock goes out of line.
+const STALE: u64 = REVOKING;
 const OWNER_SHIFT: u32 = 19;
 pub(crate) const OWNER_MASK: u64 = 0x7fff << OWNER_SHIFT;
 const GEN_SHIFT: u32 = 34;
 const GEN_BITS: u64 = (1 << 30) - 1;
-pub(crate) const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
+const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
 pub(crate) const INDEX_SHIFT: u32 = 19;
 const INDEX_MASK: u64 = 0x7f_ffff << INDEX_SHIFT;
+
+/// Capacity of a thread's lock records (records variant): biased holds beyond it make the
+/// object thin. HotSpot keeps one record per frame; 32 covers the nesting of the benchmarks
+/// (the tree test holds 16) at 264 bytes per thread.
+pub const LOCK_RECORDS: usize = 32;
+/// Low bit of a record: its pop is in flight (the owner's half of the unlock Dekker).
+const REC_RELEASING: usize = 1;
+/// A buried record: neither a header address (8-aligned, non-zero) nor one being released.
+const REC_TOMB: usize = 2;
+
+/// The bias owner's lock records (records variant, HotSpot 17 style): one slot per biased
+/// hold, holding the header's address, pushed and popped only by the owner with plain
+/// stores. A biased lock's recursion count is the number of records naming it; the header
+/// is not written. Revokers read them (see the module documentation for the Dekker).
+///
+/// The line also caches the owner's header bits, so that a fast path reads one thread-local
+/// line and the header, nothing else.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub(crate) struct LockRecords {
+    top: AtomicUsize,
+    /// The thread's bias bits (id and generation), [`NO_BIAS`] until its first slow path
+    /// (the generation is not known when the state is built; a thread biases a header to
+    /// itself only in a slow path, after setting this).
+    bias: AtomicU64,
+    /// The thread's id in the owner field (learn / thin words).
+    owner: u64,
+    slots: [AtomicUsize; LOCK_RECORDS],
+}
+
+/// Matches no header word: its low byte is not zero.
+const NO_BIAS: u64 = u64::MAX;
+
+impl LockRecords {
+    fn new(id: ThreadId) -> Self {
+        Self {
+            top: AtomicUsize::new(0),
+            bias: AtomicU64::new(NO_BIAS),
+            owner: u64::from(id.get()) << OWNER_SHIFT,
+            slots: std::array::from_fn(|_| AtomicUsize::new(0)),
+        }
+    }
+
+    /// Owner only: the records naming `a` below the top (all committed: the owner is not in a
+    /// fast path while it asks).
+    fn own_count(&self, a: usize) -> u32 {
+        let top = self.top.load(Ordering::Relaxed);
+        self.slots[..top]
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) == a)
+            .count() as u32
+    }
+
+    /// Another thread's racy snapshot of the records naming `a` (owner_of, try_enter).
+    fn peek_count(&self, a: usize) -> u32 {
+        let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
+        self.slots[..top]
+            .iter()
+            .filter(|s| s.load(Ordering::Acquire) == a)
+            .count() as u32
+    }
+
+    /// Revoker side, after marking the header and the barrier: the committed records naming
+    /// `a`, once no push or pop of `a` is in flight. After the barrier every later fast path
+    /// of the owner on `a` reads the mark and backs out, so records of `a` no longer move and
+    /// lie below every top the owner will have (pops are LIFO, `a`'s are refused). What can
+    /// still lag is visibility: a top older than a slot we read. Every owner store to a slot
+    /// is a release and we read slots with acquire, so the top re-read after the scan is at
+    /// least as new as every slot value seen; equal to the first read, the scan is
+    /// consistent: a slot at the top holding `a` is a push in flight, a slot below it marked
+    /// releasing is a pop in flight, and we wait for either to commit or back out.
+    fn settled_count(&self, a: usize) -> u32 {
+        let mut spins = 0u32;
+        loop {
+            let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
+            let (mut n, mut busy) = (0, false);
+            for (i, s) in self.slots[..(top + 1).min(LOCK_RECORDS)].iter().enumerate() {
+                let v = s.load(Ordering::Acquire);
+                if i == top {
+                    busy |= v == a;
+                } else if v == a {
+                    n += 1;
+                } else if v == a | REC_RELEASING {
+                    busy = true;
+                }
+            }
+            if !busy && self.top.load(Ordering::Acquire) == top {
+                return n;
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// Owner only: buries every record of `a` (the header no longer counts on them), then
+    /// drops buried records from the top.
+    fn bury(&self, a: usize) {
+        let top = self.top.load(Ordering::Relaxed);
+        for s in &self.slots[..top] {
+            if s.load(Ordering::Relaxed) == a {
+                s.store(REC_TOMB, Ordering::Release);
+            }
+        }
+        self.pop_tombs();
+    }
+
+    /// Owner only: lowers the top past buried records. Slots above the top hold no header's
+    /// bare address afterwards, so a revoker never mistakes them for a push in flight.
+    fn pop_tombs(&self) {
+        let mut top = self.top.load(Ordering::Relaxed);
+        while top > 0 && self.slots[top - 1].load(Ordering::Relaxed) == REC_TOMB {
+            top -= 1;
+        }
+        self.top.store(top, Ordering::Release);
+    }
+
+    /// Owner only, in a slow path where the header is not biased to it: commits a record for
+    /// `a` ahead of a CAS that biases `a` to it. `false` if full.
+    fn push_committed(&self, a: usize) -> bool {
+        self.pop_tombs();
+        let top = self.top.load(Ordering::Relaxed);
+        let Some(slot) = self.slots.get(top) else {
+            return false;
+        };
+        slot.store(a, Ordering::Release);
+        self.top.store(top + 1, Ordering::Release);
+        true
+    }
+
+    /// Undoes [`push_committed`](Self::push_committed) when the CAS failed (the header never
+    /// became biased to us, so no revoker looked).
+    fn unpush(&self) {
+        let top = self.top.load(Ordering::Relaxed) - 1;
+        self.top.store(top, Ordering::Release);
+        self.slots[top].store(0, Ordering::Release);
+    }
+}
 
 /// The 64-bit header of the biased protocols: see the module documentation for the layout.
 pub struct BiasWord(pub(crate) AtomicU64);
@@ -207,6 +416,10 @@ pub trait Flavor: Send + Sync + 'static {
     const LEARN: bool;
     /// Thin unlock keeps the owner (FABLE §3.2 "sticky owner") instead of clearing it.
     const STICKY: bool;
+    /// Where a biased lock's recursion count lives: `true`, in the owner's
+    /// lock records (HotSpot 17; the bias owner never writes the header; module docs);
+    /// `false`, in the header's rc field (seed 002 Figures 3 and 4, the owner stores ±256).
+    const RECORDS: bool;
 }
 
 /// KKO heuristics (seed 002 §2.2.1): bias on first acquire, never rebias.
@@ -215,9 +428,25 @@ pub enum Kko {}
 
 impl Flavor for Kko {
     const NAME: &'static str = "biased";
-    const SUMMARY: &'static str = "KKO biased locking: bias on first acquire, never rebias";
+    const SUMMARY: &'static str =
+        "KKO biased locking: bias on first acquire, never rebias; count in lock records";
     const LEARN: bool = false;
     const STICKY: bool = false;
+    const RECORDS: bool = true;
+}
+
+/// KKO heuristics with the recursion count in the header, as seed 002 Figures 3 and 4 have
+/// it (the bias owner's lock and unlock store the header ± 256).
+#[derive(Debug)]
+pub enum KkoSeed {}
+
+impl Flavor for KkoSeed {
+    const NAME: &'static str = "biased-seed";
+    const SUMMARY: &'static str =
+        "KKO biased locking, count in the header as seed 002 Figures 3-4 have it";
+    const LEARN: bool = false;
+    const STICKY: bool = false;
+    const RECORDS: bool = false;
 }
 
 /// A biased-locking protocol with heuristics `F` (see the module documentation).
@@ -226,8 +455,11 @@ pub struct Biasing<F: Flavor> {
     _f: PhantomData<F>,
 }
 
-/// `biased`: KKO biased locking (seed 002 §2.2).
+/// `biased`: KKO biased locking (seed 002 §2.2), count in lock records.
 pub type Biased = Biasing<Kko>;
+
+/// `biased-seed`: KKO biased locking with the count in the header (Figures 3 and 4).
+pub type BiasedSeed = Biasing<KkoSeed>;
 
 /// Per-runtime settings of the biased protocols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -283,8 +515,11 @@ impl BiasState {
 
     /// [`set`](Self::set) with the barrier's availability supplied (tests of the fallback).
     fn set_with(&self, c: BiasConfig, barrier_available: impl FnOnce() -> bool) -> Revocation {
+        let needs_barrier = matches!(c.revocation, Revocation::Membarrier | Revocation::Hybrid);
+        let refused = needs_barrier && !barrier_available();
         let r = match c.revocation {
-            Revocation::Membarrier if !barrier_available() => Revocation::SyncHandshake,
+            Revocation::Membarrier if refused => Revocation::SyncHandshake,
+            Revocation::Hybrid if refused => Revocation::AsyncHandshake,
             r => r,
         };
         self.revocation.store(r as u32, Ordering::Relaxed);
@@ -299,6 +534,7 @@ impl BiasState {
     }
 
     /// FABLE's learn limit.
+    #[inline]
     pub fn learn_limit(&self) -> u32 {
         self.learn_limit.load(Ordering::Relaxed)
     }
@@ -321,7 +557,7 @@ impl BiasState {
 }
 
 /// Per-thread state of the biased protocols.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct BiasThread {
     sp: Safepoint,
     /// FABLE §3.1 learnCount (only its thread touches it).
@@ -329,9 +565,20 @@ pub struct BiasThread {
     /// Transitions this thread made, written only by it (load + store, no read-modify-write:
     /// clear → learn happens once per new object, a shared counter would be a hot line).
     transitions: [AtomicU64; TRANSITIONS],
+    /// Lock records of the records variant (own cache lines: revokers read them).
+    rec: LockRecords,
 }
 
 impl BiasThread {
+    fn new(id: ThreadId) -> Self {
+        Self {
+            sp: Safepoint::default(),
+            learn_count: AtomicU32::new(0),
+            transitions: std::array::from_fn(|_| AtomicU64::new(0)),
+            rec: LockRecords::new(id),
+        }
+    }
+
     #[inline]
     fn count(&self, t: Transition) {
         let c = &self.transitions[t as usize];
@@ -353,6 +600,76 @@ pub(crate) fn rc(w: u64) -> u64 {
 }
 
 impl<F: Flavor> Biasing<F> {
+    /// Leaves `h` unbiased (thin, learn, fat or clear), revoking a bias held by another
+    /// thread (by the runtime's revocation) or giving up `t`'s own (a CAS to a thin word
+    /// with `t`'s count; `t` keeps every hold). The entry point for anything else that wants
+    /// to write the header (seed 002 §2.2: "anything else that writes the header revokes
+    /// first"), such as an identity hash. The header may be biased again afterwards only by
+    /// KKO's clear → biased or FABLE's learn → biased, never from thin (never rebias).
+    pub fn revoke_now(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) {
+        let mut spins = 0u32;
+        loop {
+            Self::poll_self(rt, t);
+            let w = h.0.load(Ordering::Acquire);
+            if w & STATE_MASK != BIASED || w & OWNER_MASK == 0 {
+                return;
+            }
+            if w & REVOKING != 0 {
+                backoff(&mut spins);
+                continue;
+            }
+            if w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t) {
+                Self::revoke(rt, t, h, w);
+                continue;
+            }
+            let n = if F::RECORDS {
+                u64::from(t.local().rec.own_count(addr(h)))
+            } else {
+                rc(w)
+            };
+            let new = if n == 0 && !F::STICKY {
+                (w & HOST) | THIN
+            } else {
+                (w & (HOST | OWNER_MASK)) | THIN | (n << RC_SHIFT)
+            };
+            if Self::cas(h, w, new) {
+                if F::RECORDS {
+                    t.local().rec.bury(addr(h));
+                }
+                t.local().count(Transition::BiasedToThin);
+                return;
+            }
+        }
+    }
+
+    /// GC hook: the headers `t` holds biased, one entry per hold, oldest first (records
+    /// variant; empty for the header variant, whose holds are in the headers). GC roots.
+    pub fn locked_objects(t: &Cx<F>) -> Vec<*const BiasWord> {
+        let rec = &t.local().rec;
+        let top = rec.top.load(Ordering::Relaxed);
+        rec.slots[..top]
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .filter(|&v| v != REC_TOMB && v != 0 && v & REC_RELEASING == 0)
+            .map(|v| v as *const BiasWord)
+            .collect()
+    }
+
+    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
+    /// copied the word verbatim). Rewrites every lock record. Call only while every attached
+    /// thread is stopped outside this crate's calls (a safepoint): records are otherwise
+    /// written only by their own threads. Records are never dereferenced, so a missed
+    /// relocation is a wrong count, never undefined behaviour.
+    pub fn relocate(rt: &Rt<F>, from: *const BiasWord, to: &BiasWord) {
+        for cx in rt.threads().snapshot() {
+            for s in &cx.local().rec.slots {
+                if s.load(Ordering::Relaxed) == from as usize {
+                    s.store(addr(to), Ordering::Release);
+                }
+            }
+        }
+    }
+
     /// Applies `c` to `rt` (see [`BiasState::set`]); returns the revocation in use.
     pub fn configure(rt: &Rt<F>, c: BiasConfig) -> Revocation {
         rt.state().set(c)
@@ -377,14 +694,87 @@ impl<F: Flavor> Biasing<F> {
 
     #[inline(always)]
     pub(crate) fn my_owner(t: &Cx<F>) -> u64 {
-        u64::from(t.core().id_shifted16()) << (OWNER_SHIFT - 16)
+        t.local().rec.owner
+    }
+
+    /// [`my_bias`](Self::my_bias) from the thread's cache line: one load. `NO_BIAS` (matching
+    /// nothing) until the thread's first slow path.
+    #[inline(always)]
+    fn cached_bias(t: &Cx<F>) -> u64 {
+        t.local().rec.bias.load(Ordering::Relaxed)
+    }
+
+    /// Whether `w` is biased to `t`, not being revoked, and (header variant) has room for
+    /// one more hold: the bias owner's fast step can run on it.
+    #[inline(always)]
+    fn mine_free(t: &Cx<F>, w: u64) -> bool {
+        if F::RECORDS {
+            w & !HOST == Self::my_bias(t)
+        } else {
+            (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT
+        }
     }
 
     /// The bias owner's plain-store step (Figure 4, first cases): +1 (`lock`) or −1 hold on a
-    /// header biased to `t`. `None` when done; else the word seen.
+    /// header biased to `t`. `None` when done; else the word seen (the step did not apply,
+    /// the header changed under it, or — records variant — the records are full or the
+    /// unlock is not the innermost record).
     #[inline(always)]
     fn biased_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
-        let me = Self::my_bias(t);
+        if F::RECORDS {
+            Self::record_step(t, h, lock)
+        } else {
+            Self::header_step(t, h, lock)
+        }
+    }
+
+    /// Records variant: push (lock) or pop (unlock) a lock record; the header is only read.
+    #[inline(always)]
+    fn record_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        let r = &t.local().rec;
+        let w = h.0.load(Ordering::Relaxed);
+        if w & !HOST != r.bias.load(Ordering::Relaxed) {
+            return Some(w);
+        }
+        let top = r.top.load(Ordering::Relaxed);
+        let a = addr(h);
+        let (slot, mark, new_top) = if lock {
+            let Some(s) = r.slots.get(top) else {
+                return Some(w);
+            };
+            (s, a, top + 1)
+        } else {
+            let Some(s) = top.checked_sub(1).and_then(|i| r.slots.get(i)) else {
+                return Some(w);
+            };
+            if s.load(Ordering::Relaxed) != a {
+                return Some(w);
+            }
+            (s, a | REC_RELEASING, top - 1)
+        };
+        // The owner's half of the Dekker: the record (or its releasing mark) first, then the
+        // header again. A barrier revoker either sees the record here or its mark is seen
+        // below (module docs).
+        // Release (a plain `mov` on x86): see `LockRecords::settled_count`.
+        slot.store(mark, Ordering::Release);
+        owner_barrier();
+        let w2 = h.0.load(Ordering::Relaxed);
+        if w2 != w {
+            // Being revoked: back out (an unpushed slot above the top is cleared, so that no
+            // revoker takes it for a push in flight; a popped one is restored and counted).
+            slot.store(if lock { 0 } else { a }, Ordering::Release);
+            return Some(w2);
+        }
+        // Commit. Release (a plain `mov` on x86): a revoker that reads this top with acquire
+        // and so finds the hold released sees the critical section that preceded it.
+        r.top.store(new_top, Ordering::Release);
+        None
+    }
+
+    /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
+    #[inline(always)]
+    fn header_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        let me = Self::cached_bias(t);
         let ok = |w: u64| {
             let x = (w & !HOST) ^ me;
             if lock {
@@ -424,29 +814,39 @@ impl<F: Flavor> Biasing<F> {
 
     #[inline]
     pub(crate) fn poll_self(rt: &Rt<F>, t: &Cx<F>) {
-        t.local().sp.poll(&|a, w| Self::exec_async(rt, a, w));
+        let rec = &t.local().rec;
+        t.local().sp.poll(&|a, w| Self::exec_async(rt, rec, a, w));
     }
 
-    /// The asynchronous handshake's callback, run by the bias owner at a safepoint.
-    fn exec_async(rt: &Rt<F>, header: usize, w: u64) {
+    /// The asynchronous handshake's callback, run by the bias owner (whose records are
+    /// `rec`) at a safepoint.
+    fn exec_async(rt: &Rt<F>, rec: &LockRecords, header: usize, w: u64) {
         // SAFETY: `header` is the address of a `BiasWord` borrowed by the revoker that posted
         // the request; the revoker waits (holding the borrow) until this callback has
         // returned and the request is cleared (or runs it itself and clears it), so the
         // header is alive and not moved for the whole call.
         let h = unsafe { &*(header as *const BiasWord) };
-        Self::thin_from_bias(rt, h, w);
+        Self::thin_from_bias(rt, h, w, rec);
     }
 
-    /// Revocation proper, at a moment the bias owner cannot be in a fast path on `h`:
-    /// biased(T, rc) → thin(T, rc) if `h` is still biased to the owner named in `w`.
-    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64) {
+    /// Revocation proper, at a moment the bias owner (whose records are `rec`) cannot be in a
+    /// fast path on `h`: biased(T, n) → thin(T, n) if `h` is still biased to the owner named
+    /// in `w`, n its holds.
+    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) {
         let who = w & (OWNER_MASK | GEN_MASK);
         let mut cur = h.0.load(Ordering::Acquire);
         while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
-            match h
-                .0
-                .compare_exchange(cur, Self::to_thin(cur), Ordering::AcqRel, Ordering::Acquire)
-            {
+            let n = if F::RECORDS {
+                u64::from(rec.settled_count(addr(h)))
+            } else {
+                rc(cur)
+            };
+            match h.0.compare_exchange(
+                cur,
+                Self::to_thin(cur, n),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
                     rt.state().count(Transition::BiasedToThin);
                     return;
@@ -456,13 +856,16 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
-    /// The thin word for biased word `w`: same owner, same count (KKO clears a free owner).
+    /// The thin word for biased word `w` held `n` times: same owner, count `n` (KKO clears a
+    /// free owner); records variant: marked [`STALE`] if held, so that the owner's next
+    /// unlock buries its records of it.
     #[inline]
-    fn to_thin(w: u64) -> u64 {
-        if rc(w) == 0 && !F::STICKY {
+    fn to_thin(w: u64, n: u64) -> u64 {
+        if n == 0 && !F::STICKY {
             (w & HOST) | THIN
         } else {
-            (w & (HOST | RC_MASK | OWNER_MASK)) | THIN
+            let stale = if F::RECORDS && n > 0 { STALE } else { 0 };
+            (w & (HOST | OWNER_MASK)) | THIN | (n << RC_SHIFT) | stale
         }
     }
 
@@ -481,20 +884,36 @@ impl<F: Flavor> Biasing<F> {
         r
     }
 
+    /// The attached thread that biased word `w` names (id and generation), if any.
+    fn bias_owner(rt: &Rt<F>, w: u64) -> Option<crate::sync::Arc<Cx<F>>> {
+        let gen = (w & GEN_MASK) >> GEN_SHIFT;
+        ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
+            .and_then(|id| rt.threads().get(id))
+            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen)
+    }
+
+    /// Whether the owner named by biased word `w` holds `h` (a racy snapshot).
+    fn bias_held(rt: &Rt<F>, h: &BiasWord, w: u64) -> bool {
+        if F::RECORDS {
+            Self::bias_owner(rt, w).is_some_and(|c| c.local().rec.peek_count(addr(h)) > 0)
+        } else {
+            rc(w) > 0
+        }
+    }
+
     /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`.
     #[cold]
     pub(crate) fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
         let start = Instant::now();
         let st = rt.state();
-        let gen = (w & GEN_MASK) >> GEN_SHIFT;
-        let target = ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
-            .and_then(|id| rt.threads().get(id))
-            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen);
-        let Some(target) = target else {
+        let Some(target) = Self::bias_owner(rt, w) else {
             // The owner detached (its last store happened before the registry's mutex
             // released its id, which we took to look it up): nobody can store to `h` as it.
+            // Its holds were released before it detached (records variant: its records went
+            // with it).
+            let n = if F::RECORDS { 0 } else { rc(w) };
             if h.0
-                .compare_exchange(w, Self::to_thin(w), Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(w, Self::to_thin(w, n), Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
                 st.count(Transition::BiasedToThin);
@@ -504,12 +923,13 @@ impl<F: Flavor> Biasing<F> {
         };
         // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
         t.local().sp.enter_safe();
-        Self::revoke_live(rt, h, w, &target.local().sp, start);
+        Self::revoke_live(rt, h, w, target.local(), start);
         t.local().sp.leave_safe();
     }
 
-    fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, tsp: &Safepoint, start: Instant) {
+    fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, target: &BiasThread, start: Instant) {
         let st = rt.state();
+        let tsp = &target.sp;
         let held = tsp.lock_for_revoke();
         // Re-read under the mutex: an earlier revoker may have done it already.
         let who = w & (OWNER_MASK | GEN_MASK);
@@ -520,24 +940,30 @@ impl<F: Flavor> Biasing<F> {
         if let Some(kind) = tsp.quiescent() {
             // Parked, waiting or in native (it cannot leave while we hold its mutex), or
             // detached: rewrite in place.
-            Self::thin_from_bias(rt, h, w);
+            Self::thin_from_bias(rt, h, w, &target.rec);
             st.revocations.record(kind, start);
             return;
         }
         let kind = match st.revocation() {
-            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, tsp),
-            r => tsp.handshake(&held, r, addr(h), w, &|_, x| Self::thin_from_bias(rt, h, x)),
+            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, target),
+            r => tsp
+                .handshake(&held, r, addr(h), w, &|_, x| {
+                    Self::thin_from_bias(rt, h, x, &target.rec)
+                })
+                // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
+                .unwrap_or_else(|| Self::revoke_by_barrier(rt, h, w, target)),
         };
         drop(held);
         st.revocations.record(kind, start);
     }
 
-    /// Revocation (c): the asymmetric Dekker against the owner's `in_op` (module docs).
+    /// Revocation (c): the asymmetric Dekker against the owner's lock records (records
+    /// variant) or its `in_op` (header variant); see the module docs.
     fn revoke_by_barrier(
         rt: &Rt<F>,
         h: &BiasWord,
         mut w: u64,
-        owner: &Safepoint,
+        owner: &BiasThread,
     ) -> RevocationKind {
         let who = w & (OWNER_MASK | GEN_MASK);
         loop {
@@ -545,8 +971,9 @@ impl<F: Flavor> Biasing<F> {
                 .compare_exchange(w, w | REVOKING, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
             {
-                // Only the owner's own plain store can change a biased word under us (other
-                // revokers wait for the mutex we hold): re-read and mark again.
+                // Only the owner can change a biased word under us (header variant: its plain
+                // store; both: its slow-path CAS; other revokers wait for the mutex we hold):
+                // re-read and mark again.
                 w = h.0.load(Ordering::Acquire);
                 if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
                     return RevocationKind::Membarrier;
@@ -554,17 +981,25 @@ impl<F: Flavor> Biasing<F> {
                 continue;
             }
             // Every running thread fences now: after this, each fast path of the owner either
-            // had published `in_op` (we see it below) or will read our mark.
+            // had published its record / `in_op` (we see it below) or will read our mark.
             process_barrier();
+            if F::RECORDS {
+                // The owner never writes a biased header in a fast path, and its slow paths
+                // CAS, which fails against the mark: the word is still `w | REVOKING`.
+                let n = owner.rec.settled_count(addr(h));
+                h.0.store(Self::to_thin(w, u64::from(n)), Ordering::Release);
+                rt.state().count(Transition::BiasedToThin);
+                return RevocationKind::Membarrier;
+            }
             let mut spins = 0;
-            while owner.in_op.load(Ordering::Acquire) == addr(h) {
+            while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
                 backoff(&mut spins);
             }
             let cur = h.0.load(Ordering::Acquire);
             if cur == w | REVOKING {
                 // Nobody else writes a marked word: the owner's fast paths fail on it and
                 // other revokers are behind the mutex.
-                h.0.store(Self::to_thin(w), Ordering::Release);
+                h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
                 return RevocationKind::Membarrier;
             }
@@ -605,8 +1040,13 @@ impl<F: Flavor> Biasing<F> {
             rt.monitors().free(idx);
             return Ok(None);
         }
+        let state = w & STATE_MASK;
+        if F::RECORDS && (state == BIASED || (state == THIN && w & STALE != 0)) {
+            // The monitor holds the count now.
+            t.local().rec.bury(addr(h));
+        }
         rt.stats().inflated(cause);
-        t.local().count(match w & STATE_MASK {
+        t.local().count(match state {
             BIASED => Transition::BiasedToFat,
             LEARN => Transition::LearnToFat,
             _ => Transition::ThinToFat,
@@ -617,6 +1057,25 @@ impl<F: Flavor> Biasing<F> {
     fn cas(h: &BiasWord, w: u64, new: u64) -> bool {
         h.0.compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Records variant: biases `h` (word `w`, not biased) to `t`, held once: the record is
+    /// committed before the CAS publishes the bias, so a revoker that sees the bias finds
+    /// it. `None` if the records are full (the caller takes another route); `Some(false)` if
+    /// the CAS failed.
+    fn bias_to_me(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<bool> {
+        let rec = &t.local().rec;
+        if !rec.push_committed(addr(h)) {
+            return None;
+        }
+        // The cached bias bits: callers run after `enter_slow` has set them.
+        let bias = rec.bias.load(Ordering::Relaxed);
+        debug_assert_ne!(bias, NO_BIAS);
+        if Self::cas(h, w, (w & HOST) | bias) {
+            return Some(true);
+        }
+        rec.unpush();
+        Some(false)
     }
 
     /// One attempt of the slow lock path. `Some(result)` when finished; `None` to retry.
@@ -636,6 +1095,18 @@ impl<F: Flavor> Biasing<F> {
         match w & STATE_MASK {
             BIASED => {
                 if w & OWNER_MASK == 0 {
+                    if !F::LEARN && F::RECORDS {
+                        // KKO: bias on first acquire, the hold in a record; with no room for
+                        // one, the object goes thin for good.
+                        return match Self::bias_to_me(t, h, w) {
+                            Some(true) => {
+                                t.local().count(Transition::ClearToBiased);
+                                Some(Ok(true))
+                            }
+                            Some(false) => None,
+                            None => Self::cas(h, w, host | THIN | me | RC_ONE).then_some(Ok(true)),
+                        };
+                    }
                     let (new, tr) = if F::LEARN {
                         (host | LEARN | me | RC_ONE, Transition::ClearToLearn)
                     } else {
@@ -648,9 +1119,21 @@ impl<F: Flavor> Biasing<F> {
                     return None;
                 }
                 if w & REVOKING != 0 {
-                    return None; // the revoker finishes without us (we are not in_op)
+                    return None; // the revoker finishes without us (no fast path of ours is in flight)
                 }
                 if w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) {
+                    if F::RECORDS {
+                        // Ours, records full (the caller found no room): keep the holds as
+                        // a thin count. The records are buried, the count moves to the word.
+                        let n = u64::from(t.local().rec.own_count(addr(h))) + 1;
+                        let new = host | THIN | me | (n << RC_SHIFT);
+                        if !Self::cas(h, w, new) {
+                            return None;
+                        }
+                        t.local().rec.bury(addr(h));
+                        t.local().count(Transition::BiasedToThin);
+                        return Some(Ok(true));
+                    }
                     // Ours with rc 255 (the fast step refused): the 256th hold inflates.
                     return match Self::inflate_own(
                         rt,
@@ -665,7 +1148,7 @@ impl<F: Flavor> Biasing<F> {
                         Err(e) => Some(Err(e)),
                     };
                 }
-                if try_only && count > 0 {
+                if try_only && Self::bias_held(rt, h, w) {
                     return Some(Ok(false)); // held by its bias owner right now
                 }
                 Self::revoke(rt, t, h, w);
@@ -697,7 +1180,19 @@ impl<F: Flavor> Biasing<F> {
                         // §3.1: the guess re-acquires; bias when learnCount reaches N.
                         let lc = &t.local().learn_count;
                         let n = lc.load(Ordering::Relaxed) + 1;
-                        let bias = n >= st.learn_limit();
+                        let mut bias = n >= st.learn_limit();
+                        if bias && F::RECORDS {
+                            match Self::bias_to_me(t, h, w) {
+                                Some(true) => {
+                                    lc.store(0, Ordering::Relaxed);
+                                    t.local().count(Transition::LearnToBiased);
+                                    return Some(Ok(true));
+                                }
+                                Some(false) => return None,
+                                // No room for a record: keep learning, held in the word.
+                                None => bias = false,
+                            }
+                        }
                         let new = if bias {
                             host | Self::my_bias(t) | RC_ONE
                         } else {
@@ -764,6 +1259,75 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// The acquisitions of a fresh object, inline (records variant; the seed variants keep
+    /// Figures 4 and 7's fast paths exactly): FABLE's clear → learn, the bias guess
+    /// re-acquiring in learn mode below the learn limit (§3.1) and a second thread turning a
+    /// free learn lock thin (Figure 5), one CAS each, as a thin acquisition; biasing (KKO's
+    /// clear → biased, FABLE's learn → biased at the limit) is one call away. Figure 7 leaves
+    /// learn mode to the slow path, and its thin fast path takes only a lock whose sticky
+    /// last owner is the caller (§3.2 found that free). Measured here, both cost: AllocLock
+    /// (§5.3) runs almost nothing but learn acquisitions, and the slow path's call, loop,
+    /// poll and dispatch made FABLE up to 1.5× thin locks; Cloud (§5.1) runs almost nothing
+    /// but thin acquisitions of a lock another thread held last, and there the cold slow
+    /// path — its code evicted by the million-object working set — made FABLE 2–3× thin
+    /// locks in CPU time. Everything else (nesting, contention, a full record stack) is
+    /// `enter_slow`'s: `false`.
+    #[inline(always)]
+    fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        let me = Self::my_owner(t);
+        let lock = w & !HOST;
+        if !F::LEARN {
+            return lock == 0 && Self::bias_fresh(t, h, w);
+        }
+        if lock == 0 {
+            if !Self::cas(h, w, w | LEARN | me | RC_ONE) {
+                return false;
+            }
+            t.local().count(Transition::ClearToLearn);
+            return true;
+        }
+        if lock & !OWNER_MASK != LEARN {
+            return false; // held, nested, thin or fat
+        }
+        if lock != LEARN | me {
+            // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0).
+            if !Self::cas(h, w, (w & HOST) | THIN | me | RC_ONE) {
+                return false;
+            }
+            t.local().count(Transition::LearnToThin);
+            return true;
+        }
+        let lc = &t.local().learn_count;
+        let n = lc.load(Ordering::Relaxed) + 1;
+        if n >= rt.state().learn_limit() {
+            return Self::bias_fresh(t, h, w);
+        }
+        if !Self::cas(h, w, w + RC_ONE) {
+            return false;
+        }
+        lc.store(n, Ordering::Relaxed);
+        true
+    }
+
+    /// [`fresh_enter`](Self::fresh_enter)'s biasing: `h` (clear, or learn with `t` its guess
+    /// at the learn limit) becomes biased to `t`, held once in a record. `false` if `t` has
+    /// not cached its bias bits yet, its records are full, or the CAS failed.
+    #[inline(never)]
+    fn bias_fresh(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        if t.local().rec.bias.load(Ordering::Relaxed) == NO_BIAS
+            || Self::bias_to_me(t, h, w) != Some(true)
+        {
+            return false;
+        }
+        if F::LEARN {
+            t.local().learn_count.store(0, Ordering::Relaxed);
+            t.local().count(Transition::LearnToBiased);
+        } else {
+            t.local().count(Transition::ClearToBiased);
+        }
+        true
+    }
+
     #[cold]
     fn enter_slow(
         rt: &Rt<F>,
@@ -771,19 +1335,31 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         try_only: bool,
     ) -> Result<bool, MonitorError> {
+        let rec = &t.local().rec;
+        if rec.bias.load(Ordering::Relaxed) == NO_BIAS {
+            // Before this thread can bias anything to itself (only here, in `enter_step`).
+            rec.bias.store(Self::my_bias(t), Ordering::Relaxed);
+        }
         let mut contended = false;
         let mut spins = 0u32;
         let mut spin = None; // introspection: published while we spin on another's thin lock
         loop {
             Self::poll_self(rt, t);
-            // Publish `in_op` only when the word says the step can succeed: a thread that
-            // kept setting it while its header is marked would stall the barrier revoker.
+            // Run the owner's step only when the word says it can succeed: a thread that
+            // kept publishing records (or `in_op`) while its header is marked would stall
+            // the barrier revoker.
             let w = h.0.load(Ordering::Acquire);
-            if (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT {
-                if Self::biased_step(t, h, true).is_none() {
-                    return Ok(true);
+            if Self::mine_free(t, w) {
+                if F::RECORDS {
+                    t.local().rec.pop_tombs();
                 }
-                continue;
+                if !F::RECORDS || t.local().rec.top.load(Ordering::Relaxed) < LOCK_RECORDS {
+                    if Self::biased_step(t, h, true).is_none() {
+                        return Ok(true);
+                    }
+                    continue;
+                }
+                // Records full: `enter_step` moves the holds into a thin word.
             }
             spin = spin.filter(|_| w & STATE_MASK != FAT); // blocking on a monitor publishes itself
             if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
@@ -803,24 +1379,69 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// Records variant: `t` releases a biased hold of `h` (word `w`, biased to `t`) whose
+    /// record is not the innermost one (an unstructured exit, or buried records on top).
+    /// `None` to retry.
+    fn exit_buried(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<Result<(), MonitorError>> {
+        let rec = &t.local().rec;
+        let a = addr(h);
+        rec.pop_tombs();
+        let top = rec.top.load(Ordering::Relaxed);
+        if top > 0 && rec.slots[top - 1].load(Ordering::Relaxed) == a {
+            return None; // innermost now: the fast step will do
+        }
+        let Some(slot) = rec.slots[..top]
+            .iter()
+            .rev()
+            .find(|s| s.load(Ordering::Relaxed) == a)
+        else {
+            return Some(Err(MonitorError::IllegalMonitorState));
+        };
+        // The unlock Dekker of the fast step, on a record below the top; committed by
+        // burying the record rather than by lowering the top.
+        slot.store(a | REC_RELEASING, Ordering::Release);
+        owner_barrier();
+        if h.0.load(Ordering::Relaxed) == w {
+            slot.store(REC_TOMB, Ordering::Release);
+            return Some(Ok(()));
+        }
+        slot.store(a, Ordering::Release);
+        None
+    }
+
     #[cold]
     fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
-            if ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT {
+            let mine = if F::RECORDS {
+                Self::mine_free(t, w)
+            } else {
+                ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT
+            };
+            if mine {
                 if Self::biased_step(t, h, false).is_none() {
                     return Ok(());
+                }
+                if F::RECORDS && h.0.load(Ordering::Acquire) == w {
+                    if let Some(r) = Self::exit_buried(t, h, w) {
+                        return r;
+                    }
                 }
                 continue;
             }
             let me = Self::my_owner(t);
             match w & STATE_MASK {
                 BIASED => {
+                    let held = if F::RECORDS {
+                        t.local().rec.own_count(addr(h)) > 0
+                    } else {
+                        rc(w) > 0
+                    };
                     let mine = w & OWNER_MASK != 0
                         && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t)
-                        && rc(w) > 0;
+                        && held;
                     if !mine {
                         return Err(MonitorError::IllegalMonitorState);
                     }
@@ -830,6 +1451,12 @@ impl<F: Flavor> Biasing<F> {
                     if w & OWNER_MASK != me || rc(w) == 0 {
                         return Err(MonitorError::IllegalMonitorState);
                     }
+                    if F::RECORDS && w & (STATE_MASK | STALE) == THIN | STALE {
+                        // Revoked while held: the count is in the word now; our records
+                        // of it are duplicates.
+                        t.local().rec.bury(addr(h));
+                    }
+                    let w = w & !(if w & STATE_MASK == THIN { STALE } else { 0 });
                     let new = if rc(w) == 1 && !F::STICKY {
                         (w & HOST) | THIN
                     } else {
@@ -855,27 +1482,31 @@ impl<F: Flavor> Biasing<F> {
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
-            let held = match w & STATE_MASK {
+            let (held, count) = match w & STATE_MASK {
                 FAT => return Ok(Self::monitor_of(rt, w)),
                 BIASED => {
+                    let count = if F::RECORDS {
+                        t.local().rec.own_count(addr(h))
+                    } else {
+                        rc(w) as u32
+                    };
                     if w & OWNER_MASK == 0
                         || w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t)
-                        || rc(w) == 0
+                        || count == 0
                     {
                         return Err(MonitorError::IllegalMonitorState);
                     }
-                    w & REVOKING == 0
+                    (w & REVOKING == 0, count)
                 }
                 _ => {
                     if w & OWNER_MASK != Self::my_owner(t) || rc(w) == 0 {
                         return Err(MonitorError::IllegalMonitorState);
                     }
-                    true
+                    (true, rc(w) as u32)
                 }
             };
             if held {
-                if let Some(m) =
-                    Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::WaitNotify)?
+                if let Some(m) = Self::inflate_own(rt, t, h, w, count, InflationCause::WaitNotify)?
                 {
                     return Ok(m);
                 }
@@ -898,8 +1529,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
         BiasState::new()
     }
 
-    fn new_thread_state(_: ThreadId, _: &Config) -> BiasThread {
-        BiasThread::default()
+    fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
+        BiasThread::new(id)
     }
 
     /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.
@@ -929,13 +1560,19 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let Some(w) = Self::biased_step(t, h, true) else {
             return Ok(());
         };
-        // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me.
-        let free = if F::STICKY {
+        // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
+        // records variant takes any free thin word here (one more AND): see `fresh_enter`.
+        let free = if F::STICKY && !F::RECORDS {
             THIN | Self::my_owner(t)
         } else {
             THIN
         };
-        if w & !HOST == free
+        let ignore = if F::STICKY && F::RECORDS {
+            OWNER_MASK
+        } else {
+            0
+        };
+        if w & !HOST & !ignore == free
             && h.0
                 .compare_exchange(
                     w,
@@ -945,6 +1582,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 )
                 .is_ok()
         {
+            return Ok(());
+        }
+        if F::RECORDS && Self::fresh_enter(rt, t, h, w) {
             return Ok(());
         }
         Self::enter_slow(rt, t, h, false).map(|_| ())
@@ -996,7 +1636,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
         match w & STATE_MASK {
             FAT => Self::monitor_of(rt, w).count_for(t.core()),
             BIASED if w & OWNER_MASK != 0 && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) => {
-                rc(w) as u32
+                if F::RECORDS {
+                    t.local().rec.own_count(addr(h))
+                } else {
+                    rc(w) as u32
+                }
             }
             BIASED => 0,
             _ if w & OWNER_MASK == Self::my_owner(t) => rc(w) as u32,
@@ -1009,7 +1653,12 @@ impl<F: Flavor> Protocol for Biasing<F> {
         if w & STATE_MASK == FAT {
             return Self::monitor_of(rt, w).owner();
         }
-        if rc(w) == 0 {
+        let held = if w & STATE_MASK == BIASED && w & OWNER_MASK != 0 {
+            Self::bias_held(rt, h, w)
+        } else {
+            rc(w) > 0
+        };
+        if !held {
             return None;
         }
         ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
@@ -1036,6 +1685,12 @@ impl<F: Flavor> Protocol for Biasing<F> {
 
     fn peek_identity_hash(rt: &Rt<F>, h: &BiasWord) -> Option<u32> {
         Self::peek_identity_hash_impl(rt, h)
+    }
+
+    /// The lock records (records variant): biased holds, which no header shows, with their
+    /// counts. A racy snapshot from another thread; empty for the header variant.
+    fn held_records(_rt: &Rt<F>, t: &Cx<F>) -> Vec<(usize, u32)> {
+        crate::introspect::count_runs(Self::locked_objects(t).into_iter().map(|p| p as usize))
     }
 
     #[inline]
@@ -1068,7 +1723,7 @@ impl<F: Flavor> std::fmt::Debug for Biasing<F> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::protocol::fable::{Fable, FableHeuristics};
+    use crate::protocol::fable::{Fable, FableHeuristics, FableSeedHeuristics};
     use crate::revoke::RevocationKind as K;
     use std::sync::atomic::AtomicBool;
     use std::sync::{Arc, Barrier};
@@ -1100,7 +1755,7 @@ mod tests {
     /// the count field (plain stores, Figure 4), and unlocked it stays biased.
     #[test]
     fn kko_biases_on_first_acquire_and_counts_in_the_header() {
-        let rt = Runtime::<Biased>::with_defaults();
+        let rt = Runtime::<BiasedSeed>::with_defaults();
         let me = rt.attach().unwrap();
         let h = BiasWord::new(0x5a);
         assert_eq!(h.mode(), BiasMode::Clear);
@@ -1221,12 +1876,16 @@ mod tests {
                 revoked.store(true, Ordering::Release);
             });
         });
+        let rv = rt.state().revocations();
         let k = match mode {
             Revocation::SyncHandshake => K::Sync,
             Revocation::AsyncHandshake => K::Async,
             Revocation::Membarrier => K::Membarrier,
+            // The owner polls in a tight loop, so usually within the wait; descheduled, it
+            // leaves the revocation to the barrier.
+            Revocation::Hybrid if rv.count(K::Async) == 1 => K::Async,
+            Revocation::Hybrid => K::Membarrier,
         };
-        let rv = rt.state().revocations();
         assert_eq!(rv.count(k), 1, "{mode:?}: {rv:?}");
         assert_eq!(rv.total(), 1);
         assert!(rv.latency_quantile_ns(0.5).is_some());
@@ -1238,7 +1897,11 @@ mod tests {
         for mode in MODES {
             revoke_held::<Kko>(mode);
             revoke_held::<FableHeuristics>(mode);
+            revoke_held::<KkoSeed>(mode);
+            revoke_held::<FableSeedHeuristics>(mode);
         }
+        revoke_held::<Kko>(Revocation::Hybrid);
+        revoke_held::<FableHeuristics>(Revocation::Hybrid);
     }
 
     /// A thread in native (or parked in a wait) is at a safepoint: the handshake revokes in
@@ -1360,7 +2023,7 @@ mod tests {
     /// The 256th hold of a biased lock inflates, carrying the count.
     #[test]
     fn biased_count_overflow_inflates() {
-        let rt = Runtime::<Biased>::with_defaults();
+        let rt = Runtime::<BiasedSeed>::with_defaults();
         let me = rt.attach().unwrap();
         let h = BiasWord::default();
         let mut gs: Vec<_> = (0..255).map(|_| me.enter(&h).unwrap()).collect();
@@ -1398,5 +2061,224 @@ mod tests {
             stop.store(true, Ordering::Release);
         });
         assert_eq!(rt.state().revocations().count(K::Sync), 1);
+    }
+
+    /// Records variant (HotSpot 17 style): the bias owner's lock and unlock leave the header
+    /// word exactly as it was; the count is the number of its lock records.
+    #[test]
+    fn kko_records_owner_never_writes_the_header() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::new(0x5a);
+        drop(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Biased);
+        let biased = h.raw();
+        assert_eq!(rc(biased), 0, "no count in the header");
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), biased, "nested lock stores nothing to the header");
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        let rec = &me.context().local().rec;
+        assert_eq!(rec.top.load(Ordering::Relaxed), 2);
+        drop((g2, g1));
+        assert_eq!(h.raw(), biased);
+        assert_eq!(rec.top.load(Ordering::Relaxed), 0);
+        assert_eq!(me.lock_count(&h), 0);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(h.host_bits(), 0x5a);
+    }
+
+    /// Records variant: unstructured exits in any order release the right holds and keep
+    /// the bias; the lock records are empty afterwards.
+    #[test]
+    fn records_out_of_order_exit_keeps_the_bias() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (a, b) = (BiasWord::default(), BiasWord::default());
+        me.monitor_enter(&a).unwrap();
+        me.monitor_enter(&b).unwrap();
+        me.monitor_enter(&a).unwrap();
+        me.monitor_exit(&a).unwrap(); // innermost: fast pop
+        me.monitor_exit(&a).unwrap(); // below b: buried
+        assert_eq!(me.lock_count(&a), 0);
+        assert_eq!(me.lock_count(&b), 1);
+        assert_eq!(a.mode(), BiasMode::Biased);
+        me.monitor_exit(&b).unwrap();
+        let rec = &me.context().local().rec;
+        assert_eq!(rec.own_count(addr(&a)) + rec.own_count(addr(&b)), 0);
+        // The buried record under `b` goes at the next slow path.
+        assert_eq!(rec.top.load(Ordering::Relaxed), 1);
+        rec.pop_tombs();
+        assert_eq!(rec.top.load(Ordering::Relaxed), 0);
+        assert_eq!(me.monitor_exit(&b), Err(MonitorError::IllegalMonitorState));
+        assert_eq!(
+            Biased::exit(&rt, me.context(), &a),
+            Err(MonitorError::IllegalMonitorState),
+            "biased to me but not held"
+        );
+        assert_eq!(rt.state().revocations().total(), 0);
+    }
+
+    /// Records variant: a hold beyond the records' capacity turns the object thin with the
+    /// whole count (never rebiased); other objects keep their bias.
+    #[test]
+    fn records_overflow_goes_thin_with_the_count() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        let mut gs: Vec<_> = (0..LOCK_RECORDS).map(|_| me.enter(&h).unwrap()).collect();
+        assert_eq!(h.mode(), BiasMode::Biased);
+        assert_eq!(me.lock_count(&h), LOCK_RECORDS as u32);
+        gs.push(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Thin);
+        assert_eq!(me.lock_count(&h), LOCK_RECORDS as u32 + 1);
+        assert_eq!(me.context().local().rec.top.load(Ordering::Relaxed), 0);
+        drop(gs);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(h.mode(), BiasMode::Thin);
+    }
+
+    /// Records variant: revoked while held twice, the owner's next unlock finds a thin word
+    /// marked stale, buries its records, and the count stays right.
+    #[test]
+    fn records_revoked_while_held_are_buried_on_unlock() {
+        for mode in MODES {
+            let rt = rt_with::<Kko>(mode, 5);
+            let h = BiasWord::default();
+            let other = BiasWord::default();
+            let (held, revoked) = (Barrier::new(2), Barrier::new(2));
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    let go = me.enter(&other).unwrap();
+                    let g1 = me.enter(&h).unwrap();
+                    let g2 = me.enter(&h).unwrap();
+                    me.in_native(|| {
+                        held.wait();
+                        revoked.wait();
+                    });
+                    assert_eq!(h.mode(), BiasMode::Thin);
+                    assert_eq!(h.raw() & STALE, STALE, "{mode:?}");
+                    assert_eq!(me.lock_count(&h), 2);
+                    drop(g2);
+                    assert_eq!(h.raw() & STALE, 0, "{mode:?}");
+                    assert_eq!(me.lock_count(&h), 1);
+                    let rec = &me.context().local().rec;
+                    assert_eq!(rec.own_count(addr(&h)), 0, "buried");
+                    assert_eq!(rec.top.load(Ordering::Relaxed), 1, "`other` stays");
+                    drop(g1);
+                    drop(go);
+                    assert_eq!(rec.top.load(Ordering::Relaxed), 0);
+                    assert_eq!(other.mode(), BiasMode::Biased);
+                });
+                let me = rt.attach().unwrap();
+                held.wait();
+                assert_eq!(
+                    me.try_enter(&h).unwrap().map(|_| ()),
+                    None,
+                    "held by its owner"
+                );
+                // Revoke: a blocking enter would wait for the owner, which waits for us.
+                Biased::revoke(&rt, me.context(), &h, h.raw());
+                revoked.wait();
+            });
+        }
+    }
+
+    /// Records variant: wait on a biased lock held twice inflates with the count and buries
+    /// the records.
+    #[test]
+    fn records_wait_inflates_with_count() {
+        let rt = Runtime::<Fable>::with_defaults();
+        Fable::set_knob(&rt, 1).unwrap();
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        drop(me.enter(&h).unwrap());
+        drop(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Biased);
+        let _a = me.enter(&h).unwrap();
+        let b = me.enter(&h).unwrap();
+        assert_eq!(b.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(h.mode(), BiasMode::Fat);
+        assert_eq!(me.lock_count(&h), 2);
+        assert_eq!(me.context().local().rec.top.load(Ordering::Relaxed), 0);
+    }
+
+    /// The "revoke this header now" entry point: another thread's bias is revoked, our own
+    /// becomes a thin lock with our count; either way the header is no longer biased.
+    #[test]
+    fn revoke_now_unbiases_own_and_others() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (mine, theirs) = (BiasWord::default(), BiasWord::default());
+        let g = me.enter(&mine).unwrap();
+        let g2 = me.enter(&mine).unwrap();
+        Biased::revoke_now(&rt, me.context(), &mine);
+        assert_eq!(mine.mode(), BiasMode::Thin);
+        assert_eq!(me.lock_count(&mine), 2);
+        assert_eq!(mine.raw() & STALE, 0, "records buried at once");
+        drop((g2, g));
+        assert_eq!(rt.owner_of(&mine), None);
+        std::thread::scope(|s| {
+            s.spawn(|| drop(rt.attach().unwrap().enter(&theirs).unwrap()));
+        });
+        assert_eq!(theirs.mode(), BiasMode::Biased);
+        Biased::revoke_now(&rt, me.context(), &theirs);
+        assert_eq!(theirs.mode(), BiasMode::Thin);
+        assert_eq!(rt.owner_of(&theirs), None);
+    }
+
+    /// GC hooks: held biased headers are listed once per hold, and a relocation rewrites
+    /// the records so that unlock through the new address works.
+    #[test]
+    fn records_relocate() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let old = Box::new(BiasWord::default());
+        drop(me.enter(&old).unwrap());
+        Biased::enter(&rt, me.context(), &old).unwrap();
+        Biased::enter(&rt, me.context(), &old).unwrap();
+        let from: *const BiasWord = &*old;
+        assert_eq!(Biased::locked_objects(me.context()), vec![from, from]);
+        let new = BiasWord(AtomicU64::new(old.raw()));
+        Biased::relocate(&rt, from, &new);
+        drop(old);
+        assert_eq!(me.lock_count(&new), 2);
+        Biased::exit(&rt, me.context(), &new).unwrap();
+        Biased::exit(&rt, me.context(), &new).unwrap();
+        assert_eq!(me.lock_count(&new), 0);
+        assert!(Biased::locked_objects(me.context()).is_empty());
+    }
+
+    /// Hybrid revocation against an owner that never polls (it spins, then sleeps in a
+    /// system call while holding): the asynchronous request is withdrawn after the wait and
+    /// the barrier revokes; the owner keeps its count.
+    #[test]
+    fn hybrid_falls_back_to_the_barrier() {
+        let rt = rt_with::<Kko>(Revocation::Hybrid, 5);
+        let h = BiasWord::default();
+        let (held, go) = (Barrier::new(2), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let g = me.enter(&h).unwrap();
+                held.wait();
+                while !go.load(Ordering::Acquire) {
+                    std::hint::spin_loop(); // never polls
+                }
+                assert_eq!(me.lock_count(&h), 1);
+                drop(g);
+            });
+            let me = rt.attach().unwrap();
+            held.wait();
+            Biased::revoke(&rt, me.context(), &h, h.raw());
+            assert_eq!(h.mode(), BiasMode::Thin);
+            go.store(true, Ordering::Release);
+            drop(me.enter(&h).unwrap());
+        });
+        let rv = rt.state().revocations();
+        assert_eq!(rv.count(K::Membarrier), 1, "{rv:?}");
+        assert_eq!(rv.total(), 1);
     }
 }

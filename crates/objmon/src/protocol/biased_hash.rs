@@ -2,16 +2,16 @@
 //!
 //! "Biased locks must revoke first" (issue 7): a biased word belongs to its bias owner's plain
 //! stores, so a hasher that finds an object biased to another thread revokes the bias with the
-//! protocols' own revocation (`Biasing::revoke`) before anything else, exactly as enter does.
+//! protocols' own revocation (`Biasing::revoke_now`) before anything else, exactly as enter does.
 //! After that the word is clear, learn, thin or fat, and the hash goes where `thin` keeps it
 //! (seed 000's discipline holds here too, see `biased.rs`): in the fat monitor.
 //!
 //! | word found                                    | what the hasher does                        |
 //! |-----------------------------------------------|---------------------------------------------|
 //! | fat                                           | the monitor's hash (one load each)          |
-//! | biased to another thread                      | revoke, look again                          |
-//! | free (clear, biased to me with rc 0, learn or thin with rc 0) | one CAS to fat with a fresh unowned monitor holding the hash |
-//! | held by me (biased, learn or thin)            | inflate as for wait (`Biasing::inflate_own`) |
+//! | biased (to anyone, us included)               | `Biasing::revoke_now`, look again            |
+//! | free (clear, learn or thin with rc 0)         | one CAS to fat with a fresh unowned monitor holding the hash |
+//! | held by me (learn or thin)                    | inflate as for wait (`Biasing::inflate_own`) |
 //! | held by another thread (learn or thin)        | park the hash in the runtime's side table    |
 //!
 //! Fat is terminal in these protocols (no deflation), so **a hashed object is never biased
@@ -35,8 +35,7 @@
 //! edits all over the file another helper is rewriting. In the monitor it needs none.
 
 use super::biased::{
-    addr, rc, Biasing, Flavor, BIASED, FAT, GEN_MASK, HOST, INDEX_SHIFT, OWNER_MASK, REVOKING,
-    STATE_MASK,
+    addr, rc, Biasing, Flavor, BIASED, FAT, HOST, INDEX_SHIFT, OWNER_MASK, STATE_MASK,
 };
 use super::Protocol;
 use crate::hash;
@@ -71,28 +70,19 @@ impl<F: Flavor> Biasing<F> {
         let a = addr(h);
         let mut spins = 0u32;
         loop {
-            // A revoker of *our* biases may be waiting for us at a safepoint.
-            Self::poll_self(rt, t);
+            // Anything that writes a biased header revokes first, our own bias included: in
+            // the lock-records variant the bias owner's holds are counted in its records, not
+            // in the word, so only a thin word states who holds it how often.
+            Self::revoke_now(rt, t, h);
             let w = h.0.load(Ordering::Acquire);
             let state = w & STATE_MASK;
             if state == BIASED && w & OWNER_MASK != 0 {
-                let mine = w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t);
-                if w & REVOKING != 0 {
-                    backoff(&mut spins);
-                    continue;
-                }
-                if !mine {
-                    Self::revoke(rt, t, h, w);
-                    continue;
-                }
+                // Biased again meanwhile (KKO clear → biased, FABLE learn → biased).
+                backoff(&mut spins);
+                continue;
             }
             let held = state != FAT && rc(w) > 0;
-            let held_by_me = held
-                && if state == BIASED {
-                    w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t)
-                } else {
-                    w & OWNER_MASK == Self::my_owner(t)
-                };
+            let held_by_me = held && w & OWNER_MASK == Self::my_owner(t);
             if held_by_me {
                 // Ours: inflate as for wait (a CAS, which fails against a revoker's mark);
                 // the next round finds it fat. A full table parks the hash instead.

@@ -237,6 +237,7 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<lightweight::LightweightSeed>();
     v.visit::<lightweight::LightweightTable>();
     v.visit::<biased::Biased>();
+    v.visit::<biased::BiasedSeed>();
     v.visit::<fable::Fable>();
 }
 
