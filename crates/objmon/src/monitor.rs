@@ -403,7 +403,7 @@ impl FatMonitor {
         self.contentions.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
-    /// Ends a deflation begun by [`try_begin_deflation_pinned`](Self::try_begin_deflation_pinned), after
+    /// Ends a deflation begun by `try_begin_deflation_pinned`, after
     /// the header no longer names this monitor: the monitor is fresh again (free to be freed
     /// or reused). Threads that announced themselves meanwhile back off by themselves.
     pub fn finish_deflation(&self) {

@@ -4,7 +4,7 @@
 //! indicate 'stack-locked'). The pointer into the stack can then be used to identify which
 //! thread currently owns the lock."
 //!
-//! Header: [`StackWord`], the layout of [`mark`](super::mark):
+//! Header: [`StackWord`], the layout of [`mark`]:
 //!
 //! | bits   | unlocked | stack-locked                        | monitor                    | INFLATING |
 //! |--------|----------|-------------------------------------|----------------------------|-----------|
