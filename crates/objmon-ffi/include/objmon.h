@@ -467,6 +467,20 @@ enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
                                              size_t cap,
                                              size_t *n);
 
+/**
+ * GC hook for a moving collector (any protocol): the object whose header was at `from` now
+ * has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
+ * attached thread is inside an objmon call (a safepoint), for every moved object that is
+ * locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
+ * `from` is only compared, never read.
+ *
+ * # Safety
+ * `rt` is live; `to` an initialised header of it.
+ */
+enum objmon_status objmon_relocate(const struct objmon_runtime *rt,
+                                   const struct objmon_header *from,
+                                   const struct objmon_header *to);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

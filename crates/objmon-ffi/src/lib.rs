@@ -147,6 +147,7 @@ trait DynRuntime: Send + Sync + DynIntrospect {
     fn stats(&self) -> StatsSnapshot;
     unsafe fn reclaim(&self, h: *mut objmon_header);
     unsafe fn peek_identity_hash(&self, h: *const objmon_header) -> Option<u32>;
+    unsafe fn relocate(&self, from: *const objmon_header, to: *const objmon_header);
 }
 
 trait DynThread {
@@ -209,6 +210,11 @@ impl<P: Protocol> DynRuntime for Rt<P> {
     unsafe fn peek_identity_hash(&self, h: *const objmon_header) -> Option<u32> {
         // SAFETY: forwarded contract.
         self.0.peek_identity_hash(unsafe { hdr::<P>(h) })
+    }
+    unsafe fn relocate(&self, from: *const objmon_header, to: *const objmon_header) {
+        // SAFETY: forwarded contract (`to` an initialised header; `from` only compared).
+        self.0
+            .relocate(from as *const P::Header, unsafe { hdr::<P>(to) })
     }
 }
 
@@ -989,6 +995,28 @@ pub unsafe extern "C" fn objmon_contention_profile(
             .collect();
         // SAFETY: contract.
         unsafe { copy_out(&v, entries, cap, n) };
+        OBJMON_OK
+    })
+}
+
+/// GC hook for a moving collector (any protocol): the object whose header was at `from` now
+/// has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
+/// attached thread is inside an objmon call (a safepoint), for every moved object that is
+/// locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
+/// `from` is only compared, never read.
+///
+/// # Safety
+/// `rt` is live; `to` an initialised header of it.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_relocate(
+    rt: *const objmon_runtime,
+    from: *const objmon_header,
+    to: *const objmon_header,
+) -> objmon_status {
+    nonnull!(rt, from, to);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        (*rt).inner.relocate(from, to);
         OBJMON_OK
     })
 }

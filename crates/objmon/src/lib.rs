@@ -31,13 +31,14 @@
 //! handle's `'env` — and an unlocked header may move freely (all protocols: its word holds
 //! host bits, lock bits and at most a monitor index, no address). A host that moves locked
 //! objects behind the borrow checker's back (a copying GC over raw memory) must copy the word
-//! verbatim and, at a safepoint, report the move: [`Lightweight::relocate`],
-//! [`Stack::relocate`]; the lock stacks and records are the GC roots to scan
-//! ([`Lightweight::locked_objects`], [`Stack::locked_objects`]). `fat` and `thin` keep no
+//! verbatim and, at a safepoint, report the move with [`Runtime::relocate`] (one hook for
+//! every protocol; C: `objmon_relocate`); the lock stacks and records are the GC roots to scan
+//! ([`Lightweight::locked_objects`], [`Stack::locked_objects`],
+//! [`Biasing::locked_objects`](protocol::biased::Biasing::locked_objects)). `fat` and `thin` keep no
 //! per-thread record of guard-held locks and need nothing but the verbatim copy. Identity
 //! hashes move with the word, except in `thin`, `biased` and `fable`, where a hash taken while
 //! another thread held the lock waits in a table keyed by address: report every move of such
-//! an object with [`Runtime::relocate_identity_hash`]. In every
+//! an object with [`Runtime::relocate`] too. In every
 //! protocol an object locked *unstructured* must not move at all: the handle dereferences
 //! its recorded address when the thread detaches. (After `mem::forget` of a guard a locked
 //! header can move or die; no protocol ever dereferences a lock-stack entry or a record's

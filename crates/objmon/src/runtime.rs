@@ -520,14 +520,18 @@ impl<P: Protocol> Runtime<P> {
         &self.side_hashes
     }
 
-    /// GC hook for a moving collector: the object whose header was at `from` now has its
-    /// header at `to` (the host copied the word verbatim). Needed by `thin`, `biased` and
-    /// `fable` for every moved object, locked or not: an object first hashed while another
-    /// thread held its lock keeps its hash in a table keyed by the header's address until
-    /// its next hash call (see each protocol's documentation); a no-op for the other
-    /// protocols, and nearly free while that table is empty. Call while no thread uses
-    /// either header (a safepoint).
-    pub fn relocate_identity_hash(&self, from: *const P::Header, to: &P::Header) {
+    /// GC hook for a moving collector, the same for every protocol: the object whose header
+    /// was at `from` now has its header at `to` (the host copied the word verbatim). Call it
+    /// at a safepoint (no attached thread inside this crate's calls) for every moved object
+    /// that is locked, or that `thin`, `biased` or `fable` may have hashed (see the crate
+    /// documentation, "Moving objects"). It rewrites the per-thread records that name the
+    /// object ([`Protocol::relocate_records`]: lock stacks, lock records) and moves an
+    /// identity hash waiting in the side table (an object first hashed while another thread
+    /// held its plain-store-unlocked lock keeps the hash there, keyed by address, until its
+    /// next hash call). Nearly free for an unlocked object of the other protocols. A monitor
+    /// keeps reporting the object's old address in dumps and profiles until it is bound again.
+    pub fn relocate(&self, from: *const P::Header, to: &P::Header) {
+        P::relocate_records(self, from, to);
         self.side_hashes
             .relocate(from as usize, to as *const P::Header as usize);
     }

@@ -182,6 +182,36 @@ static void *hash_one(void *arg) {
     return v;
 }
 
+/* A moving GC: an object first hashed by another thread while its owner held it (thin,
+ * biased and fable keep that hash in a table keyed by address), then copied to a new address
+ * while no thread is inside objmon; objmon_relocate reports the move and the hash follows. */
+static void relocation_check(void) {
+    static object from, to;
+    objmon_thread *owner;
+    pthread_t th;
+    void *res = NULL;
+    objmon_header_init(rt, &from.header);
+    if (objmon_thread_attach(rt, &owner) != OBJMON_OK) {
+        failures++;
+        return;
+    }
+    EXPECT(objmon_enter(owner, &from.header) == OBJMON_OK);
+    pthread_create(&th, NULL, hash_one, &from);
+    pthread_join(th, &res);
+    uint32_t theirs = res ? *(uint32_t *)res : 0, moved = 0;
+    free(res);
+    EXPECT(objmon_exit(owner, &from.header) == OBJMON_OK);
+    memcpy(&to.header, &from.header, sizeof to.header); /* the collector copies the word */
+    EXPECT(objmon_relocate(rt, &from.header, &to.header) == OBJMON_OK);
+    objmon_header_init(rt, &from.header); /* the old copy is garbage; reuse the slot */
+    EXPECT(objmon_identity_hash(owner, &to.header, &moved) == OBJMON_OK);
+    EXPECT(theirs != 0 && moved == theirs);
+    EXPECT(objmon_relocate(NULL, &from.header, &to.header) == OBJMON_E_NULL);
+    objmon_thread_detach(owner, NULL);
+    objmon_header_reclaim(rt, &to.header);
+    objmon_header_reclaim(rt, &from.header);
+}
+
 static void hash_phase(void) {
     pthread_t th[4];
     /* First hash taken by another thread while the owner holds the lock (nested or not);
@@ -205,6 +235,7 @@ static void hash_phase(void) {
         EXPECT(theirs != 0 && theirs == mine && mine == after);
         objmon_thread_detach(owner, NULL);
     }
+    relocation_check();
     memset(first_hash, 0, sizeof first_hash);
     hash_waiting_done = 0;
     pthread_create(&th[3], NULL, hash_waiter, NULL);

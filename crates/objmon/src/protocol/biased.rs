@@ -141,7 +141,7 @@
 //!
 //! **Moving objects.** The records hold header addresses. An unlocked header may move
 //! freely; a host that moves a locked one (a copying GC behind the borrow checker's back)
-//! must report it at a safepoint with [`relocate`](Biasing::relocate); the records are GC
+//! must report it at a safepoint with [`Runtime::relocate`](crate::Runtime::relocate); the records are GC
 //! roots ([`locked_objects`](Biasing::locked_objects)). Records are never dereferenced: a
 //! missed relocation is a wrong count, never undefined behaviour.
 
@@ -655,12 +655,12 @@ impl<F: Flavor> Biasing<F> {
             .collect()
     }
 
-    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
-    /// copied the word verbatim). Rewrites every lock record. Call only while every attached
+    /// [`Runtime::relocate`]'s part here: the object whose header was at `from` now has its
+    /// header at `to` (the host copied the word verbatim). Rewrites every lock record. Call only while every attached
     /// thread is stopped outside this crate's calls (a safepoint): records are otherwise
     /// written only by their own threads. Records are never dereferenced, so a missed
     /// relocation is a wrong count, never undefined behaviour.
-    pub fn relocate(rt: &Rt<F>, from: *const BiasWord, to: &BiasWord) {
+    fn rewrite_records(rt: &Rt<F>, from: *const BiasWord, to: &BiasWord) {
         for cx in rt.threads().snapshot() {
             for s in &cx.local().rec.slots {
                 if s.load(Ordering::Relaxed) == from as usize {
@@ -1687,6 +1687,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::peek_identity_hash_impl(rt, h)
     }
 
+    /// The lock records naming `from` now name `to` (see [`Runtime::relocate`]).
+    fn relocate_records(rt: &Rt<F>, from: *const BiasWord, to: &BiasWord) {
+        Self::rewrite_records(rt, from, to);
+    }
+
     /// The lock records (records variant): biased holds, which no header shows, with their
     /// counts. A racy snapshot from another thread; empty for the header variant.
     fn held_records(_rt: &Rt<F>, t: &Cx<F>) -> Vec<(usize, u32)> {
@@ -2242,7 +2247,7 @@ mod tests {
         let from: *const BiasWord = &*old;
         assert_eq!(Biased::locked_objects(me.context()), vec![from, from]);
         let new = BiasWord(AtomicU64::new(old.raw()));
-        Biased::relocate(&rt, from, &new);
+        rt.relocate(from, &new);
         drop(old);
         assert_eq!(me.lock_count(&new), 2);
         Biased::exit(&rt, me.context(), &new).unwrap();

@@ -23,7 +23,7 @@
 //! hash call moves the parked hash into a monitor (after a revocation). The hash itself is
 //! safe in the table throughout; only the bias comes one revocation later than HotSpot's.
 //! The table is keyed by the header's address: a moving GC reports moves with
-//! [`Runtime::relocate_identity_hash`].
+//! [`Runtime::relocate`].
 //! Every decision is taken under the side table's mutex, re-reading the word there; revoking
 //! and inflating happen outside it. The fast paths of `biased.rs` are untouched: no word they
 //! compare ever carries hash bits.

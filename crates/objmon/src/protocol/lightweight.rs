@@ -60,7 +60,7 @@
 //!   stores.
 //!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
-//! see [`Lightweight::locked_objects`] and [`Lightweight::relocate`].
+//! see [`Lightweight::locked_objects`] and [`Runtime::relocate`].
 
 use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MARK_KEPT_BITS, MONITOR};
 use super::omt::ObjectMonitorTable;
@@ -281,12 +281,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         t.local().entries()
     }
 
-    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
-    /// copied the word verbatim). Rewrites every lock-stack entry. Call only while every
+    /// [`Runtime::relocate`]'s part here: the object whose header was at `from` now has its
+    /// header at `to` (the host copied the word verbatim). Rewrites every lock-stack entry. Call only while every
     /// attached thread is stopped outside this crate's calls (a safepoint): lock stacks are
     /// otherwise written only by their own threads. Entries are never dereferenced, so a missed
     /// relocation is a wrong answer (`IllegalMonitorState` on exit), never undefined behaviour.
-    pub fn relocate(rt: &Runtime<Self>, from: *const MarkWord, to: &MarkWord) {
+    fn rewrite_records(rt: &Runtime<Self>, from: *const MarkWord, to: &MarkWord) {
         for cx in rt.threads().snapshot() {
             for e in &cx.local().entries {
                 if e.load(Ordering::Relaxed) == from as usize {
@@ -737,6 +737,11 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         Some(mark::hash_of(h.0.load(Ordering::Acquire))).filter(|&v| v != 0)
     }
 
+    /// The lock stack entries naming `from` now name `to` (see [`Runtime::relocate`]).
+    fn relocate_records(rt: &Runtime<Self>, from: *const MarkWord, to: &MarkWord) {
+        Self::rewrite_records(rt, from, to);
+    }
+
     /// The lock stack: fast-locked objects, the run length as count.
     fn held_records(_rt: &Runtime<Self>, t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
         crate::introspect::count_runs(t.local().entries().into_iter().map(|p| p as usize))
@@ -1029,7 +1034,7 @@ mod tests {
         let new = MarkWord::new(HOST);
         me.monitor_enter(&old).unwrap();
         new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
-        Lightweight::relocate(&rt, &old, &new);
+        rt.relocate(&old, &new);
         assert_eq!(
             Lightweight::locked_objects(me.context()),
             vec![&new as *const _]
@@ -1073,7 +1078,7 @@ mod tests {
             me.monitor_enter(&h).unwrap();
             let new = MarkWord::default();
             new.0.store(h.raw(), Ordering::Relaxed);
-            Lightweight::relocate(&rt, &h, &new);
+            rt.relocate(&h, &new);
             assert_eq!(me.identity_hash(&new), Ok(v));
             assert_eq!(rt.peek_identity_hash(&new), Some(v));
             assert_eq!(Lightweight::exit(&rt, me.context(), &new), Ok(()));

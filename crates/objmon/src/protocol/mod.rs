@@ -177,6 +177,14 @@ pub trait Protocol: Sized + Send + Sync + 'static {
             .map_or(0, |cx| Self::lock_count(rt, &cx, h));
         Some((owner, count))
     }
+
+    /// GC hook, through [`Runtime::relocate`]: the object whose header was at `from` now has
+    /// its header at `to` (a moving collector copied the word verbatim); rewrite every
+    /// per-thread record that names `from` (lock stacks, lock records). Called at a safepoint
+    /// (no attached thread inside this crate's calls). Records are never dereferenced, so a
+    /// missed call is a wrong owner answer, never undefined behaviour. Nothing by default
+    /// (the protocol keeps no header address in per-thread records).
+    fn relocate_records(_rt: &Runtime<Self>, _from: *const Self::Header, _to: &Self::Header) {}
 }
 
 /// A protocol's tunable heuristic (see [`Protocol::KNOB`]).

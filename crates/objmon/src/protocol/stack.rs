@@ -51,7 +51,7 @@
 //!   recursive unlock: stores only.
 //!
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
-//! points at a record, which moves never. See [`Stack::locked_objects`], [`Stack::relocate`].
+//! points at a record, which moves never. See [`Stack::locked_objects`], [`Runtime::relocate`].
 
 use super::mark::{
     self, index_of, monitor_word, INFLATING, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR,
@@ -282,12 +282,12 @@ impl Stack {
         t.local().objects()
     }
 
-    /// GC hook: the object whose header was at `from` now has its header at `to` (the host
-    /// copied the word verbatim: a record address stays valid, records never move). Rewrites
+    /// [`Runtime::relocate`]'s part here: the object whose header was at `from` now has its
+    /// header at `to` (the host copied the word verbatim: a record address stays valid, records never move). Rewrites
     /// every record naming `from`. Call only while every attached thread is stopped outside
     /// this crate's calls (a safepoint). Record `obj` fields are never dereferenced, so a missed
     /// relocation is a wrong answer (`IllegalMonitorState`), never undefined behaviour.
-    pub fn relocate(rt: &Runtime<Self>, from: *const StackWord, to: &StackWord) {
+    fn rewrite_records(rt: &Runtime<Self>, from: *const StackWord, to: &StackWord) {
         for cx in rt.threads().snapshot() {
             for r in cx.local().records.iter() {
                 if r.obj.load(Ordering::Relaxed) == from as usize {
@@ -300,7 +300,7 @@ impl Stack {
     /// GC hook: [`peek_identity_hash`](Protocol::peek_identity_hash) that also reads the hash
     /// of a stack-locked object from its owner's lock record (displaced header), as HotSpot's
     /// GC does. Call only while every attached thread is stopped outside this crate's calls
-    /// (a safepoint, as for [`relocate`](Self::relocate)); otherwise the record may change
+    /// (a safepoint, as for [`Runtime::relocate`]); otherwise the record may change
     /// under the read and the answer is `None` or wrong.
     pub fn peek_identity_hash_at_safepoint(rt: &Runtime<Self>, h: &StackWord) -> Option<u32> {
         let w = h.0.load(Ordering::Acquire);
@@ -788,6 +788,11 @@ impl Protocol for Stack {
             .filter(|&v| v != 0)
     }
 
+    /// The lock records naming `from` now name `to` (see [`Runtime::relocate`]).
+    fn relocate_records(rt: &Runtime<Self>, from: *const StackWord, to: &StackWord) {
+        Self::rewrite_records(rt, from, to);
+    }
+
     /// The lock records: stack-locked objects, one level per record.
     fn held_records(_rt: &Runtime<Self>, t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
         crate::introspect::count_runs(t.local().objects().into_iter().map(|p| p as usize))
@@ -1006,7 +1011,7 @@ mod tests {
         me.monitor_enter(&h).unwrap();
         let new = StackWord::default();
         new.0.store(h.raw(), Ordering::Relaxed);
-        Stack::relocate(&rt, &h, &new);
+        rt.relocate(&h, &new);
         assert_eq!(me.identity_hash(&new), Ok(v));
         assert_eq!(Stack::exit(&rt, me.context(), &new), Ok(()));
         assert_eq!(rt.peek_identity_hash(&new), Some(v));

@@ -38,7 +38,7 @@
 //! decision is taken under the side table's mutex; once the monitor holds the hash, reading it
 //! is one load of the word and one of the monitor. A full monitor table leaves the hash in the
 //! side table: hashing never fails. The fast paths do not change. A moving GC reports moves
-//! with [`Runtime::relocate_identity_hash`] (the table is keyed by address). Cost of a first
+//! with [`Runtime::relocate`] (the table is keyed by address). Cost of a first
 //! hash: the runtime-wide side-table mutex plus a monitor allocation (all first hashes of a
 //! runtime serialize on that mutex; later ones read the monitor without it).
 
@@ -604,7 +604,7 @@ mod tests {
         drop(g);
         let new = LockWord::new(0);
         new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
-        rt.relocate_identity_hash(&old, &new);
+        rt.relocate(&old, &new);
         assert_eq!(rt.peek_identity_hash(&new), Some(v));
         assert_eq!(me.identity_hash(&new), Ok(v));
         assert_eq!(new.raw() & 0xff, 0x11);
