@@ -1613,8 +1613,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => return Ok(()),
-                    // Taken, or a host bit changed: the slow path looks again.
-                    Err(_) => return Self::enter_slow(rt, t, h, false).map(|_| ()),
+                    // Taken, or a host bit changed: look again below.
+                    Err(now) => w = now,
                 }
             }
         } else {
