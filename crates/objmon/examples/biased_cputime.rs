@@ -14,7 +14,7 @@
 //! Sync and AllocLock time the calling thread (`CLOCK_THREAD_CPUTIME_ID`); Cloud times the
 //! process (`CLOCK_PROCESS_CPUTIME_ID`, all lockers) and divides by all acquisitions.
 
-use objmon::protocol::biased::{Biasing, Flavor, Kko, KkoSeed, Transition};
+use objmon::protocol::biased::{BiasMode, BiasWord, Biasing, Flavor, Kko, KkoSeed, Transition};
 use objmon::protocol::fable::{FableHeuristics, FableSeedHeuristics};
 use objmon::{Protocol, Runtime, Thin, ThreadHandle};
 use std::hint::black_box;
@@ -268,6 +268,25 @@ fn bias_stats<F: Flavor>(rt: &Runtime<Biasing<F>>) -> String {
     )
 }
 
+/// The cloud's objects by state now (a racy snapshot): which fast path the lockers take, and
+/// how predictable its branches are (a mix of states is a data-dependent branch per lock).
+fn modes(objs: &[Slot<BiasWord>]) -> String {
+    let mut n = [0usize; 5];
+    for o in objs {
+        n[match o.0.mode() {
+            BiasMode::Clear => 0,
+            BiasMode::Biased => 1,
+            BiasMode::Learn => 2,
+            BiasMode::Thin => 3,
+            BiasMode::Fat => 4,
+        }] += 1;
+    }
+    format!(
+        "clear {} biased {} learn {} thin {} fat {}",
+        n[0], n[1], n[2], n[3], n[4]
+    )
+}
+
 fn run_cloud(reps: usize) {
     let threads = env("THREADS", 10usize);
     let pre = env("PRE", threads);
@@ -287,6 +306,7 @@ fn run_cloud(reps: usize) {
         b.run(pre, time);
         fs.run(pre, time);
     }
+    println!("  fable objects after warm-up: {}", modes(&f.objs));
     let mut m = [(f64::MAX, f64::MAX); 4];
     for _ in 0..reps.max(1) {
         for (i, v) in [
@@ -315,6 +335,7 @@ fn run_cloud(reps: usize) {
         "cloud wall ns per acquisition (min): thin {:.2}  fable {:.2}  biased {:.2}  fable-seed {:.2}",
         m[0].0, m[1].0, m[2].0, m[3].0
     );
+    println!("  fable objects at the end: {}", modes(&f.objs));
     println!("  fable:      {}", bias_stats(&f.rt));
     println!("  biased:     {}", bias_stats(&b.rt));
     println!("  fable-seed: {}", bias_stats(&fs.rt));

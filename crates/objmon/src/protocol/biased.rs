@@ -39,23 +39,34 @@
 //! records' line, cached there at attach / on the first slow path), never a thread-local
 //! variable or the `ThreadCore`.
 //!
-//! - **biased lock by the owner, records variant**: load the header, compare with the bias
-//!   bits; load the top; store the header's address into the slot at the top (a
-//!   store-release: a plain `mov` on x86); compiler barrier; load the header again and
-//!   compare with the first load; store top + 1 (store-release). **Unlock**: load the
-//!   header, compare; load the top and the slot below it, compare with the header's
-//!   address (the innermost record; else out of line); store the address | 1 ("releasing")
-//!   into it; compiler barrier; re-load and compare the header; store top − 1. No atomic
+//! Both lock and unlock load the header once and branch on the state's low bit (set in
+//! learn and thin) to the thin / learn test or to the bias owner's: each case runs only its
+//! own test, and no CAS ever touches a biased header. Testing for the bias first cost every
+//! thin acquisition a second load and compare of the header on each side, and on the Cloud
+//! (§5.1), where every header misses the cache, the time per acquisition grows with the
+//! µops per lock + unlock: the out-of-order window overlaps the next iterations' misses, and
+//! fewer of them fit (`examples/cloud_probe.rs`: 16 `nop`s make `thin`'s own loop about
+//! 1.2–1.3× slower).
+//!
+//! - **biased lock by the owner, records variant**: load the header, test the state's low
+//!   bit (clear), compare with the bias bits; load the top; store the header's address
+//!   into the slot at the top (a store-release: a plain `mov` on x86); compiler barrier;
+//!   load the header again and compare with the first load; store top + 1 (store-release).
+//!   **Unlock**: load the header, test the state's low bit, compare with the bias bits;
+//!   load the top and the slot below it, compare with the header's address (the innermost
+//!   record; else out of line); store the address | 1 ("releasing") into it; compiler
+//!   barrier; re-load and compare the header; store top − 1. No atomic
 //!   read-modify-write, no fence, **no store to the header**: two stores to the thread's own
 //!   line and three loads each way. HotSpot 17 stores one lock record (on the stack) and
 //!   nothing else; the second store (the top) and the header re-load are the price of a
 //!   revocation that needs no help from the owner (below). On x86 each store-release is a
 //!   plain `mov`; on AArch64 an `stlr`.
 //! - biased lock / unlock by the owner, header variant (Figure 4's first case): load the
-//!   header, one xor and one compare (rc < 255 for lock, rc ≥ 1 for unlock); store the
-//!   header's address to the thread's `in_op` (plain), a compiler barrier, load the header
-//!   again and compare, store the header ± 256 (plain), store 0 to `in_op` (store-release):
-//!   three plain stores (one to the header), two loads.
+//!   header, test the state's low bit, one xor and one compare (rc < 255 for lock,
+//!   rc ≥ 1 for unlock); store the header's address to the thread's `in_op` (plain), a
+//!   compiler barrier, load the header again and compare, store the header ± 256
+//!   (plain), store 0 to `in_op` (store-release): three plain stores (one to the header),
+//!   two loads.
 //! - thin lock (Figure 4's second case for `biased-seed`: thin and free; Figure 7's for
 //!   `fable-seed`: thin, rc 0, sticky owner = me; the records variants take any free thin
 //!   word, one AND more — see below): one load, one compare-and-swap.
@@ -211,6 +222,12 @@ pub(crate) struct LockRecords {
     bias: AtomicU64,
     /// The thread's id in the owner field (learn / thin words).
     owner: u64,
+    /// `THIN | owner | RC_ONE`: the thin lock word's bits above the host's once this thread
+    /// holds it once (the fast paths' constants, precomputed: each µop saved counts on the
+    /// Cloud, see [`enter`](Protocol::enter)).
+    thin_once: u64,
+    /// `STATE_LOW | owner | RC_ONE`: what the combined learn / thin unlock test expects.
+    unlock_once: u64,
     slots: [AtomicUsize; LOCK_RECORDS],
 }
 
@@ -219,10 +236,13 @@ const NO_BIAS: u64 = u64::MAX;
 
 impl LockRecords {
     fn new(id: ThreadId) -> Self {
+        let owner = u64::from(id.get()) << OWNER_SHIFT;
         Self {
             top: AtomicUsize::new(0),
             bias: AtomicU64::new(NO_BIAS),
-            owner: u64::from(id.get()) << OWNER_SHIFT,
+            owner,
+            thin_once: THIN | owner | RC_ONE,
+            unlock_once: STATE_LOW | owner | RC_ONE,
             slots: std::array::from_fn(|_| AtomicUsize::new(0)),
         }
     }
@@ -719,20 +739,24 @@ impl<F: Flavor> Biasing<F> {
     /// header biased to `t`. `None` when done; else the word seen (the step did not apply,
     /// the header changed under it, or — records variant — the records are full or the
     /// unlock is not the innermost record).
+    ///
+    /// `w` is a recent load of the header (the caller's: a fast path has just tested it for
+    /// a thin or learn word, and loading it again would be one more µop in the Cloud's
+    /// window — see [`enter`](Protocol::enter)). The step re-loads it after publishing, so an
+    /// old `w` only makes it back out.
     #[inline(always)]
-    fn biased_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+    fn biased_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
         if F::RECORDS {
-            Self::record_step(t, h, lock)
+            Self::record_step(t, h, w, lock)
         } else {
-            Self::header_step(t, h, lock)
+            Self::header_step(t, h, w, lock)
         }
     }
 
     /// Records variant: push (lock) or pop (unlock) a lock record; the header is only read.
     #[inline(always)]
-    fn record_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+    fn record_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
         let r = &t.local().rec;
-        let w = h.0.load(Ordering::Relaxed);
         if w & !HOST != r.bias.load(Ordering::Relaxed) {
             return Some(w);
         }
@@ -773,7 +797,7 @@ impl<F: Flavor> Biasing<F> {
 
     /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
     #[inline(always)]
-    fn header_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+    fn header_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
         let me = Self::cached_bias(t);
         let ok = |w: u64| {
             let x = (w & !HOST) ^ me;
@@ -784,7 +808,6 @@ impl<F: Flavor> Biasing<F> {
             }
         };
         // A filter first, so that thin and learn words pay nothing for the Dekker below.
-        let w = h.0.load(Ordering::Relaxed);
         if !ok(w) {
             return Some(w);
         }
@@ -1354,7 +1377,7 @@ impl<F: Flavor> Biasing<F> {
                     t.local().rec.pop_tombs();
                 }
                 if !F::RECORDS || t.local().rec.top.load(Ordering::Relaxed) < LOCK_RECORDS {
-                    if Self::biased_step(t, h, true).is_none() {
+                    if Self::biased_step(t, h, w, true).is_none() {
                         return Ok(true);
                     }
                     continue;
@@ -1421,7 +1444,7 @@ impl<F: Flavor> Biasing<F> {
                 ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT
             };
             if mine {
-                if Self::biased_step(t, h, false).is_none() {
+                if Self::biased_step(t, h, w, false).is_none() {
                     return Ok(());
                 }
                 if F::RECORDS && h.0.load(Ordering::Acquire) == w {
@@ -1555,11 +1578,18 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Ok(())
     }
 
+    /// One load of the header, then one bit test (the state's low bit, set in learn and
+    /// thin) sends it to the thin test and CAS or to the bias owner's step: each side runs
+    /// only its own test. The CAS never touches a biased header (the thin test wants state
+    /// 11). Why (seed 002 §5.1 Cloud, measured with `examples/cloud_probe.rs`): a Cloud
+    /// locker misses the cache on every header, and the out-of-order window overlaps the
+    /// misses of the next iterations, so the time per acquisition grows with the µops per
+    /// lock + unlock (16 `nop`s added to `thin`'s loop make it about 1.2–1.3× slower). The
+    /// bias test first, as before, cost every thin acquisition a second load of the header
+    /// and a second test on each side; the thin test first made the bias owner pay for it
+    /// instead (Sync 2.7 → 3.3 ns).
     #[inline]
     fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        let Some(w) = Self::biased_step(t, h, true) else {
-            return Ok(());
-        };
         // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
         // records variant takes any free thin word here (one more AND): see `fresh_enter`.
         let free = if F::STICKY && !F::RECORDS {
@@ -1572,17 +1602,27 @@ impl<F: Flavor> Protocol for Biasing<F> {
         } else {
             0
         };
-        if w & !HOST & !ignore == free
-            && h.0
-                .compare_exchange(
+        let mut w = h.0.load(Ordering::Relaxed);
+        if w & STATE_LOW != 0 {
+            // Learn or thin.
+            if w & !HOST & !ignore == free {
+                match h.0.compare_exchange(
                     w,
-                    (w & HOST) | THIN | Self::my_owner(t) | RC_ONE,
+                    (w & HOST) | t.local().rec.thin_once,
                     Ordering::Acquire,
                     Ordering::Relaxed,
-                )
-                .is_ok()
-        {
-            return Ok(());
+                ) {
+                    Ok(_) => return Ok(()),
+                    // Taken, or a host bit changed: look again below.
+                    Err(now) => w = now,
+                }
+            }
+        } else {
+            // Biased (perhaps to us), clear or fat.
+            match Self::biased_step(t, h, w, true) {
+                None => return Ok(()),
+                Some(now) => w = now,
+            }
         }
         if F::RECORDS && Self::fresh_enter(rt, t, h, w) {
             return Ok(());
@@ -1594,16 +1634,21 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::enter_slow(rt, t, h, true)
     }
 
+    /// One load, one bit test to the bias owner's step or the thin / learn unlock, for the
+    /// reason given at [`enter`](Protocol::enter).
     #[inline]
     fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        let Some(w) = Self::biased_step(t, h, false) else {
-            return Ok(());
-        };
+        let w = h.0.load(Ordering::Relaxed);
+        if w & STATE_LOW == 0 {
+            // Biased (to us, unless misused), clear or fat.
+            if Self::biased_step(t, h, w, false).is_none() {
+                return Ok(());
+            }
+            return Self::exit_slow(rt, t, h);
+        }
         // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
         // clearing the owner).
-        if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK)
-            == STATE_LOW | Self::my_owner(t) | RC_ONE
-        {
+        if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
             let new = if F::STICKY {
                 w - RC_ONE
             } else {

@@ -1,0 +1,262 @@
+//! Measurement only (seed 002 §5.1 Cloud): what makes a lock + unlock cost more than
+//! `thin`'s when every header misses the cache. One thread locks and unlocks random objects
+//! of a cloud of 10^6 16-byte objects whose words are all free thin locks.
+//!
+//! Default rows: hand-written copies of the fast paths on raw atomics, each a variation of
+//! one thing — `thin` on 32- and 64-bit words; `fable`'s thin acquisition with the bias test
+//! before the thin test (the order before this probe) and after it (the order now); and
+//! `thin` with 16 `nop`s added, no load, no branch. With `REAL=1`: `thin` and `fable`
+//! themselves through the public API (their clouds made all thin by two other threads),
+//! interleaved with the raw `thin` copy. Thread CPU ns per lock + unlock, minimum of `REPS`
+//! (default 5) repetitions of 4·10^6.
+//!
+//! `cargo run --release -p objmon --example cloud_probe` (and `REAL=1 …`).
+//!
+//! What it showed on the shared 2-core EPYC VM: 16 `nop`s make `thin`'s loop about 1.3×
+//! slower, so the loop is bound by how many iterations' misses the out-of-order window
+//! overlaps, i.e. by µops per iteration, not by the one miss's latency; the bias test
+//! first is 1.2–1.4× `thin`, the thin test first close to it.
+
+use objmon::protocol::fable::Fable;
+use objmon::{Protocol, Runtime, Thin};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+
+/// An object as the benchmark harness lays it out: 16 bytes.
+#[repr(align(16))]
+struct Slot<H>(H);
+
+fn cpu_ns() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; clock_gettime writes only it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime");
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
+/// xorshift64*, as the Cloud benchmarks use.
+fn next(s: &mut u64) -> u64 {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+#[inline(always)]
+fn pick(r: &mut u64, len: usize) -> usize {
+    (((next(r) >> 32) * len as u64) >> 32) as usize
+}
+
+const OBJECTS: usize = 1_000_000;
+const N: u64 = 4_000_000;
+// The biased engine's layout (protocol/biased.rs).
+const HOST: u64 = 0xff;
+const RC: u64 = 0xff << 8;
+const ONE: u64 = 1 << 8;
+const THIN: u64 = 3 << 16;
+const STATE_LOW: u64 = 1 << 16;
+const STALE: u64 = 1 << 18;
+const OWNER: u64 = 0x7fff << 19;
+const GEN: u64 = ((1 << 30) - 1) << 34;
+
+/// The thread's line, as the engine's `LockRecords` has it.
+#[repr(C, align(64))]
+struct Me {
+    bias: AtomicU64,
+    owner: u64,
+}
+
+fn run(name: &str, reps: usize, mut f: impl FnMut(&mut u64) -> u64) {
+    let mut best = f64::MAX;
+    let mut r = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..reps {
+        let c0 = cpu_ns();
+        black_box(f(&mut r));
+        best = best.min((cpu_ns() - c0) / N as f64);
+    }
+    println!("{name:<48} {best:6.2} ns");
+}
+
+/// `thin`'s fast paths on a 64-bit word: load, CAS (no branch between), then the unlock.
+fn raw_thin64(reps: usize, w64: &[Slot<AtomicU64>]) {
+    run("raw thin, 64-bit word", reps, |r| {
+        let mut n = 0;
+        for _ in 0..N {
+            let h = &w64[pick(r, w64.len())].0;
+            let w = h.load(Ordering::Relaxed);
+            let exp = (w & (HOST | OWNER)) | THIN;
+            if h.compare_exchange(exp, exp | ONE, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                n += 1;
+            }
+            let w = h.load(Ordering::Relaxed);
+            if w & RC == ONE {
+                h.store(w - ONE, Ordering::Release);
+            }
+        }
+        n
+    });
+}
+
+/// `fable`'s thin acquisition and release; `bias_first`: the bias owner's test before the
+/// thin test on both sides (the order before), else after it (the order now).
+fn raw_fable(reps: usize, w64: &[Slot<AtomicU64>], me: &Me, bias_first: bool) {
+    let name = if bias_first {
+        "raw fable, bias test first (before)"
+    } else {
+        "raw fable, thin test first (now)"
+    };
+    run(name, reps, |r| {
+        let mut n = 0;
+        for _ in 0..N {
+            let h = &w64[pick(r, w64.len())].0;
+            let w = h.load(Ordering::Relaxed);
+            if bias_first && w & !HOST == me.bias.load(Ordering::Relaxed) {
+                n += 2; // the owner's record step would run here
+                continue;
+            }
+            if w & !HOST & !OWNER == THIN {
+                if h.compare_exchange(
+                    w,
+                    (w & HOST) | THIN | me.owner | ONE,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+                {
+                    n += 1;
+                }
+            } else if w & !HOST == me.bias.load(Ordering::Relaxed) {
+                n += 2;
+                continue;
+            }
+            let w = h.load(Ordering::Relaxed);
+            if bias_first && w & !HOST == me.bias.load(Ordering::Relaxed) {
+                continue;
+            }
+            if w & (STATE_LOW | STALE | OWNER | RC) == STATE_LOW | me.owner | ONE {
+                h.store(w - ONE, Ordering::Release);
+            } else if w & !HOST == me.bias.load(Ordering::Relaxed) {
+                continue;
+            }
+        }
+        n
+    });
+}
+
+/// A cloud of `P` made all thin: every object locked once by a first thread (clear →
+/// learn in `fable`) and then by a second one (learn → thin), both attached at once so that
+/// their ids differ (a learn word names its guess by id, and ids are reused).
+fn thin_cloud<P: Protocol>() -> (Arc<Runtime<P>>, Vec<Slot<P::Header>>) {
+    let rt = Runtime::<P>::with_defaults();
+    let objs: Vec<Slot<P::Header>> = (0..OBJECTS).map(|_| Slot(P::Header::default())).collect();
+    let turn = Barrier::new(2);
+    std::thread::scope(|s| {
+        for i in 0..2 {
+            let (rt, objs, turn) = (&rt, &objs, &turn);
+            s.spawn(move || {
+                let t = rt.attach().unwrap();
+                for pass in 0..2 {
+                    if pass == i {
+                        for o in objs {
+                            drop(t.enter(&o.0).unwrap());
+                        }
+                    }
+                    turn.wait();
+                }
+            });
+        }
+    });
+    (rt, objs)
+}
+
+fn real<P: Protocol>(name: &str, reps: usize, c: &(Arc<Runtime<P>>, Vec<Slot<P::Header>>)) {
+    let t = c.0.attach().unwrap();
+    let objs = &c.1;
+    run(name, reps, |r| {
+        for _ in 0..N {
+            drop(t.enter(&objs[pick(r, objs.len())].0).unwrap());
+        }
+        0
+    });
+}
+
+fn main() {
+    let reps = std::env::var("REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let w64: Vec<Slot<AtomicU64>> = (0..OBJECTS).map(|_| Slot(AtomicU64::new(THIN))).collect();
+    if std::env::var("REAL").is_ok() {
+        let thin = thin_cloud::<Thin>();
+        let fable = thin_cloud::<Fable>();
+        for _ in 0..3 {
+            real("real thin", reps, &thin);
+            real("real fable", reps, &fable);
+            raw_thin64(reps, &w64);
+        }
+        return;
+    }
+    let w32: Vec<Slot<AtomicU32>> = (0..OBJECTS).map(|_| Slot(AtomicU32::new(0))).collect();
+    // Bias bits of a thread that biased something: they match no thin word.
+    let me = Me {
+        bias: AtomicU64::new((5 << 19) | (1 << 34)),
+        owner: 5 << 19,
+    };
+    assert_eq!(me.bias.load(Ordering::Relaxed) & !(OWNER | GEN), 0);
+    let me = black_box(&me);
+    for _ in 0..2 {
+        run("raw thin, 32-bit word (thin's own)", reps, |r| {
+            let mut n = 0;
+            let id = (me.owner >> 3) as u32;
+            for _ in 0..N {
+                let h = &w32[pick(r, w32.len())].0;
+                let old = h.load(Ordering::Relaxed) & 0xff;
+                if h.compare_exchange(old, old | id, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    n += 1;
+                }
+                let w = h.load(Ordering::Relaxed);
+                if w & !0xff == id {
+                    h.store(w & 0xff, Ordering::Release);
+                }
+            }
+            n
+        });
+        raw_thin64(reps, &w64);
+        run("raw thin, 64-bit word, + 16 nops", reps, |r| {
+            let mut n = 0;
+            for _ in 0..N {
+                let h = &w64[pick(r, w64.len())].0;
+                // SAFETY: `nop`s: no memory, no registers, no flags.
+                unsafe {
+                    std::arch::asm!(
+                        "nop; nop; nop; nop; nop; nop; nop; nop",
+                        "nop; nop; nop; nop; nop; nop; nop; nop",
+                        options(nostack, nomem, preserves_flags)
+                    )
+                };
+                let w = h.load(Ordering::Relaxed);
+                let exp = (w & (HOST | OWNER)) | THIN;
+                if h.compare_exchange(exp, exp | ONE, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    n += 1;
+                }
+                let w = h.load(Ordering::Relaxed);
+                if w & RC == ONE {
+                    h.store(w - ONE, Ordering::Release);
+                }
+            }
+            n
+        });
+        raw_fable(reps, &w64, me, true);
+        raw_fable(reps, &w64, me, false);
+    }
+}
