@@ -128,6 +128,25 @@ impl SideGuard<'_> {
         v
     }
 
+    /// The hash of the object at `a` whose header now names monitor `m`: the monitor's own,
+    /// else the one parked here for `a` (moved into the monitor), else `fresh()`. Monitor
+    /// hashes of the side-table protocols are installed only under this table's mutex, so
+    /// the parked hash and the monitor's never disagree.
+    pub(crate) fn adopt(
+        &mut self,
+        m: &crate::monitor::FatMonitor,
+        a: usize,
+        fresh: impl FnOnce() -> u32,
+    ) -> u32 {
+        match m.identity_hash() {
+            Some(v) => v,
+            None => {
+                let v = self.remove(a).unwrap_or_else(fresh);
+                m.install_hash(v)
+            }
+        }
+    }
+
     /// The entry of `a`, made with `fresh` if there is none.
     pub(crate) fn get_or_insert(&mut self, a: usize, fresh: impl FnOnce() -> u32) -> u32 {
         match self.get(a) {

@@ -1101,6 +1101,23 @@ impl<F: Flavor> Biasing<F> {
         Some(false)
     }
 
+    /// The 256th hold of a lock `t` holds `count` times in word `w`: inflate with the new
+    /// count (`enter_step`'s answer: `None` if the word changed first, so look again).
+    fn overflow_hold(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        w: u64,
+        count: u32,
+    ) -> Option<Result<bool, MonitorError>> {
+        let cause = InflationCause::RecursionOverflow;
+        match Self::inflate_own(rt, t, h, w, count + 1, cause) {
+            Ok(Some(_)) => Some(Ok(true)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     /// One attempt of the slow lock path. `Some(result)` when finished; `None` to retry.
     /// `contended` remembers that a thin lock was seen held by another thread.
     fn enter_step(
@@ -1158,18 +1175,7 @@ impl<F: Flavor> Biasing<F> {
                         return Some(Ok(true));
                     }
                     // Ours with rc 255 (the fast step refused): the 256th hold inflates.
-                    return match Self::inflate_own(
-                        rt,
-                        t,
-                        h,
-                        w,
-                        count + 1,
-                        InflationCause::RecursionOverflow,
-                    ) {
-                        Ok(Some(_)) => Some(Ok(true)),
-                        Ok(None) => None,
-                        Err(e) => Some(Err(e)),
-                    };
+                    return Self::overflow_hold(rt, t, h, w, count);
                 }
                 if try_only && Self::bias_held(rt, h, w) {
                     return Some(Ok(false)); // held by its bias owner right now
@@ -1185,18 +1191,7 @@ impl<F: Flavor> Biasing<F> {
                         h.0.store(w + RC_ONE, Ordering::Relaxed);
                         return Some(Ok(true));
                     }
-                    return match Self::inflate_own(
-                        rt,
-                        t,
-                        h,
-                        w,
-                        count + 1,
-                        InflationCause::RecursionOverflow,
-                    ) {
-                        Ok(Some(_)) => Some(Ok(true)),
-                        Ok(None) => None,
-                        Err(e) => Some(Err(e)),
-                    };
+                    return Self::overflow_hold(rt, t, h, w, count);
                 }
                 if w & STATE_MASK == LEARN {
                     if owner == me {

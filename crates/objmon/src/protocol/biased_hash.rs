@@ -96,15 +96,8 @@ impl<F: Flavor> Biasing<F> {
                 continue;
             }
             if state == FAT {
-                let m = Self::monitor_of(rt, w);
-                if let Some(v) = m.identity_hash() {
-                    return Ok(v);
-                }
-                let v = table
-                    .remove(a)
-                    .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
-                // Monitor hashes of these protocols are written only under this mutex.
-                return Ok(m.install_hash(v));
+                let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
+                return Ok(table.adopt(Self::monitor_of(rt, w), a, fresh));
             }
             let v = match table.get(a) {
                 Some(v) => v,
@@ -145,17 +138,11 @@ impl<F: Flavor> Biasing<F> {
     fn park_hash(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &super::biased::BiasWord) -> u32 {
         let mut table = rt.side_hashes().lock();
         let now = h.0.load(Ordering::Acquire);
+        let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
         if now & STATE_MASK == FAT {
-            let m = Self::monitor_of(rt, now);
-            if let Some(v) = m.identity_hash() {
-                return v;
-            }
-            let v = table
-                .remove(addr(h))
-                .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
-            return m.install_hash(v);
+            return table.adopt(Self::monitor_of(rt, now), addr(h), fresh);
         }
-        table.get_or_insert(addr(h), || hash::fresh(t.core(), Self::HASH_BITS))
+        table.get_or_insert(addr(h), fresh)
     }
 
     /// [`Protocol::peek_identity_hash`] of the biased protocols.

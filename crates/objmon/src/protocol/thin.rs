@@ -377,15 +377,8 @@ impl Thin {
             if w & SHAPE != 0 {
                 // Inflated (by us just now, or by an owner for contention / wait, which did
                 // not look at the table): the monitor takes a pending hash, or a new one.
-                let m = monitor_of(rt, w);
-                if let Some(v) = m.identity_hash() {
-                    return Ok(v);
-                }
-                let v = table
-                    .remove(a)
-                    .unwrap_or_else(|| hash::fresh(t.core(), Self::HASH_BITS));
-                // Monitor hashes of this protocol are written only under the mutex we hold.
-                return Ok(m.install_hash(v));
+                let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
+                return Ok(table.adopt(monitor_of(rt, w), a, fresh));
             }
             let v = match table.get(a) {
                 Some(v) => v,
