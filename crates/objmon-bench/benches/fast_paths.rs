@@ -16,38 +16,41 @@ impl ProtocolVisitor for FastPaths<'_> {
     fn visit<P: Protocol>(&mut self) {
         let rt = Runtime::<P>::with_defaults();
         let me = rt.attach().expect("attach");
+        // SAFETY (every `unsafe` call below): `cx` is this thread's own context, from the
+        // handle `me` attached here; criterion runs the closures on this thread; no call is
+        // made in native; every header outlives its holds.
         let (rtr, cx) = (&*rt, me.context());
         let mut g = self.0.benchmark_group(P::NAME);
 
         let h = P::Header::default();
         g.bench_function("enter+exit", |b| {
             b.iter(|| {
-                P::enter(rtr, cx, black_box(&h)).unwrap();
-                P::exit(rtr, cx, black_box(&h)).unwrap();
+                unsafe { P::enter(rtr, cx, black_box(&h)) }.unwrap();
+                unsafe { P::exit(rtr, cx, black_box(&h)) }.unwrap();
             })
         });
 
-        P::enter(rtr, cx, &h).unwrap();
+        unsafe { P::enter(rtr, cx, &h) }.unwrap();
         g.bench_function("nested enter+exit", |b| {
             b.iter(|| {
-                P::enter(rtr, cx, black_box(&h)).unwrap();
-                P::exit(rtr, cx, black_box(&h)).unwrap();
+                unsafe { P::enter(rtr, cx, black_box(&h)) }.unwrap();
+                unsafe { P::exit(rtr, cx, black_box(&h)) }.unwrap();
             })
         });
-        P::exit(rtr, cx, &h).unwrap();
+        unsafe { P::exit(rtr, cx, &h) }.unwrap();
 
         g.bench_function("try_enter+exit", |b| {
             b.iter(|| {
-                assert!(P::try_enter(rtr, cx, black_box(&h)).unwrap());
-                P::exit(rtr, cx, black_box(&h)).unwrap();
+                assert!(unsafe { P::try_enter(rtr, cx, black_box(&h)) }.unwrap());
+                unsafe { P::exit(rtr, cx, black_box(&h)) }.unwrap();
             })
         });
 
         g.bench_function("new object enter+exit", |b| {
             b.iter(|| {
                 let mut fresh = P::Header::default();
-                P::enter(rtr, cx, black_box(&fresh)).unwrap();
-                P::exit(rtr, cx, black_box(&fresh)).unwrap();
+                unsafe { P::enter(rtr, cx, black_box(&fresh)) }.unwrap();
+                unsafe { P::exit(rtr, cx, black_box(&fresh)) }.unwrap();
                 rtr.reclaim(&mut fresh);
             })
         });

@@ -173,7 +173,9 @@ pub struct ProtoGuard<'a, P: Protocol> {
 impl<P: Protocol> Drop for ProtoGuard<'_, P> {
     #[inline]
     fn drop(&mut self) {
-        if P::exit(self.rt, self.cx, self.h).is_err() {
+        // SAFETY: `cx` is the context of the handle this guard's `lock` borrowed, on its own
+        // thread (the harness never moves a guard to another thread); `h` outlives the guard.
+        if unsafe { P::exit(self.rt, self.cx, self.h) }.is_err() {
             failed(P::NAME, "exit");
         }
     }
@@ -208,19 +210,23 @@ impl<P: Protocol> Subject for Proto<P> {
     #[inline]
     fn lock<'a>(t: &'a Self::Thread, o: &'a P::Header) -> ProtoGuard<'a, P> {
         let (rt, cx) = (&**t.runtime(), t.context());
-        if P::enter(rt, cx, o).is_err() {
+        // SAFETY: `t` is this thread's handle (`Thread` is not `Send`), so `cx` is this
+        // thread's context; the guard borrows `o` for as long as it holds it.
+        if unsafe { P::enter(rt, cx, o) }.is_err() {
             failed(P::NAME, "enter");
         }
         ProtoGuard { rt, cx, h: o }
     }
     fn wait(g: &mut ProtoGuard<'_, P>, timeout: Duration) {
         let deadline = std::time::Instant::now() + timeout;
-        if P::wait(g.rt, g.cx, g.h, Some(deadline)).is_err() {
+        // SAFETY: as in `ProtoGuard::drop`.
+        if unsafe { P::wait(g.rt, g.cx, g.h, Some(deadline)) }.is_err() {
             failed(P::NAME, "wait");
         }
     }
     fn notify_all(g: &ProtoGuard<'_, P>) {
-        if P::notify(g.rt, g.cx, g.h, true).is_err() {
+        // SAFETY: as in `ProtoGuard::drop`.
+        if unsafe { P::notify(g.rt, g.cx, g.h, true) }.is_err() {
             failed(P::NAME, "notifyAll");
         }
     }

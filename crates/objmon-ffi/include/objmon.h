@@ -62,6 +62,10 @@ typedef enum objmon_status {
    * objmon panicked (a bug); the operation did not complete.
    */
   OBJMON_E_PANIC = 11,
+  /**
+   * A monitor operation was made while the thread is in native code (`MonitorError::InNative`).
+   */
+  OBJMON_E_IN_NATIVE = 12,
 } objmon_status;
 
 /**

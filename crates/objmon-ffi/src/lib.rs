@@ -57,6 +57,8 @@ pub enum objmon_status {
     OBJMON_E_UNSUPPORTED = 10,
     /// objmon panicked (a bug); the operation did not complete.
     OBJMON_E_PANIC = 11,
+    /// A monitor operation was made while the thread is in native code (`MonitorError::InNative`).
+    OBJMON_E_IN_NATIVE = 12,
 }
 
 use objmon_status::*;
@@ -71,6 +73,7 @@ impl From<MonitorError> for objmon_status {
             MonitorError::MonitorTableFull => OBJMON_E_MONITOR_TABLE_FULL,
             MonitorError::RecursionOverflow => OBJMON_E_RECURSION_OVERFLOW,
             MonitorError::NoSuchThread => OBJMON_E_NO_SUCH_THREAD,
+            MonitorError::InNative => OBJMON_E_IN_NATIVE,
         }
     }
 }
@@ -346,6 +349,7 @@ pub extern "C" fn objmon_strerror(s: objmon_status) -> *const c_char {
         OBJMON_E_UNKNOWN_PROTOCOL => c"unknown protocol name",
         OBJMON_E_UNSUPPORTED => c"protocol header does not fit objmon_header",
         OBJMON_E_PANIC => c"internal error (panic)",
+        OBJMON_E_IN_NATIVE => c"monitor operation made while the thread is in native code",
     };
     m.as_ptr()
 }

@@ -25,6 +25,10 @@ pub enum MonitorError {
     RecursionOverflow,
     /// No attached thread has this id.
     NoSuchThread,
+    /// A lock operation was made inside
+    /// [`ThreadHandle::in_native`](crate::ThreadHandle::in_native), where a protocol whose
+    /// revocation counts on native threads not locking (`biased`, `fable`) refuses it.
+    InNative,
 }
 
 impl fmt::Display for MonitorError {
@@ -37,6 +41,7 @@ impl fmt::Display for MonitorError {
             Self::MonitorTableFull => "monitor table is full",
             Self::RecursionOverflow => "monitor recursion count overflow",
             Self::NoSuchThread => "no attached thread has this id",
+            Self::InNative => "monitor operation made while the thread is in native code",
         })
     }
 }

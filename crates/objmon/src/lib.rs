@@ -82,6 +82,7 @@ struct ReadmeDoctests;
 
 pub mod deflate;
 mod error;
+mod handle;
 mod hash;
 pub mod introspect;
 pub mod monitor;
@@ -96,6 +97,7 @@ pub mod thread;
 
 pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
+pub use handle::{MonitorGuard, ThreadHandle};
 pub use introspect::{
     BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor,
     ThreadDump, ThreadInfo,
@@ -116,6 +118,6 @@ pub use protocol::{
 };
 pub use protocol::{Knob, KnobError};
 pub use revoke::Revocation;
-pub use runtime::{Config, InflationCause, MonitorGuard, Runtime, StatsSnapshot, ThreadHandle};
+pub use runtime::{Config, InflationCause, Runtime, StatsSnapshot};
 pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};
 pub use thread::{ThreadContext, ThreadCore, ThreadId};

@@ -1,18 +1,15 @@
 //! The runtime: configuration, the thread registry, the monitor table and statistics of one
-//! protocol; and the per-thread handle through which a thread locks objects.
+//! protocol. Threads attach to it through `handle.rs` ([`Runtime::attach`]).
 
 use crate::deflate::DeflationPolicy;
-use crate::monitor::WaitOutcome;
-use crate::park::deadline_after;
 use crate::protocol::Protocol;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::table::{MonitorTable, MAX_MONITOR_INDEX};
 use crate::tasuki::SystemLockConfig;
-use crate::thread::{Registry, ThreadContext, ThreadId, MAX_THREAD_ID};
+use crate::thread::{Registry, ThreadId, MAX_THREAD_ID};
 use crate::MonitorError;
-use std::cell::RefCell;
-use std::marker::PhantomData;
-use std::time::{Duration, Instant};
+
+pub use crate::handle::{MonitorGuard, ThreadHandle};
 
 /// Settings of a runtime, fixed at creation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,25 +140,6 @@ impl<P: Protocol> Runtime<P> {
         Self::new(Config::default())
     }
 
-    /// Attaches the calling thread and returns its handle. Every thread that locks objects of
-    /// this runtime needs one; it detaches when dropped. `TooManyThreads` when every id is in
-    /// use.
-    ///
-    /// `'env` is the lifetime of the objects this thread may lock *unstructured*
-    /// ([`ThreadHandle::monitor_enter`]): they must outlive the handle, because a detach
-    /// releases them.
-    pub fn attach<'env>(self: &Arc<Self>) -> Result<ThreadHandle<'env, P>, MonitorError> {
-        let cx = self
-            .threads
-            .attach(|id| P::new_thread_state(id, &self.config))?;
-        Ok(ThreadHandle {
-            rt: self.clone(),
-            cx,
-            unstructured: RefCell::new(Vec::new()),
-            _marker: PhantomData,
-        })
-    }
-
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
@@ -231,282 +209,6 @@ impl<P: Protocol> std::fmt::Debug for Runtime<P> {
     }
 }
 
-/// A thread attached to a runtime: the way that thread locks objects.
-///
-/// Not `Send`: a handle is its thread's identity (lock ownership, parking, interrupts).
-/// Dropping it (or [`detach`](Self::detach)) releases every lock it still holds through
-/// [`monitor_enter`](Self::monitor_enter) — as JNI's `DetachCurrentThread` does — waking
-/// whoever waits for them, and frees its id for reuse. Locks held through guards cannot outlive
-/// the handle: a guard borrows it. (A guard passed to `mem::forget` keeps its lock forever,
-/// as a forgotten `std::sync::MutexGuard` does.)
-pub struct ThreadHandle<'env, P: Protocol> {
-    rt: Arc<Runtime<P>>,
-    cx: Arc<ThreadContext<P>>,
-    /// Unstructured holds: header address and how many times it was entered unstructured.
-    unstructured: RefCell<Vec<(*const P::Header, u32)>>,
-    _marker: PhantomData<(&'env P::Header, *const ())>,
-}
-
-impl<'env, P: Protocol> ThreadHandle<'env, P> {
-    /// This thread's id.
-    #[inline]
-    pub fn id(&self) -> ThreadId {
-        self.cx.id()
-    }
-
-    /// The runtime.
-    #[inline]
-    pub fn runtime(&self) -> &Arc<Runtime<P>> {
-        &self.rt
-    }
-
-    /// The per-thread context, for hosts that call the protocol's paths directly.
-    #[inline]
-    pub fn context(&self) -> &ThreadContext<P> {
-        &self.cx
-    }
-
-    /// Locks `h` (monitorenter / `synchronized`), blocking while another thread owns it, and
-    /// returns a guard that unlocks when dropped, also when the critical section panics.
-    #[inline]
-    pub fn enter<'a>(&'a self, h: &'a P::Header) -> Result<MonitorGuard<'a, P>, MonitorError> {
-        P::enter(&self.rt, &self.cx, h)?;
-        Ok(MonitorGuard { th: self, h })
-    }
-
-    /// Locks `h` if no other thread owns it; `Ok(None)` if one does.
-    #[inline]
-    pub fn try_enter<'a>(
-        &'a self,
-        h: &'a P::Header,
-    ) -> Result<Option<MonitorGuard<'a, P>>, MonitorError> {
-        // Not `then_some`: that would build (and drop, i.e. exit) a guard on failure too.
-        if P::try_enter(&self.rt, &self.cx, h)? {
-            Ok(Some(MonitorGuard { th: self, h }))
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Unstructured lock (JNI `MonitorEnter`): held until a matching
-    /// [`monitor_exit`](Self::monitor_exit) or until this thread detaches. Exits may come in
-    /// any order (enter A, enter B, exit A, exit B).
-    pub fn monitor_enter(&self, h: &'env P::Header) -> Result<(), MonitorError> {
-        P::enter(&self.rt, &self.cx, h)?;
-        self.record_unstructured(h);
-        Ok(())
-    }
-
-    /// Unstructured try-lock: `Ok(true)` and held as by [`monitor_enter`](Self::monitor_enter)
-    /// if no other thread owns `h`.
-    pub fn try_monitor_enter(&self, h: &'env P::Header) -> Result<bool, MonitorError> {
-        let got = P::try_enter(&self.rt, &self.cx, h)?;
-        if got {
-            self.record_unstructured(h);
-        }
-        Ok(got)
-    }
-
-    fn record_unstructured(&self, h: &'env P::Header) {
-        let mut u = self.unstructured.borrow_mut();
-        let p = h as *const P::Header;
-        match u.iter_mut().find(|(q, _)| *q == p) {
-            Some((_, n)) => *n += 1,
-            None => u.push((p, 1)),
-        }
-    }
-
-    /// Unstructured unlock (JNI `MonitorExit`) of one [`monitor_enter`](Self::monitor_enter).
-    /// `IllegalMonitorState` if this thread holds no unstructured lock on `h` (a lock taken
-    /// with a guard is released by dropping the guard).
-    pub fn monitor_exit(&self, h: &'env P::Header) -> Result<(), MonitorError> {
-        let mut u = self.unstructured.borrow_mut();
-        let p = h as *const P::Header;
-        let i = u
-            .iter()
-            .position(|(q, _)| *q == p)
-            .ok_or(MonitorError::IllegalMonitorState)?;
-        P::exit(&self.rt, &self.cx, h)?;
-        u[i].1 -= 1;
-        if u[i].1 == 0 {
-            u.swap_remove(i);
-        }
-        Ok(())
-    }
-
-    /// Object.wait on `h`, which this thread must own: `None` waits until notified or
-    /// interrupted; `Some(d)` at most `d` (`Some(Duration::ZERO)` releases and re-acquires).
-    /// `InvalidTimeout` if the deadline is not representable.
-    pub fn wait(
-        &self,
-        h: &P::Header,
-        timeout: Option<Duration>,
-    ) -> Result<WaitOutcome, MonitorError> {
-        let deadline = match timeout {
-            None => None,
-            Some(d) => Some(deadline_after(d).ok_or(MonitorError::InvalidTimeout)?),
-        };
-        self.wait_until(h, deadline)
-    }
-
-    /// Object.wait until an absolute deadline (`None`: no deadline).
-    pub fn wait_until(
-        &self,
-        h: &P::Header,
-        deadline: Option<Instant>,
-    ) -> Result<WaitOutcome, MonitorError> {
-        P::wait(&self.rt, &self.cx, h, deadline)
-    }
-
-    /// Java's `Object.wait(long millis, int nanos)`, with its argument checks: negative
-    /// `millis` or `nanos` outside `0..=999_999` is `InvalidTimeout`; `(0, 0)` waits forever.
-    pub fn wait_java(
-        &self,
-        h: &P::Header,
-        millis: i64,
-        nanos: i32,
-    ) -> Result<WaitOutcome, MonitorError> {
-        if millis < 0 || !(0..=999_999).contains(&nanos) {
-            return Err(MonitorError::InvalidTimeout);
-        }
-        let timeout = (millis != 0 || nanos != 0)
-            .then(|| Duration::from_millis(millis as u64) + Duration::from_nanos(nanos as u64));
-        self.wait(h, timeout)
-    }
-
-    /// Object.notify on `h`, which this thread must own.
-    pub fn notify(&self, h: &P::Header) -> Result<(), MonitorError> {
-        P::notify(&self.rt, &self.cx, h, false)
-    }
-
-    /// Object.notifyAll on `h`, which this thread must own.
-    pub fn notify_all(&self, h: &P::Header) -> Result<(), MonitorError> {
-        P::notify(&self.rt, &self.cx, h, true)
-    }
-
-    /// Whether this thread owns `h`'s lock (Java's `Thread.holdsLock`).
-    #[inline]
-    pub fn holds_lock(&self, h: &P::Header) -> bool {
-        P::holds_lock(&self.rt, &self.cx, h)
-    }
-
-    /// How many times this thread holds `h`'s lock (0 if it does not).
-    pub fn lock_count(&self, h: &P::Header) -> u32 {
-        P::lock_count(&self.rt, &self.cx, h)
-    }
-
-    /// Reads and clears this thread's interrupt status (Java's `Thread.interrupted()`).
-    pub fn interrupted(&self) -> bool {
-        self.cx.core().take_interrupt()
-    }
-
-    /// This thread's interrupt status, unchanged (Java's `isInterrupted()`).
-    pub fn is_interrupted(&self) -> bool {
-        self.cx.core().is_interrupted()
-    }
-
-    /// Safepoint poll (see [`Protocol::poll`]): call it in long loops that take no lock when
-    /// the protocol revokes biases by handshake (`biased`, `fable`); free otherwise.
-    #[inline]
-    pub fn poll(&self) {
-        P::poll(&self.rt, &self.cx)
-    }
-
-    /// Runs `f` "in native" (JNI's state transition): the thread counts as being at a
-    /// safepoint meanwhile, so a revoker never waits for it. `f` must not use this runtime's
-    /// monitors.
-    pub fn in_native<R>(&self, f: impl FnOnce() -> R) -> R {
-        P::enter_native(&self.rt, &self.cx);
-        struct Leave<'h, 'e, P: Protocol>(&'h ThreadHandle<'e, P>);
-        impl<P: Protocol> Drop for Leave<'_, '_, P> {
-            fn drop(&mut self) {
-                P::leave_native(&self.0.rt, &self.0.cx);
-            }
-        }
-        let _leave = Leave(self);
-        f()
-    }
-
-    /// Detaches now; returns how many unstructured lock levels were still held and have been
-    /// released. Dropping the handle does the same.
-    pub fn detach(self) -> usize {
-        let mut me = self;
-        me.release_all()
-    }
-
-    fn release_all(&mut self) -> usize {
-        let held = std::mem::take(self.unstructured.get_mut());
-        let mut released = 0;
-        for (p, n) in held {
-            // SAFETY: `p` was recorded from a `&'env P::Header` in `monitor_enter`; `'env`
-            // outlives `self` (the handle's type carries it), so the header is still alive
-            // and at the same address (it is borrowed, so it cannot move).
-            let h = unsafe { &*p };
-            for _ in 0..n {
-                if P::exit(&self.rt, &self.cx, h).is_ok() {
-                    released += 1;
-                }
-            }
-        }
-        released
-    }
-}
-
-impl<P: Protocol> Drop for ThreadHandle<'_, P> {
-    fn drop(&mut self) {
-        self.release_all();
-        P::on_detach(&self.rt, &self.cx);
-        self.rt.threads.detach(self.cx.id());
-    }
-}
-
-impl<P: Protocol> std::fmt::Debug for ThreadHandle<'_, P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ThreadHandle")
-            .field("protocol", &P::NAME)
-            .field("id", &self.id())
-            .finish_non_exhaustive()
-    }
-}
-
-/// A held lock (from [`ThreadHandle::enter`]); dropping it unlocks one level.
-#[must_use = "dropping the guard unlocks at once"]
-pub struct MonitorGuard<'a, P: Protocol> {
-    th: &'a ThreadHandle<'a, P>,
-    h: &'a P::Header,
-}
-
-impl<P: Protocol> MonitorGuard<'_, P> {
-    /// Object.wait (see [`ThreadHandle::wait`]).
-    pub fn wait(&self, timeout: Option<Duration>) -> Result<WaitOutcome, MonitorError> {
-        self.th.wait(self.h, timeout)
-    }
-
-    /// Object.notify.
-    pub fn notify(&self) -> Result<(), MonitorError> {
-        self.th.notify(self.h)
-    }
-
-    /// Object.notifyAll.
-    pub fn notify_all(&self) -> Result<(), MonitorError> {
-        self.th.notify_all(self.h)
-    }
-
-    /// The locked header.
-    pub fn header(&self) -> &P::Header {
-        self.h
-    }
-}
-
-impl<P: Protocol> Drop for MonitorGuard<'_, P> {
-    #[inline]
-    fn drop(&mut self) {
-        let r = P::exit(&self.th.rt, &self.th.cx, self.h);
-        // A guard's lock level is its own: the only way to lose it is a bug in a protocol.
-        debug_assert!(r.is_ok(), "guard exit failed: {r:?}");
-    }
-}
-
 /// Identity hashes (issue 7 item 2).
 impl<P: Protocol> Runtime<P> {
     /// The identity hash installed in `h`, or `None` if nobody has asked for one yet. Never
@@ -534,16 +236,5 @@ impl<P: Protocol> Runtime<P> {
         P::relocate_records(self, from, to);
         self.side_hashes
             .relocate(from as usize, to as *const P::Header as usize);
-    }
-}
-
-/// Identity hashes (issue 7 item 2).
-impl<P: Protocol> ThreadHandle<'_, P> {
-    /// `h`'s identity hash (Java's `System.identityHashCode`): installed on the first call,
-    /// the same value ever after, from any thread, in every lock state. A value in
-    /// `1..2^P::HASH_BITS`. Fails only with `MonitorTableFull` where the protocol must inflate
-    /// to store the hash and cannot.
-    pub fn identity_hash(&self, h: &P::Header) -> Result<u32, MonitorError> {
-        P::identity_hash(&self.rt, &self.cx, h)
     }
 }

@@ -189,6 +189,8 @@ struct Slots<P: Protocol> {
     free: Vec<u16>,
     /// Ids above this have never been handed out.
     high_water: u16,
+    /// Ids retired for good (see `Registry::retire`).
+    retired: usize,
 }
 
 /// The thread registry of one runtime: attach, detach, and id → context look-ups.
@@ -210,6 +212,7 @@ impl<P: Protocol> Registry<P> {
                 generations: vec![0],
                 free: Vec::new(),
                 high_water: 0,
+                retired: 0,
             }),
         }
     }
@@ -248,6 +251,20 @@ impl<P: Protocol> Registry<P> {
         debug_assert!(s.threads[raw as usize].is_some());
         s.threads[raw as usize] = None;
         s.free.push(raw);
+    }
+
+    /// Empties `id`'s slot without returning the id to the free list: it is never handed out
+    /// again. For a thread that detaches while still owning a lock it cannot release (a
+    /// forgotten guard), so that no later thread inherits that ownership.
+    pub(crate) fn retire(&self, id: ThreadId) {
+        let mut s = lock(&self.slots);
+        s.threads[id.get() as usize] = None;
+        s.retired += 1;
+    }
+
+    /// How many ids were retired (see `retire`): never reused, so fewer are left to attach.
+    pub fn retired(&self) -> usize {
+        lock(&self.slots).retired
     }
 
     /// The context of the thread attached under `id`, if any.

@@ -158,10 +158,12 @@ mod checks {
         assert_eq!(me.wait(&h, Some(Duration::from_millis(1))).map(|_| ()), ims);
         assert_eq!(me.notify(&h), ims);
         assert_eq!(me.notify_all(&h), ims);
-        assert_eq!(P::exit(me.runtime(), me.context(), &h), ims);
+        // SAFETY: `me` is this thread's handle; `h` outlives the call.
+        assert_eq!(unsafe { P::exit(me.runtime(), me.context(), &h) }, ims);
         // Locked and unlocked again (thin word back to 0, or a fat monitor installed).
         drop(me.enter(&h).unwrap());
-        assert_eq!(P::exit(me.runtime(), me.context(), &h), ims);
+        // SAFETY: `me` is this thread's handle; `h` outlives the call.
+        assert_eq!(unsafe { P::exit(me.runtime(), me.context(), &h) }, ims);
         assert_eq!(me.notify(&h), ims);
         assert_eq!(me.wait(&h, None).map(|_| ()), ims);
         // Structured hold is not an unstructured one.
@@ -181,7 +183,11 @@ mod checks {
             s.spawn(|| {
                 let other = rt.attach().unwrap();
                 let ims = Err(MonitorError::IllegalMonitorState);
-                assert_eq!(P::exit(other.runtime(), other.context(), &h), ims);
+                // SAFETY: `other` is this thread's handle; `h` outlives the call.
+                assert_eq!(
+                    unsafe { P::exit(other.runtime(), other.context(), &h) },
+                    ims
+                );
                 assert_eq!(other.notify(&h), ims);
                 assert_eq!(other.notify_all(&h), ims);
                 assert_eq!(other.wait(&h, Some(Duration::ZERO)).map(|_| ()), ims);
@@ -535,26 +541,50 @@ mod checks {
         assert_eq!(rt.owner_of(&h), None);
     }
 
+    /// Runs `f` on a new thread that attaches to `rt` and stays attached until `release` is
+    /// dropped or sent to; returns the thread's id (or the attach error).
+    fn attached_elsewhere<'s, P: Protocol>(
+        s: &'s thread::Scope<'s, '_>,
+        rt: &Arc<Runtime<P>>,
+    ) -> (Result<ThreadId, MonitorError>, mpsc::Sender<()>) {
+        let (id_tx, id_rx) = mpsc::channel();
+        let (release, wait) = mpsc::channel::<()>();
+        let rt = rt.clone();
+        s.spawn(move || {
+            let me = rt.attach();
+            id_tx
+                .send(me.as_ref().map(|m| m.id()).map_err(|e| *e))
+                .unwrap();
+            let _ = wait.recv();
+            drop(me);
+        });
+        (id_rx.recv().unwrap(), release)
+    }
+
     pub fn thread_ids_are_bounded_and_reused<P: Protocol>() {
         let rt = Runtime::<P>::new(Config {
             max_threads: 3,
             ..Config::default()
         });
-        let a = rt.attach().unwrap();
-        let b = rt.attach().unwrap();
-        let c = rt.attach().unwrap();
-        let ids = [a.id().get(), b.id().get(), c.id().get()];
-        assert!(ids.iter().all(|&i| (1..=3).contains(&i)));
-        assert_eq!(rt.attach().map(|_| ()), Err(MonitorError::TooManyThreads));
-        let freed = b.id();
-        drop(b);
-        let d = rt.attach().unwrap();
-        assert_eq!(d.id(), freed, "ids are reused");
-        assert_eq!(rt.stats_snapshot().attached_threads, 3);
-        // Ids work for locking after reuse.
-        let h = P::Header::default();
-        drop(d.enter(&h).unwrap());
-        drop((a, c, d));
+        thread::scope(|s| {
+            let (a, _ra) = attached_elsewhere(s, &rt);
+            let (b, rb) = attached_elsewhere(s, &rt);
+            let (c, _rc) = attached_elsewhere(s, &rt);
+            let ids = [a.unwrap().get(), b.unwrap().get(), c.unwrap().get()];
+            assert!(ids.iter().all(|&i| (1..=3).contains(&i)));
+            assert_eq!(rt.attach().map(|_| ()), Err(MonitorError::TooManyThreads));
+            let freed = b.unwrap();
+            drop(rb);
+            while rt.stats_snapshot().attached_threads != 2 {
+                thread::yield_now();
+            }
+            let d = rt.attach().unwrap();
+            assert_eq!(d.id(), freed, "ids are reused");
+            assert_eq!(rt.stats_snapshot().attached_threads, 3);
+            // Ids work for locking after reuse.
+            let h = P::Header::default();
+            drop(d.enter(&h).unwrap());
+        });
         assert_eq!(rt.stats_snapshot().attached_threads, 0);
     }
 

@@ -1584,7 +1584,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// and a second test on each side; the thin test first made the bias owner pay for it
     /// instead (Sync 2.7 → 3.3 ns).
     #[inline]
-    fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+    unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
         // records variant takes any free thin word here (one more AND): see `fresh_enter`.
         let free = if F::STICKY && !F::RECORDS {
@@ -1625,14 +1625,14 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::enter_slow(rt, t, h, false).map(|_| ())
     }
 
-    fn try_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<bool, MonitorError> {
+    unsafe fn try_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<bool, MonitorError> {
         Self::enter_slow(rt, t, h, true)
     }
 
     /// One load, one bit test to the bias owner's step or the thin / learn unlock, for the
     /// reason given at [`enter`](Protocol::enter).
     #[inline]
-    fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+    unsafe fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let w = h.0.load(Ordering::Relaxed);
         if w & STATE_LOW == 0 {
             // Biased (to us, unless misused), clear or fat.
@@ -1657,7 +1657,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::exit_slow(rt, t, h)
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Rt<F>,
         t: &Cx<F>,
         h: &BiasWord,
@@ -1667,7 +1667,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::safe(t, || m.wait(t.core_arc(), deadline))
     }
 
-    fn notify(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, all: bool) -> Result<(), MonitorError> {
+    unsafe fn notify(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, all: bool) -> Result<(), MonitorError> {
         Self::fat_for_wait(rt, t, h)?.notify(t.core(), all)
     }
 
@@ -1719,7 +1719,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
     const HASH_BITS: u32 = 32;
 
     /// See [`biased_hash`](super::biased_hash).
-    fn identity_hash(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<u32, MonitorError> {
+    unsafe fn identity_hash(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<u32, MonitorError> {
         Self::identity_hash_impl(rt, t, h)
     }
 
@@ -1739,19 +1739,19 @@ impl<F: Flavor> Protocol for Biasing<F> {
     }
 
     #[inline]
-    fn poll(rt: &Rt<F>, t: &Cx<F>) {
+    unsafe fn poll(rt: &Rt<F>, t: &Cx<F>) {
         Self::poll_self(rt, t);
     }
 
-    fn enter_native(_: &Rt<F>, t: &Cx<F>) {
+    unsafe fn enter_native(_: &Rt<F>, t: &Cx<F>) {
         t.local().sp.enter_safe();
     }
 
-    fn leave_native(_: &Rt<F>, t: &Cx<F>) {
+    unsafe fn leave_native(_: &Rt<F>, t: &Cx<F>) {
         t.local().sp.leave_safe();
     }
 
-    fn on_detach(rt: &Rt<F>, t: &Cx<F>) {
+    unsafe fn on_detach(rt: &Rt<F>, t: &Cx<F>) {
         t.local().sp.exit();
         for (i, c) in t.local().transitions.iter().enumerate() {
             rt.state().transitions[i].fetch_add(c.swap(0, Ordering::Relaxed), Ordering::Relaxed);
@@ -2139,8 +2139,8 @@ mod tests {
     #[test]
     fn records_out_of_order_exit_keeps_the_bias() {
         let rt = Runtime::<Biased>::with_defaults();
-        let me = rt.attach().unwrap();
         let (a, b) = (BiasWord::default(), BiasWord::default());
+        let me = rt.attach().unwrap();
         me.monitor_enter(&a).unwrap();
         me.monitor_enter(&b).unwrap();
         me.monitor_enter(&a).unwrap();
@@ -2158,7 +2158,8 @@ mod tests {
         assert_eq!(rec.top.load(Ordering::Relaxed), 0);
         assert_eq!(me.monitor_exit(&b), Err(MonitorError::IllegalMonitorState));
         assert_eq!(
-            Biased::exit(&rt, me.context(), &a),
+            // SAFETY: `me` is this thread's handle; `a` outlives the call.
+            unsafe { Biased::exit(&rt, me.context(), &a) },
             Err(MonitorError::IllegalMonitorState),
             "biased to me but not held"
         );
@@ -2282,16 +2283,18 @@ mod tests {
         let me = rt.attach().unwrap();
         let old = Box::new(BiasWord::default());
         drop(me.enter(&old).unwrap());
-        Biased::enter(&rt, me.context(), &old).unwrap();
-        Biased::enter(&rt, me.context(), &old).unwrap();
+        // SAFETY (the direct calls in this test): `me` is this thread's handle; the move of
+        // `old` while held is reported with `relocate`, as the contract asks.
+        unsafe { Biased::enter(&rt, me.context(), &old).unwrap() };
+        unsafe { Biased::enter(&rt, me.context(), &old).unwrap() };
         let from: *const BiasWord = &*old;
         assert_eq!(Biased::locked_objects(me.context()), vec![from, from]);
         let new = BiasWord(AtomicU64::new(old.raw()));
         rt.relocate(from, &new);
         drop(old);
         assert_eq!(me.lock_count(&new), 2);
-        Biased::exit(&rt, me.context(), &new).unwrap();
-        Biased::exit(&rt, me.context(), &new).unwrap();
+        unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
+        unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
         assert_eq!(me.lock_count(&new), 0);
         assert!(Biased::locked_objects(me.context()).is_empty());
     }

@@ -685,7 +685,7 @@ impl Protocol for Cacao {
 
     /// Figure `monitorenter()`: first entry is `o`'s and held by us → count + 1.
     #[inline]
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -703,7 +703,7 @@ impl Protocol for Cacao {
         Self::lock_for_object(rt, t, o, false).map(|_| ())
     }
 
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -723,7 +723,11 @@ impl Protocol for Cacao {
 
     /// Figure `monitorexit()`: first entry is `o`'s (and the count stays above 0) → count − 1.
     #[inline]
-    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &HostWord) -> Result<(), MonitorError> {
+    unsafe fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<(), MonitorError> {
         let o = h.addr();
         if let Some((f, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
@@ -736,7 +740,7 @@ impl Protocol for Cacao {
         Self::unlock_for_object(rt, t, o)
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -764,7 +768,7 @@ impl Protocol for Cacao {
         m.wait(t.core_arc(), deadline)
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -802,7 +806,7 @@ impl Protocol for Cacao {
     const HASH_BITS: u32 = HostWord::HASH_BITS;
 
     /// One compare-and-swap into the header's hash bits; no lock state is involved.
-    fn identity_hash(
+    unsafe fn identity_hash(
         _rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,

@@ -97,7 +97,7 @@ impl Protocol for Fat {
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
     #[inline]
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -106,7 +106,7 @@ impl Protocol for Fat {
     }
 
     #[inline]
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -115,14 +115,18 @@ impl Protocol for Fat {
     }
 
     #[inline]
-    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+    unsafe fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         match Self::installed(rt, h) {
             Some(m) => m.exit(t.core()),
             None => Err(MonitorError::IllegalMonitorState),
         }
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -134,7 +138,7 @@ impl Protocol for Fat {
         }
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -167,7 +171,7 @@ impl Protocol for Fat {
 
     const HASH_BITS: u32 = 32;
 
-    fn identity_hash(
+    unsafe fn identity_hash(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,

@@ -555,7 +555,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     }
 
     #[inline]
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &MarkWord,
@@ -581,7 +581,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         Self::enter_slow(rt, t, h, true).map(|_| ())
     }
 
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &MarkWord,
@@ -590,7 +590,11 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     }
 
     #[inline]
-    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &MarkWord) -> Result<(), MonitorError> {
+    unsafe fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &MarkWord,
+    ) -> Result<(), MonitorError> {
         let ls = t.local();
         let top = ls.top();
         if top > 0 && ls.at(top - 1) == addr(h) {
@@ -614,7 +618,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         Self::exit_slow(rt, t, h)
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &MarkWord,
@@ -624,7 +628,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         deflate::wait_owned(t, m, deadline)
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &MarkWord,
@@ -709,7 +713,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     /// protocol and by deflation is a full-word compare-and-swap (only `reclaim`, which holds
     /// `&mut`, stores), so no write can erase a concurrently installed hash; inflation and
     /// deflation keep it in place (`mark::monitor_word`, `uninstall`).
-    fn identity_hash(
+    unsafe fn identity_hash(
         _rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &MarkWord,
@@ -897,8 +901,8 @@ mod tests {
     #[test]
     fn out_of_order_exit_keeps_fast_locks() {
         let rt = Runtime::<Lightweight>::with_defaults();
-        let me = rt.attach().unwrap();
         let (a, b) = (MarkWord::default(), MarkWord::default());
+        let me = rt.attach().unwrap();
         me.monitor_enter(&a).unwrap();
         me.monitor_enter(&b).unwrap();
         me.monitor_exit(&a).unwrap();
@@ -1029,9 +1033,9 @@ mod tests {
     #[test]
     fn relocate_rewrites_lock_stacks() {
         let rt = Runtime::<Lightweight>::with_defaults();
-        let me = rt.attach().unwrap();
         let old = MarkWord::new(HOST);
         let new = MarkWord::new(HOST);
+        let me = rt.attach().unwrap();
         me.monitor_enter(&old).unwrap();
         new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
         rt.relocate(&old, &new);
@@ -1040,7 +1044,8 @@ mod tests {
             vec![&new as *const _]
         );
         assert_eq!(rt.owner_of(&new), Some(me.id()));
-        assert_eq!(P::exit(&rt, me.context(), &new), Ok(()));
+        // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.
+        assert_eq!(unsafe { P::exit(&rt, me.context(), &new) }, Ok(()));
         assert_eq!(new.raw(), HOST | 0b01);
         type P = Lightweight;
     }
@@ -1051,8 +1056,8 @@ mod tests {
     fn hash_in_mark_word_survives_everything() {
         for policy in [DeflationPolicy::OnRequest, DeflationPolicy::default()] {
             let rt = rt_with(policy);
-            let me = rt.attach().unwrap();
             let h = MarkWord::new(HOST);
+            let me = rt.attach().unwrap();
             let g = me.enter(&h).unwrap();
             let v = me.identity_hash(&h).unwrap();
             assert_eq!(
@@ -1081,7 +1086,11 @@ mod tests {
             rt.relocate(&h, &new);
             assert_eq!(me.identity_hash(&new), Ok(v));
             assert_eq!(rt.peek_identity_hash(&new), Some(v));
-            assert_eq!(Lightweight::exit(&rt, me.context(), &new), Ok(()));
+            // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.
+            assert_eq!(
+                unsafe { Lightweight::exit(&rt, me.context(), &new) },
+                Ok(())
+            );
             assert_eq!(rt.peek_identity_hash(&new), Some(v));
         }
     }

@@ -34,8 +34,28 @@ pub use word::{LockWord, HOST_BITS_MASK};
 /// path needs no thread-local look-up. Implementations document their header layout as a bit
 /// table and the atomic operations of each fast path.
 ///
-/// Contract for all operations: they are called by the thread that owns `t`; `h` stays valid
-/// for the call. Misuse (exit / wait / notify without owning) returns an error.
+/// # Safety of the operations
+///
+/// The operations that act *as* a thread (`enter`, `try_enter`, `exit`, `wait`, `notify`,
+/// `identity_hash`, `poll`, `enter_native`, `leave_native`, `on_detach`) are `unsafe fn`: the
+/// caller promises that
+///
+/// 1. `t` is the calling OS thread's own context: the one carried by the
+///    [`ThreadHandle`](crate::ThreadHandle) it attached with, used on the thread that attached
+///    (a handle is neither `Send` nor `Sync`, so every call through a handle keeps this);
+/// 2. `enter_native` / `leave_native` come in pairs on that thread
+///    ([`ThreadHandle::in_native`](crate::ThreadHandle::in_native)), and after `on_detach` no
+///    call uses `t` again;
+/// 3. `h` stays valid for the call and, while `t` holds it, is not moved or freed unless the
+///    host reports the move ([`Runtime::relocate`]) or the death ([`Runtime::reclaim`]).
+///
+/// Biased revocation (seed 002 §3.3) trusts the first two: a revoker that sees a bias owner
+/// running rewrites its records only through a handshake with that very thread, and one that
+/// sees it in native revokes in place. A lock operation made in native is the protocol's to
+/// refuse (`Err(InNative)`). Everything else a caller can get wrong — exit / wait / notify
+/// without owning, a timeout out of range — is an error, never undefined behaviour. Safe code calls these through
+/// [`ThreadHandle`](crate::ThreadHandle) and [`MonitorGuard`](crate::MonitorGuard), which keep
+/// all three promises; `docs/soundness.md` has the whole argument.
 pub trait Protocol: Sized + Send + Sync + 'static {
     /// The catalog name (`fat`, `thin`, ...).
     const NAME: &'static str;
@@ -57,32 +77,47 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     fn new_thread_state(id: ThreadId, config: &Config) -> Self::ThreadState;
 
     /// monitorenter: acquires, blocking while another thread owns the object.
-    fn enter(
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &Self::Header,
     ) -> Result<(), MonitorError>;
     /// Acquires if that needs no waiting for another thread; `Ok(false)` otherwise.
-    fn try_enter(
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &Self::Header,
     ) -> Result<bool, MonitorError>;
     /// monitorexit: releases one level; `IllegalMonitorState` if `t` does not own the object.
-    fn exit(
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn exit(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &Self::Header,
     ) -> Result<(), MonitorError>;
     /// Object.wait with an optional deadline.
-    fn wait(
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &Self::Header,
         deadline: Option<Instant>,
     ) -> Result<WaitOutcome, MonitorError>;
     /// Object.notify (`all == false`) or Object.notifyAll (`all == true`).
-    fn notify(
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &Self::Header,
@@ -106,18 +141,30 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// Safepoint poll: the host calls it (through [`ThreadHandle::poll`](crate::ThreadHandle::poll))
     /// in long loops that take no lock, so that protocols whose revocation needs the owner's
     /// cooperation (the pair handshakes of seed 002 §3.3) make progress. No-op by default.
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
     #[inline]
-    fn poll(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    unsafe fn poll(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
     /// The thread leaves managed code (JNI's transition to native): until
     /// [`leave_native`](Self::leave_native) it makes no monitor call and counts as being at a
     /// safepoint. No-op by default.
-    fn enter_native(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn enter_native(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
     /// The thread returns from native code; it may wait here for a handshake in progress.
     /// No-op by default.
-    fn leave_native(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn leave_native(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
     /// The thread is detaching (its handle is dropped, after its unstructured locks were
     /// released): it will make no further call. No-op by default.
-    fn on_detach(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn on_detach(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) {}
 
     /// The protocol's one tunable heuristic, if its seed names one (FABLE's learn limit,
     /// seed 002 §3.1). Harnesses sweep [`Knob::values`] through [`set_knob`](Self::set_knob)
@@ -143,7 +190,10 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// thread, concurrently with any lock traffic, through inflation, deflation and
     /// relocation. Fails only where storing it needs a monitor and the table is full
     /// (`MonitorTableFull`).
-    fn identity_hash(
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    unsafe fn identity_hash(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &Self::Header,

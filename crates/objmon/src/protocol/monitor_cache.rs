@@ -205,7 +205,7 @@ impl Protocol for MonitorCache {
     }
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -213,7 +213,7 @@ impl Protocol for MonitorCache {
         Self::lookup_and_pin(rt, t, h.addr())?.enter(t.core_arc())
     }
 
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -231,7 +231,11 @@ impl Protocol for MonitorCache {
         Ok(false)
     }
 
-    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &HostWord) -> Result<(), MonitorError> {
+    unsafe fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &HostWord,
+    ) -> Result<(), MonitorError> {
         let mut c = lock(&rt.state().cache);
         let b = c
             .get_mut(&h.addr())
@@ -244,7 +248,7 @@ impl Protocol for MonitorCache {
         Ok(())
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -254,7 +258,7 @@ impl Protocol for MonitorCache {
         Self::owned(rt, t, h.addr())?.wait(t.core_arc(), deadline)
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,
@@ -289,7 +293,7 @@ impl Protocol for MonitorCache {
     const HASH_BITS: u32 = HostWord::HASH_BITS;
 
     /// As `cacao`: one compare-and-swap into the [`HostWord`]'s hash bits (31..8).
-    fn identity_hash(
+    unsafe fn identity_hash(
         _rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &HostWord,

@@ -566,7 +566,7 @@ impl Protocol for Stack {
     }
 
     #[inline]
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &StackWord,
@@ -594,7 +594,7 @@ impl Protocol for Stack {
         Self::enter_slow(rt, t, h, true).map(|_| ())
     }
 
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &StackWord,
@@ -603,7 +603,7 @@ impl Protocol for Stack {
     }
 
     #[inline]
-    fn exit(
+    unsafe fn exit(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &StackWord,
@@ -630,7 +630,7 @@ impl Protocol for Stack {
         Self::exit_slow(rt, t, h)
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &StackWord,
@@ -640,7 +640,7 @@ impl Protocol for Stack {
         deflate::wait_owned(t, m, deadline)
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &StackWord,
@@ -726,7 +726,7 @@ impl Protocol for Stack {
 
     /// See the module documentation: CAS into an unlocked or monitor word; a stack-locked
     /// word is inflated first, unless it is ours and its displaced header has the hash.
-    fn identity_hash(
+    unsafe fn identity_hash(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &StackWord,
@@ -895,10 +895,10 @@ mod tests {
             deflation: DeflationPolicy::Never,
             ..Config::default()
         });
-        let me = rt.attach().unwrap();
         let hs: Vec<StackWord> = (0..LOCK_RECORDS + 2)
             .map(|_| StackWord::default())
             .collect();
+        let me = rt.attach().unwrap();
         for h in &hs {
             me.monitor_enter(h).unwrap();
         }
@@ -976,8 +976,8 @@ mod tests {
             deflation: DeflationPolicy::OnRequest,
             ..crate::Config::default()
         });
-        let me = rt.attach().unwrap();
         let h = StackWord::new(HOST);
+        let me = rt.attach().unwrap();
         let v = me.identity_hash(&h).unwrap();
         assert_eq!(h.raw(), HOST | u64::from(v) << 32 | 0b01);
         let g = me.enter(&h).unwrap();
@@ -1013,7 +1013,8 @@ mod tests {
         new.0.store(h.raw(), Ordering::Relaxed);
         rt.relocate(&h, &new);
         assert_eq!(me.identity_hash(&new), Ok(v));
-        assert_eq!(Stack::exit(&rt, me.context(), &new), Ok(()));
+        // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.
+        assert_eq!(unsafe { Stack::exit(&rt, me.context(), &new) }, Ok(()));
         assert_eq!(rt.peek_identity_hash(&new), Some(v));
     }
 

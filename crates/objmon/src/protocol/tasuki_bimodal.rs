@@ -481,7 +481,7 @@ impl Protocol for Tasuki {
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
     #[inline]
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
@@ -492,7 +492,7 @@ impl Protocol for Tasuki {
         Self::enter_slow(rt, t, h)
     }
 
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
@@ -535,7 +535,7 @@ impl Protocol for Tasuki {
     }
 
     #[inline]
-    fn exit(
+    unsafe fn exit(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
@@ -548,7 +548,7 @@ impl Protocol for Tasuki {
         Self::exit_slow(rt, t, h)
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
@@ -567,7 +567,7 @@ impl Protocol for Tasuki {
         r
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
@@ -610,7 +610,7 @@ impl Protocol for Tasuki {
 
     const HASH_BITS: u32 = 32;
 
-    fn identity_hash(
+    unsafe fn identity_hash(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &TasukiHeader,

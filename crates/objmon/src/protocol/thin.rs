@@ -211,7 +211,7 @@ impl Protocol for Thin {
 
     /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`.
     #[inline]
-    fn enter(
+    unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -222,7 +222,7 @@ impl Protocol for Thin {
         Self::enter_slow(rt, t, h)
     }
 
-    fn try_enter(
+    unsafe fn try_enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -253,7 +253,11 @@ impl Protocol for Thin {
 
     /// §2.3.2: if the word is exactly "mine, count 0", store the host bits back.
     #[inline]
-    fn exit(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> Result<(), MonitorError> {
+    unsafe fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         let w = h.0.load(Ordering::Relaxed);
         if w & LOCK_MASK == t.core().id_shifted16() {
             h.0.store(w & HOST_BITS_MASK, Ordering::Release);
@@ -262,7 +266,7 @@ impl Protocol for Thin {
         Self::exit_slow(rt, t, h)
     }
 
-    fn wait(
+    unsafe fn wait(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -271,7 +275,7 @@ impl Protocol for Thin {
         Self::fat_for_wait(rt, t, h)?.wait(t.core_arc(), deadline)
     }
 
-    fn notify(
+    unsafe fn notify(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
@@ -317,7 +321,7 @@ impl Protocol for Thin {
     const HASH_BITS: u32 = 32;
 
     /// See the module documentation. Fast: an inflated word whose monitor has the hash.
-    fn identity_hash(
+    unsafe fn identity_hash(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,

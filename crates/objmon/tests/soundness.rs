@@ -1,0 +1,115 @@
+//! Issue 11: the promises of the safe API, tried from outside as a careful user would break
+//! them. Each check names the finding it guards; every one ran against the code before its fix
+//! and failed there. (Compile-time promises — `'env` invariant, handles neither `Send` nor
+//! `Sync` — are `compile_fail` doc-tests on `ThreadHandle`.)
+#![cfg(not(loom))]
+
+mod watchdog;
+
+use objmon::{Config, Runtime};
+
+every_protocol!(
+    forgotten_guard_is_not_inherited_by_id_reuse,
+    attach_twice_is_one_identity,
+    handle_detaches_with_its_last_clone,
+);
+
+mod checks {
+    use super::*;
+    use objmon::{MonitorError, Protocol};
+    use std::thread;
+
+    /// Finding 6: a guard passed to `mem::forget` keeps its lock forever; the thread that gets
+    /// the next id must not own it (it did: `holds_lock` true, `lock_count` 1).
+    pub fn forgotten_guard_is_not_inherited_by_id_reuse<P: Protocol>() {
+        let rt = Runtime::<P>::new(Config {
+            max_threads: 2,
+            ..Config::default()
+        });
+        let h = P::Header::default();
+        let first = thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                std::mem::forget(me.enter(&h).unwrap());
+                me.id()
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(rt.threads().retired(), 1, "the leaking id is retired");
+        thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                assert_ne!(me.id(), first, "a retired id is never handed out again");
+                assert!(!me.holds_lock(&h));
+                assert_eq!(me.lock_count(&h), 0);
+                assert_eq!(me.notify(&h), Err(MonitorError::IllegalMonitorState));
+                // Whether the leaked lock stays held is the protocol's (a bias owner's holds
+                // live in its records and go with them); it is never this thread's.
+            });
+        });
+        // One id of two is gone for good; the other is still reused.
+        for _ in 0..3 {
+            thread::scope(|s| {
+                s.spawn(|| assert!(rt.attach().is_ok()));
+            });
+        }
+        thread::scope(|s| {
+            s.spawn(|| {
+                let _a = rt.attach().unwrap();
+                thread::scope(|s| {
+                    s.spawn(|| assert_eq!(rt.attach().err(), Some(MonitorError::TooManyThreads)));
+                });
+            });
+        });
+    }
+
+    /// Finding 12 (Rust side): a second attach on an attached OS thread is the same identity,
+    /// as JNI's `AttachCurrentThread`; before, it was a second id, so `try_enter` on a lock the
+    /// thread held returned "held by another" and `enter` would have self-deadlocked.
+    pub fn attach_twice_is_one_identity<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let h = P::Header::default();
+        let a = rt.attach().unwrap();
+        let b = rt.attach().unwrap();
+        assert_eq!(a.id(), b.id());
+        let g = a.enter(&h).unwrap();
+        assert!(b.holds_lock(&h));
+        let g2 = b
+            .try_enter(&h)
+            .unwrap()
+            .expect("reentrant through the other handle");
+        assert_eq!(a.lock_count(&h), 2);
+        b.notify_all(&h).unwrap();
+        drop(g2);
+        drop(g);
+        assert_eq!(rt.stats_snapshot().attached_threads, 1);
+        // Another runtime is another identity space.
+        let rt2 = Runtime::<P>::with_defaults();
+        let c = rt2.attach().unwrap();
+        assert_eq!(rt2.stats_snapshot().attached_threads, 1);
+        drop(c);
+        assert_eq!(rt2.stats_snapshot().attached_threads, 0);
+    }
+
+    /// The thread detaches with its last handle, and unstructured holds are each handle's own.
+    pub fn handle_detaches_with_its_last_clone<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let (x, y) = (P::Header::default(), P::Header::default());
+        let a = rt.attach().unwrap();
+        let b = rt.attach().unwrap();
+        a.monitor_enter(&x).unwrap();
+        b.monitor_enter(&y).unwrap();
+        assert_eq!(b.monitor_exit(&x), Err(MonitorError::IllegalMonitorState));
+        assert_eq!(a.detach(), 1, "a's own unstructured hold");
+        assert_eq!(rt.owner_of(&x), None);
+        assert_eq!(rt.owner_of(&y), Some(b.id()));
+        assert_eq!(rt.stats_snapshot().attached_threads, 1);
+        let id = b.id();
+        drop(b);
+        assert_eq!(rt.owner_of(&y), None);
+        assert_eq!(rt.stats_snapshot().attached_threads, 0);
+        let c = rt.attach().unwrap();
+        assert_eq!(c.id(), id, "a clean detach frees the id");
+    }
+}
