@@ -12,6 +12,8 @@ every_protocol!(
     forgotten_guard_is_not_inherited_by_id_reuse,
     attach_twice_is_one_identity,
     handle_detaches_with_its_last_clone,
+    holding_many_objects_never_runs_out_below_capacity,
+    threads_holding_long_chains_never_run_out,
 );
 
 mod checks {
@@ -111,5 +113,56 @@ mod checks {
         assert_eq!(rt.stats_snapshot().attached_threads, 0);
         let c = rt.attach().unwrap();
         assert_eq!(c.id(), id, "a clean detach frees the id");
+    }
+
+    /// Finding 16: `cacao` ran out of monitors where Java never does (a fixed pool of 1,024
+    /// overflow entries ignoring `Config::monitor_capacity`): one thread holding 2,049
+    /// distinct objects got `MonitorTableFull`. Below `monitor_capacity`, monitorenter never
+    /// fails for capacity.
+    pub fn holding_many_objects_never_runs_out_below_capacity<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let hs: Vec<P::Header> = (0..5000).map(|_| P::Header::default()).collect();
+        let me = rt.attach().unwrap();
+        let guards: Vec<_> = hs
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                me.enter(h)
+                    .unwrap_or_else(|e| panic!("{}: object {i}: {e}", P::NAME))
+            })
+            .collect();
+        // Each one is held (and waitable: a wait set where the protocol needs a monitor).
+        assert!(hs.iter().all(|h| me.holds_lock(h)));
+        guards[4999].wait(Some(std::time::Duration::ZERO)).unwrap();
+        drop(guards);
+        assert!(hs.iter().all(|h| rt.owner_of(h).is_none()));
+    }
+
+    /// Finding 16, the reported shape: 12 threads each holding a chain of 800 objects.
+    pub fn threads_holding_long_chains_never_run_out<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let objs: Vec<Vec<P::Header>> = (0..12)
+            .map(|_| (0..800).map(|_| P::Header::default()).collect())
+            .collect();
+        let go = std::sync::Barrier::new(objs.len());
+        thread::scope(|s| {
+            for chain in &objs {
+                let (rt, go) = (&rt, &go);
+                s.spawn(move || {
+                    let me = rt.attach().unwrap();
+                    go.wait();
+                    let gs: Vec<_> = chain
+                        .iter()
+                        .enumerate()
+                        .map(|(d, h)| {
+                            me.enter(h)
+                                .unwrap_or_else(|e| panic!("{}: depth {d}: {e}", P::NAME))
+                        })
+                        .collect();
+                    go.wait();
+                    drop(gs);
+                });
+            }
+        });
     }
 }

@@ -31,7 +31,8 @@
 //!
 //! Space when many objects are locked at once: per bucket 32 bytes (a one-byte test-and-set
 //! lock and a 24-byte entry, padded), per pool entry 24 bytes, all preallocated (2^10 buckets
-//! and 1024 pool entries: 56 KiB, [`CacaoState::table_bytes`]), plus one monitor (112 bytes
+//! and 1024 pool entries: 56 KiB, [`CacaoState::table_bytes`]; the pool grows in doubling,
+//! never-freed chunks when all 1024 are in use), plus one monitor (112 bytes
 //! on x86-64, [`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) per
 //! bucket ever used (kept until a reclaim) and per overflow entry in use. So k objects locked
 //! at once cost at most 56 KiB + 112 · (buckets used + k) bytes; objects that are never locked
@@ -66,12 +67,13 @@
 //! release store, the monitor's compare-and-swap; its last-level exit: bucket
 //! compare-and-swap, the monitor's release, release store.
 //!
-//! A full pool or monitor table makes monitorenter fail with `MonitorTableFull`.
+//! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
+//! `MonitorTableFull`: the overflow pool grows as long as monitors are left.
 
 use super::Protocol;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, Runtime};
-use crate::sync::{spin_hint, yield_now, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use crate::sync::{spin_hint, yield_now, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
@@ -83,12 +85,15 @@ pub const BUCKET_BITS: u32 = 10;
 /// n: the hash table has 2^n buckets (tiny under loom, so that the models collide).
 #[cfg(loom)]
 pub const BUCKET_BITS: u32 = 1;
-/// Preallocated overflow entries.
+/// Preallocated overflow entries (the pool's first chunk; it grows by doubling chunks).
 #[cfg(not(loom))]
 pub const POOL_ENTRIES: u32 = 1024;
-/// Preallocated overflow entries (tiny under loom).
+/// Preallocated overflow entries (tiny under loom, so that the models grow the pool).
 #[cfg(loom)]
 pub const POOL_ENTRIES: u32 = 2;
+/// Most chunks of the overflow pool: chunk `k` holds `POOL_ENTRIES << k` entries, so 24 chunks
+/// cover far more than the 2^23 − 1 monitors an overflow entry can have.
+const POOL_CHUNKS: usize = 24;
 
 /// End of a chain / of the free list.
 const NIL: u32 = u32::MAX;
@@ -293,16 +298,104 @@ struct Bucket {
     first: Entry,
 }
 
+/// The overflow entries: chunks that double in size (`POOL_ENTRIES << k` entries in chunk
+/// `k`), allocated on demand under the pool lock and freed only when the state drops, so that
+/// an entry index read from any chain always names a valid entry (type-stable, as the monitor
+/// table's chunks are). The seed preallocates a fixed pool; a fixed pool makes monitorenter
+/// fail where Java never does (one thread holding 2,049 objects whose first entries are busy),
+/// so the pool grows until it has as many entries as the runtime has monitors.
+struct EntryPool {
+    chunks: Box<[AtomicPtr<Entry>]>,
+    /// Chunks allocated so far (written under the pool lock).
+    grown: AtomicUsize,
+    /// Entries never exceed this (`Config::monitor_capacity`: each overflow entry in use
+    /// holds a monitor).
+    limit: u32,
+}
+
+impl EntryPool {
+    /// Chunk and offset of entry `i`.
+    #[inline]
+    fn locate(i: u32) -> (usize, usize) {
+        let q = i / POOL_ENTRIES + 1;
+        let k = 31 - q.leading_zeros();
+        let base = POOL_ENTRIES * ((1 << k) - 1);
+        (k as usize, (i - base) as usize)
+    }
+
+    fn new(limit: u32) -> Self {
+        let pool = Self {
+            chunks: (0..POOL_CHUNKS)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            grown: AtomicUsize::new(0),
+            limit: limit.max(POOL_ENTRIES),
+        };
+        pool.grow().expect("the first chunk is always allowed");
+        pool
+    }
+
+    /// Entries in all chunks allocated so far.
+    fn len(&self) -> u32 {
+        POOL_ENTRIES * ((1 << self.grown.load(Ordering::Relaxed)) - 1)
+    }
+
+    /// Under the pool lock (or in `new`): allocates the next chunk, its entries chained in
+    /// index order; returns its first index, or `None` at the limit.
+    fn grow(&self) -> Option<u32> {
+        let k = self.grown.load(Ordering::Relaxed);
+        let base = self.len();
+        if k >= POOL_CHUNKS || base >= self.limit {
+            return None;
+        }
+        let n = POOL_ENTRIES << k;
+        let chunk: Box<[Entry]> = (0..n)
+            .map(|j| Entry::new(if j + 1 < n { base + j + 1 } else { NIL }))
+            .collect();
+        self.chunks[k].store(Box::into_raw(chunk) as *mut Entry, Ordering::Release);
+        self.grown.store(k + 1, Ordering::Relaxed);
+        Some(base)
+    }
+
+    #[inline]
+    fn get(&self, i: u32) -> &Entry {
+        let (k, off) = Self::locate(i);
+        let chunk = self.chunks[k].load(Ordering::Acquire);
+        assert!(!chunk.is_null(), "overflow entry {i} was never allocated");
+        // SAFETY: index `i` came from a chain or the free list, which only ever hold indices
+        // of allocated chunks (`grow` chains a chunk's entries only after allocating it, and
+        // publishes the chunk with a Release store that our Acquire load saw — non-null
+        // checked); chunk `k` is a leaked `Box<[Entry]>` of `POOL_ENTRIES << k` entries freed
+        // only by `Drop for EntryPool` (`&mut self`), so it outlives `&self`; `locate` gives
+        // `off < POOL_ENTRIES << k`.
+        unsafe { &*chunk.add(off) }
+    }
+}
+
+impl Drop for EntryPool {
+    fn drop(&mut self) {
+        for (k, c) in self.chunks.iter().enumerate() {
+            let p = c.load(Ordering::Relaxed);
+            if !p.is_null() {
+                let n = (POOL_ENTRIES as usize) << k;
+                // SAFETY: `p` came from `Box::into_raw` of a boxed slice of `n` entries in
+                // `grow`, and is freed once, here (`&mut self`: no reference into it is left).
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) });
+            }
+        }
+    }
+}
+
 /// The runtime-wide state of `cacao`: the hash table and the overflow pool.
 pub struct CacaoState {
     buckets: Box<[Bucket]>,
-    pool: Box<[Entry]>,
+    pool: EntryPool,
     pool_lock: TasLock,
     free_head: AtomicU32,
 }
 
 impl CacaoState {
-    fn new() -> Self {
+    fn new(monitor_capacity: u32) -> Self {
         Self {
             buckets: (0..1usize << BUCKET_BITS)
                 .map(|_| Bucket {
@@ -310,11 +403,9 @@ impl CacaoState {
                     first: Entry::new(NIL),
                 })
                 .collect(),
-            pool: (0..POOL_ENTRIES)
-                .map(|i| Entry::new(if i + 1 < POOL_ENTRIES { i + 1 } else { NIL }))
-                .collect(),
+            pool: EntryPool::new(monitor_capacity),
             pool_lock: TasLock::new(),
-            free_head: AtomicU32::new(if POOL_ENTRIES > 0 { 0 } else { NIL }),
+            free_head: AtomicU32::new(0),
         }
     }
 
@@ -337,14 +428,16 @@ impl CacaoState {
         let mut i = self.free_head.load(Ordering::Relaxed);
         while i != NIL {
             free += 1;
-            i = self.pool[i as usize].next();
+            i = self.pool.get(i).next();
         }
-        POOL_ENTRIES as usize - free
+        self.pool.len() as usize - free
     }
 
-    /// Bytes of the preallocated table and pool (monitors not included).
+    /// Bytes of the table and of the pool's chunks allocated so far (monitors not
+    /// included).
     pub fn table_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.buckets) + std::mem::size_of_val(&*self.pool)
+        std::mem::size_of_val(&*self.buckets)
+            + self.pool.len() as usize * std::mem::size_of::<Entry>()
     }
 
     /// Under `b`'s lock: the entry of `o` in `b`'s chain.
@@ -354,7 +447,7 @@ impl CacaoState {
         }
         let mut i = b.first.next();
         while i != NIL {
-            let e = &self.pool[i as usize];
+            let e = self.pool.get(i);
             if e.obj() == o {
                 return Some(e);
             }
@@ -394,7 +487,7 @@ impl CacaoState {
                 return Err(e);
             }
         };
-        let e = &self.pool[i as usize];
+        let e = self.pool.get(i);
         rt.monitors().bind(idx, o);
         e.obj.store(o, Ordering::Relaxed);
         e.mon.store(idx.get(), Ordering::Release);
@@ -436,17 +529,17 @@ impl CacaoState {
 
     fn alloc_entry(&self) -> Option<u32> {
         let _g = self.pool_lock.lock();
-        let i = self.free_head.load(Ordering::Relaxed);
+        let mut i = self.free_head.load(Ordering::Relaxed);
         if i == NIL {
-            return None;
+            i = self.pool.grow()?;
         }
         self.free_head
-            .store(self.pool[i as usize].next(), Ordering::Relaxed);
+            .store(self.pool.get(i).next(), Ordering::Relaxed);
         Some(i)
     }
 
     fn free_entry(&self, i: u32) {
-        let e = &self.pool[i as usize];
+        let e = self.pool.get(i);
         e.obj.store(0, Ordering::Relaxed);
         e.mon.store(0, Ordering::Relaxed);
         let _g = self.pool_lock.lock();
@@ -477,7 +570,7 @@ impl CacaoState {
         if std::ptr::eq(e, &b.first) {
             let n = b.first.next();
             if n != NIL {
-                let ne = &self.pool[n as usize];
+                let ne = self.pool.get(n);
                 let f = &b.first;
                 f.obj.store(ne.obj(), Ordering::Relaxed);
                 f.mon
@@ -500,7 +593,7 @@ impl CacaoState {
             if i == NIL {
                 return;
             }
-            let cur = &self.pool[i as usize];
+            let cur = self.pool.get(i);
             if std::ptr::eq(cur, e) {
                 prev.next.store(cur.next(), Ordering::Relaxed);
                 self.free_entry(i);
@@ -678,8 +771,8 @@ impl Protocol for Cacao {
     type State = CacaoState;
     type ThreadState = ();
 
-    fn new_state(_: &Config) -> CacaoState {
-        CacaoState::new()
+    fn new_state(config: &Config) -> CacaoState {
+        CacaoState::new(config.monitor_capacity)
     }
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
@@ -955,7 +1048,10 @@ mod tests {
     fn space_figures() {
         assert_eq!(std::mem::size_of::<Bucket>(), 32);
         assert_eq!(std::mem::size_of::<Entry>(), 24);
-        assert_eq!(CacaoState::new().table_bytes(), 56 * 1024);
+        assert_eq!(
+            CacaoState::new(crate::table::MAX_MONITOR_INDEX).table_bytes(),
+            56 * 1024
+        );
     }
 
     /// The GC hook drops the entry: a new object at the same address starts unlocked, even if
