@@ -4,7 +4,7 @@
 //! **Objects** are reported by header address ([`ObjectRef`]): valid only while the object is
 //! alive and unmoved; the host maps it back to its object. A fat monitor records the address of
 //! the header it is bound to (every inflation path and the external protocols' binding call
-//! [`MonitorTable::bind`]), so a monitor can be reported as an object.
+//! `MonitorTable::bind`), so a monitor can be reported as an object.
 //!
 //! **What a blocked thread publishes.** Only slow paths write here, never a fast path: a thread
 //! that is about to block publishes, in its [`ThreadCore`], a *blocking episode*: a sequence
@@ -391,7 +391,9 @@ impl FatMonitor {
             self.index,
         );
         let start = (outer && self.profile_on).then(Instant::now);
-        self.system_lock().lock(t);
+        // SAFETY: `t` is the calling thread's core (`lock_contended` is reached only from
+        // `FatMonitor::enter` on the protocols' paths, whose `t` is the caller's own context).
+        unsafe { self.system_lock().lock(t) };
         if let Some(s) = start {
             let p = self.profile.counters();
             p.enters.fetch_add(1, Ordering::Relaxed);
@@ -491,7 +493,7 @@ impl MonitorTable {
     /// Records that monitor `idx` now belongs to the object whose header is at `object`
     /// (called by every inflation path and by the external protocols' binding). Profile
     /// figures of an earlier binding are folded into that object's entry first.
-    pub fn bind(&self, idx: MonitorIndex, object: usize) {
+    pub(crate) fn bind(&self, idx: MonitorIndex, object: usize) {
         let m = self.get(idx);
         let old = m.object.swap(object, Ordering::Relaxed);
         if self.profile.on && old != object {

@@ -43,6 +43,11 @@ pub enum WaitOutcome {
 }
 
 /// A heavy-weight monitor (see the module documentation).
+///
+/// Built and reached only inside this crate (the monitor table hands them to the protocols):
+/// its methods trust that the `ThreadCore` they get is the calling thread's own, which the
+/// protocols' `unsafe fn` contract guarantees. Safe code outside cannot construct one or reach
+/// a runtime's monitors, so it cannot break that trust.
 pub struct FatMonitor {
     lock: TasukiLock,
     owner: AtomicU32,
@@ -76,7 +81,7 @@ pub const ANONYMOUS_OWNER: u32 = u32::MAX;
 
 impl FatMonitor {
     /// An unowned monitor whose entry queue is a tasuki lock built with `config`.
-    pub fn new(config: SystemLockConfig) -> Self {
+    pub(crate) fn new(config: SystemLockConfig) -> Self {
         Self {
             lock: TasukiLock::new(config),
             owner: AtomicU32::new(0),
@@ -134,7 +139,9 @@ impl FatMonitor {
         if count == 0 {
             return Err(MonitorError::RecursionOverflow);
         }
-        self.lock.lock(t);
+        // SAFETY: `t` is the calling thread's core: monitor methods are reached only from the
+        // protocols' paths, whose `t` is the caller's own context (`Protocol`'s contract).
+        unsafe { self.lock.lock(t) };
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(count, Ordering::Relaxed);
         Ok(())
@@ -153,7 +160,9 @@ impl FatMonitor {
         }
         self.count.store(0, Ordering::Relaxed);
         self.owner.store(0, Ordering::Relaxed);
-        self.lock.unlock();
+        // SAFETY: the owner holds the system lock for as long as it owns the monitor, and
+        // `t` (the caller, by `Protocol`'s contract) was the owner.
+        unsafe { self.lock.unlock() };
         Ok(())
     }
 
@@ -222,7 +231,8 @@ impl FatMonitor {
         }
         self.count.store(0, Ordering::Relaxed);
         self.owner.store(0, Ordering::Relaxed);
-        self.lock.unlock();
+        // SAFETY: as in `exit`: the caller owned the monitor, so it holds the system lock.
+        unsafe { self.lock.unlock() };
 
         let outcome = loop {
             if t.wait_state.load(Ordering::Acquire) == NOTIFIED {
@@ -314,7 +324,9 @@ impl FatMonitor {
     pub fn abandon_fresh(&self) {
         self.count.store(0, Ordering::Relaxed);
         self.owner.store(0, Ordering::Relaxed);
-        self.lock.unlock();
+        // SAFETY: the caller took the system lock with `enter_inflated*` (this method's
+        // contract), and nobody else can have it: the monitor was never published.
+        unsafe { self.lock.unlock() };
     }
 
     /// Whether the monitor is held by [`ANONYMOUS_OWNER`] (racy unless the caller is the
@@ -384,7 +396,8 @@ impl FatMonitor {
         } else {
             return PinnedClaim::Claimed;
         };
-        self.lock.unlock();
+        // SAFETY: our `try_lock` above succeeded (this path is reached only after it).
+        unsafe { self.lock.unlock() };
         claim
     }
 
@@ -407,7 +420,9 @@ impl FatMonitor {
     /// the header no longer names this monitor: the monitor is fresh again (free to be freed
     /// or reused). Threads that announced themselves meanwhile back off by themselves.
     pub fn finish_deflation(&self) {
-        self.lock.unlock();
+        // SAFETY: the deflater holds the system lock from `try_begin_deflation_pinned`'s
+        // `Claimed` until here (this method's contract).
+        unsafe { self.lock.unlock() };
         self.contentions.fetch_and(!DEFLATING, Ordering::SeqCst);
     }
 }

@@ -150,8 +150,9 @@ impl<P: Protocol> Runtime<P> {
         &self.threads
     }
 
-    /// The monitor table.
-    pub fn monitors(&self) -> &MonitorTable {
+    /// The monitor table (crate-internal: a monitor freed or entered from outside the
+    /// protocols would break the header's invariants).
+    pub(crate) fn monitors(&self) -> &MonitorTable {
         &self.monitors
     }
 
@@ -161,7 +162,7 @@ impl<P: Protocol> Runtime<P> {
     }
 
     /// The counters, for protocols to bump.
-    pub fn stats(&self) -> &Stats {
+    pub(crate) fn stats(&self) -> &Stats {
         &self.stats
     }
 

@@ -61,7 +61,7 @@ pub struct MonitorTable {
 impl MonitorTable {
     /// A table that hands out indices `1..=capacity` (capacity clamped to 2^23 − 1), whose
     /// monitors use `config` for their system lock.
-    pub fn new(capacity: u32, config: SystemLockConfig) -> Self {
+    pub(crate) fn new(capacity: u32, config: SystemLockConfig) -> Self {
         let capacity = capacity.clamp(1, MAX_MONITOR_INDEX);
         let n_chunks = (capacity as usize + 1).div_ceil(CHUNK);
         Self {
@@ -82,7 +82,7 @@ impl MonitorTable {
 
     /// The monitor at `idx`. Lock-free: two loads.
     #[inline]
-    pub fn get(&self, idx: MonitorIndex) -> &FatMonitor {
+    pub(crate) fn get(&self, idx: MonitorIndex) -> &FatMonitor {
         let i = idx.0 as usize;
         let chunk = self.chunks[i >> CHUNK_BITS].load(Ordering::Acquire);
         assert!(!chunk.is_null(), "monitor index {i} was never allocated");
@@ -98,7 +98,7 @@ impl MonitorTable {
     }
 
     /// Takes a free index and resets its monitor. Fails when all `capacity` are in use.
-    pub fn allocate(&self) -> Result<MonitorIndex, MonitorError> {
+    pub(crate) fn allocate(&self) -> Result<MonitorIndex, MonitorError> {
         let mut fl = lock(&self.free);
         let idx = match fl.free.pop() {
             Some(i) => i,
@@ -126,7 +126,7 @@ impl MonitorTable {
 
     /// Returns `idx` to the free list. The caller guarantees that nobody owns, enters or waits
     /// on the monitor and that no lock field names it any more.
-    pub fn free(&self, idx: MonitorIndex) {
+    pub(crate) fn free(&self, idx: MonitorIndex) {
         debug_assert!(self.get(idx).is_idle(), "freeing a busy monitor");
         // The next object to get this monitor must not inherit an identity hash.
         self.get(idx).clear_hash();

@@ -126,8 +126,13 @@ impl TasukiLock {
     }
 
     /// Acquires the lock: one compare-and-swap when uncontended (Figure 4, line 2).
+    ///
+    /// # Safety
+    /// `t` is the calling thread's own core (from its [`ThreadHandle`](crate::ThreadHandle)):
+    /// a contender suspends on `t`'s parker and the unlocker wakes `t`, so another thread's
+    /// core would put the wrong thread to sleep (a hang, and stolen wake-ups for `t`).
     #[inline]
-    pub fn lock(&self, t: &Arc<ThreadCore>) {
+    pub unsafe fn lock(&self, t: &Arc<ThreadCore>) {
         if self.try_lock() {
             return;
         }
@@ -142,9 +147,13 @@ impl TasukiLock {
             .is_ok()
     }
 
-    /// Releases the lock. Must be called by the thread that acquired it.
+    /// Releases the lock.
+    ///
+    /// # Safety
+    /// The calling thread holds the lock (from [`lock`](Self::lock) or
+    /// [`try_lock`](Self::try_lock)): a release by anyone else lets two threads in.
     #[inline]
-    pub fn unlock(&self) {
+    pub unsafe fn unlock(&self) {
         if self.figure7 {
             // Figure 7: two-step release with one barrier.
             self.lock.store(UNLOCKING, Ordering::Relaxed);

@@ -53,11 +53,13 @@ fn tasuki_model(threads: usize, cfg: SystemLockConfig) {
                 thread::spawn(move || {
                     let me = rt.attach().unwrap();
                     let t = me.context().core_arc();
-                    lock.lock(t);
+                    // SAFETY (lock and unlock): `t` is this model thread's own core; the
+                    // unlock follows its own lock.
+                    unsafe { lock.lock(t) };
                     assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
                     count.fetch_add(1, Ordering::Relaxed);
                     inside.store(false, Ordering::Relaxed);
-                    lock.unlock();
+                    unsafe { lock.unlock() };
                 })
             })
             .collect();
@@ -105,13 +107,15 @@ fn tasuki_handoff_relock() {
         let (rt2, lock2) = (rt.clone(), lock.clone());
         let h = thread::spawn(move || {
             let me = rt2.attach().unwrap();
-            lock2.lock(me.context().core_arc());
-            lock2.unlock();
+            // SAFETY (every lock/unlock here): each thread passes its own core and unlocks
+            // only after its own lock.
+            unsafe { lock2.lock(me.context().core_arc()) };
+            unsafe { lock2.unlock() };
         });
         let me = rt.attach().unwrap();
         for _ in 0..2 {
-            lock.lock(me.context().core_arc());
-            lock.unlock();
+            unsafe { lock.lock(me.context().core_arc()) };
+            unsafe { lock.unlock() };
         }
         h.join().unwrap();
         assert!(!lock.has_waiters());
