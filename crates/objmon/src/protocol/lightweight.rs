@@ -991,6 +991,52 @@ mod tests {
         assert_eq!(rt.stats_snapshot().live_monitors, 0);
     }
 
+    /// `lightweight-table`, issue 11 finding 5: a header moved away from its installed idle
+    /// monitor is an orphan (monitor state, no entry at its new address). The first look-up
+    /// deflates it in place, hash and host bits kept; the old address keeps the stale entry.
+    #[test]
+    fn table_orphan_is_deflated_in_place() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let mut h = MarkWord::new(HOST);
+        let me = rt.attach().unwrap();
+        let v = me.identity_hash(&h).unwrap();
+        me.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        let moved = std::mem::take(&mut h);
+        let kept = HOST | u64::from(v) << 32;
+        assert_eq!(moved.raw(), kept | MONITOR);
+        assert_eq!(rt.owner_of(&moved), None);
+        assert_eq!(moved.raw(), kept | FAST_UNLOCKED, "deflated in place");
+        assert_eq!(rt.state().len(), 1, "the entry stays at the old address");
+        assert_eq!(
+            rt.stats_snapshot().deflations,
+            0,
+            "no monitor was given back"
+        );
+    }
+
+    /// `lightweight-table`, issue 11 finding 15: `reclaim` of the object now at an address also
+    /// removes a stale entry that an object dropped there without `reclaim` left, and frees its
+    /// idle monitor.
+    #[test]
+    fn table_reclaim_clears_a_stale_entry() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let mut h = Box::new(MarkWord::default());
+        let me = rt.attach().unwrap();
+        me.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        *h = MarkWord::new(HOST); // dropped without `reclaim`
+        assert_eq!(rt.state().len(), 1);
+        rt.reclaim(&mut h);
+        assert!(rt.state().is_empty());
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
+    }
+
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
     #[test]
     fn non_adjacent_recursion_inflates() {
