@@ -270,3 +270,26 @@ fn dropped_header_poisons_nothing() {
 fn dropped_held_header_only_leaks() {
     each_lightweight!(dropped_while_held_by_a_forgotten_guard);
 }
+
+/// A guard passed to `mem::forget` leaves its lock-stack entry (an address); the object at
+/// that address replaced by a fresh, unlocked one, the forgetful thread's `wait` there is
+/// `IllegalMonitorState` — it holds nothing there — not a debug-build assertion failure or a
+/// lock taken without locking.
+fn forgotten_fast_lock_then_replaced<P: Protocol<Header = MarkWord>>() {
+    let rt = runtime::<P>(DeflationPolicy::default());
+    let mut slot = Box::new(MarkWord::default());
+    let me = rt.attach().unwrap();
+    std::mem::forget(me.enter(&slot).unwrap());
+    *slot = MarkWord::default();
+    assert_eq!(
+        me.wait(&slot, Some(Duration::ZERO)),
+        Err(objmon::MonitorError::IllegalMonitorState)
+    );
+    assert_eq!(me.lock_count(&slot), 0);
+    exercise(&rt, &slot);
+}
+
+#[test]
+fn forgotten_fast_lock_is_not_the_next_objects() {
+    each_lightweight!(forgotten_fast_lock_then_replaced);
+}

@@ -425,7 +425,13 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                 Self::claim(t, m, lo, hi);
                 return Ok(m);
             }
-            debug_assert_eq!(w & LOCK_BITS, FAST_LOCKED);
+            if w & LOCK_BITS != FAST_LOCKED {
+                // Not locked at all, so nobody holds `h` and our run is stale: a guard was
+                // forgotten and the object at this address replaced (safe Rust can). Drop the
+                // run and say so, rather than take the new object.
+                ls.remove(lo, hi);
+                return Err(MonitorError::IllegalMonitorState);
+            }
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
