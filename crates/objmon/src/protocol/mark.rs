@@ -34,7 +34,8 @@
 //! change only the lock bits and the reserved field; stack-locking *displaces* the whole word into the lock record
 //! ("push a stack-lock onto the stack which consists only of the displaced header, and CAS a
 //! pointer to this stack location into the object header", seed 001) and the unlock or the
-//! inflation puts the host bits back. INFLATING (the all-zero word) exists only in `stack`.
+//! inflation puts the host bits back. INFLATING (the all-zero word) exists only in `stack`; to
+//! [`MarkWord`] the all-zero word is unlocked (see "Stored lock bits").
 //!
 //! Deviation from HotSpot: HotSpot's monitor state holds a tagged `ObjectMonitor*` and keeps
 //! the displaced header inside the monitor. Here the monitor state holds the 23-bit index of the
