@@ -1,7 +1,9 @@
 //! Loom models of the races of seed 001's two protocols and of deflation: contention
 //! inflation (the anonymous owner of `lightweight`, the INFLATING marker of `stack`), deflation
-//! against an enter and against a notified waiter, and the owner query against an owner that
-//! reshuffles its lock stack.
+//! against an enter and against a notified waiter, the owner query against an owner that
+//! reshuffles its lock stack, and the side table of `lightweight-table` when safe Rust moved
+//! or dropped a header under its idle monitor (a stale entry against two inflations, an
+//! orphaned monitor state against enter, try-enter and deflation; issue 11, findings 5, 15).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_hotspot`.
@@ -329,4 +331,95 @@ fn stack_stale_deflater_vs_reallocation() {
 #[test]
 fn lightweight_seed_stale_deflater_vs_reallocation() {
     stale_deflater_vs_reallocation::<LightweightSeed>(LightweightSeed::deflate_idle);
+}
+
+/// Issue 11, finding 15: an object dropped without `reclaim` leaves its table entry behind,
+/// and a new object lives at the same address. Its owner inflates it for wait while a contender
+/// inflates it too: whichever installs first replaces the stale entry (and gives its idle
+/// monitor back); nobody waits for the stale entry to go (it spun forever), mutual exclusion
+/// holds, and the books balance.
+#[test]
+fn lightweight_table_stale_entry_vs_inflations() {
+    model(|| {
+        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let mut slot = std::sync::Arc::new(MarkWord::default());
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&slot).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        }
+        // Dropped without `reclaim`; the new object is at the same address.
+        *std::sync::Arc::get_mut(&mut slot).unwrap() = MarkWord::default();
+        assert_eq!(rt.state().len(), 1, "the stale entry");
+        let inside = Arc::new(AtomicBool::new(false));
+        let (rt2, obj2, inside2) = (rt.clone(), slot.clone(), inside.clone());
+        let contender = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&obj2).unwrap();
+            assert!(!inside2.swap(true, Ordering::Relaxed), "mutual exclusion");
+            inside2.store(false, Ordering::Relaxed);
+            drop(g);
+        });
+        let me = rt.attach().unwrap();
+        let g = me.enter(&slot).unwrap();
+        assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+        inside.store(false, Ordering::Relaxed);
+        assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        assert_eq!(me.lock_count(&slot), 1);
+        drop(g);
+        contender.join().unwrap();
+        assert_eq!(rt.owner_of(&slot), None);
+        // One entry, the new object's; the stale monitor was given back.
+        assert_eq!(rt.state().len(), 1);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
+        assert!(LightweightTable::deflate_idle(&rt, &slot));
+        assert!(rt.state().is_empty());
+    });
+}
+
+/// Issue 11, finding 5: a header moved away from its installed idle monitor says "monitor"
+/// at an address with no entry (an orphan). Two threads enter it at once (one of them only
+/// tries) while a third asks for a deflation: the orphan is deflated in place by whoever looks
+/// first, nobody waits for an entry (`enter` and `try_enter` spun forever), mutual exclusion
+/// holds.
+#[test]
+fn lightweight_table_orphan_vs_enter() {
+    model(|| {
+        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let mut slot = std::sync::Arc::new(MarkWord::default());
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&slot).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        }
+        let moved = std::mem::take(std::sync::Arc::get_mut(&mut slot).unwrap());
+        assert_eq!(moved.raw() & 0b11, 0b10, "an orphan monitor state");
+        let moved = std::sync::Arc::new(moved);
+        let inside = Arc::new(AtomicBool::new(false));
+        let (rt2, obj2, inside2) = (rt.clone(), moved.clone(), inside.clone());
+        let trier = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            if let Some(g) = me.try_enter(&obj2).unwrap() {
+                assert!(!inside2.swap(true, Ordering::Relaxed), "mutual exclusion");
+                inside2.store(false, Ordering::Relaxed);
+                drop(g);
+            };
+        });
+        let (rt3, obj3) = (rt.clone(), moved.clone());
+        let deflater = thread::spawn(move || LightweightTable::deflate_idle(&rt3, &obj3));
+        let me = rt.attach().unwrap();
+        let g = me.enter(&moved).unwrap();
+        assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+        inside.store(false, Ordering::Relaxed);
+        drop(g);
+        trier.join().unwrap();
+        let deflated = deflater.join().unwrap();
+        assert_eq!(rt.owner_of(&moved), None);
+        assert_ne!(moved.raw() & 0b11, 0b01, "not fast-locked");
+        // Entries: the old address's idle monitor (until a new object there inflates) and a
+        // contention monitor of `moved` unless the deflater gave it back.
+        let s = rt.stats_snapshot();
+        assert_eq!(rt.state().len(), s.live_monitors);
+        assert_eq!(s.deflations, u64::from(deflated));
+    });
 }

@@ -12,6 +12,15 @@
 //! | 31..8  | 0        | 0           | monitor index (bit 31 = 0) | 0 (index in the side table)  |
 //! | 7..2   | host     | host        | host                       | host                         |
 //! | 1..0   | `01`     | `00`        | `10`                       | `10`                         |
+//! | stored | `00`     | `01`        | `10`                       | `10`                         |
+//!
+//! The lock bits are HotSpot's (seed 001); the word *stores* the two header-locking states
+//! with bit 0 flipped, so that an all-zero word — `calloc`'d or GC-zeroed memory,
+//! [`MarkWord::default`], `objmon_header_init` — is an unlocked header with no hash and no host
+//! bits rather than a fast-lock nobody holds (issue 11, finding 9; [`super::mark`] says why
+//! this costs no instruction). Below, "`01` → `00`" is HotSpot's transition; the stored word
+//! goes `00` → `01`. A stored `11` is never written; `enter` answers it with
+//! `IllegalMonitorState`.
 //!
 //! Identity hash (31 bits, 0 = none; HotSpot's): installed with one compare-and-swap in every
 //! state, including fast-locked ("HotSpot's lightweight locking stores the hash in the header
@@ -24,7 +33,14 @@
 //! [`LightweightTable`] (`lightweight-table`) finds the monitor by the header's address in an
 //! [`ObjectMonitorTable`], as HotSpot does with `-XX:+UseObjectMonitorTable`: inflation and
 //! deflation change only the lock bits. (The reserved field stays reserved so that both forms
-//! share [`MarkWord`]; with the table form a host could have those 24 bits too.)
+//! share [`MarkWord`]; with the table form a host could have those 24 bits too.) HotSpot's
+//! table is keyed by the object (a weak reference the GC maintains); ours by the address, which
+//! safe Rust can move or reuse under an installed idle monitor (`mem::replace`, `mem::swap`,
+//! a drop without `reclaim`): so every move of a header into or out of the monitor state is
+//! made with its table slot locked, together with its entry, and a look-up treats an entry
+//! that does not match the word as stale (replaced by the next inflation) and a monitor state
+//! without an entry as an orphan (deflated in place) — never a wait for an entry that cannot
+//! come (issue 11, findings 5 and 15; the rule is in [`super::omt`]).
 //!
 //! Fast-locking "CASes the lowest two header bits to 00 … but does *not* overload the upper bits
 //! with a stack-pointer. Instead, it pushes the object-reference to a thread-local lock-stack"
@@ -53,20 +69,21 @@
 //! Deflation: [`crate::deflate`], per [`Config::deflation`].
 //!
 //! Atomic operations per fast path:
-//! - lock an unlocked object: one load, one compare-and-swap (`01` → `00`), two stores (entry,
-//!   top) to the thread's own lock stack;
+//! - lock an unlocked object: one load, one compare-and-swap (`01` → `00`; stored `00` →
+//!   `01`), two stores (entry, top) to the thread's own lock stack;
 //! - recursive lock (object on top): one load of the header, two stores; no read-modify-write;
-//! - unlock: one load, one compare-and-swap (`00` → `01`), two stores; recursive unlock: two
-//!   stores.
+//! - unlock: one load, one compare-and-swap (`00` → `01`; stored `01` → `00`), two stores;
+//!   recursive unlock: two stores.
 //!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
-//! see [`Lightweight::locked_objects`] and [`Runtime::relocate`].
+//! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a
+//! `lightweight-table` entry with its header).
 
-use super::mark::{self, MarkWord, LOCKED, LOCK_BITS, MARK_HOST_BITS, MARK_KEPT_BITS, MONITOR};
+use super::mark::{self, MarkWord, FAST_LOCKED, FAST_UNLOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
 use super::omt::ObjectMonitorTable;
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
-use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
+use crate::monitor::{FatMonitor, PinnedClaim, WaitOutcome, ANONYMOUS_OWNER};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{yield_now, AtomicU64, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
@@ -190,11 +207,17 @@ pub type LightweightTable = FastLocking<true, true>;
 /// monitor."
 pub type LightweightSeed = FastLocking<false>;
 
+/// Where the monitor of a header in the monitor state is: the index in the word, or (`TABLE`)
+/// the [`ObjectMonitorTable`] entry of the header's address. Under `TABLE` every move of a
+/// header into or out of the monitor state happens with the address's table slot locked,
+/// together with the entry's change (see [`super::omt`] for why and what it buys: stale
+/// entries are replaced, orphaned monitor states deflated in place, nothing waits for an entry
+/// that will never come).
 impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
     #[inline]
     fn locate(rt: &Runtime<Self>, h: &AtomicU64, w: u64) -> Option<MonitorIndex> {
         if T {
-            rt.state().get(h as *const AtomicU64 as usize)
+            Self::table_locate(rt, h)
         } else {
             Some(mark::index_of(w))
         }
@@ -203,8 +226,9 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
     #[inline]
     fn names(rt: &Runtime<Self>, h: &AtomicU64, cur: u64, idx: MonitorIndex) -> bool {
         if T {
-            cur & LOCK_BITS == MONITOR
-                && rt.state().get(h as *const AtomicU64 as usize) == Some(idx)
+            let slot = rt.state().slot(h as *const AtomicU64 as usize);
+            // Read under the slot: the monitor bit and the entry change together.
+            h.load(Ordering::SeqCst) & LOCK_BITS == MONITOR && slot.get() == Some(idx)
         } else {
             mark::names(cur, idx)
         }
@@ -222,23 +246,25 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
                 )
                 .is_ok();
         }
-        let a = h as *const AtomicU64 as usize;
-        if !rt.state().insert(a, idx) {
-            yield_now();
+        let mut slot = rt.state().slot(h as *const AtomicU64 as usize);
+        if h.compare_exchange(
+            w,
+            (w & !LOCK_BITS) | MONITOR,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_err()
+        {
             return false;
         }
-        let ok = h
-            .compare_exchange(
-                w,
-                (w & !LOCK_BITS) | MONITOR,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            )
-            .is_ok();
-        if !ok {
-            rt.state().remove_if(a, idx);
+        // `w` was not a monitor state, so an entry here is stale: an earlier object's at this
+        // address (moved away, or dropped without `reclaim`).
+        let stale = slot.set(idx);
+        drop(slot);
+        if let Some(old) = stale {
+            Self::retire_stale(rt, old);
         }
-        ok
+        true
     }
 
     #[inline]
@@ -248,15 +274,28 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
         cur: u64,
         idx: MonitorIndex,
     ) -> Result<(), u64> {
+        if !T {
+            return h
+                .compare_exchange(
+                    cur,
+                    mark::fast_unlocked(cur),
+                    Ordering::SeqCst,
+                    Ordering::Acquire,
+                )
+                .map(|_| ());
+        }
+        let mut slot = rt.state().slot(h as *const AtomicU64 as usize);
+        if slot.get() != Some(idx) {
+            // Not (or no longer) this header's monitor: the caller's re-check says so.
+            return Err(h.load(Ordering::Acquire));
+        }
         h.compare_exchange(
             cur,
-            (cur & MARK_KEPT_BITS) | mark::UNLOCKED,
+            mark::fast_unlocked(cur),
             Ordering::SeqCst,
             Ordering::Acquire,
         )?;
-        if T {
-            rt.state().remove_if(h as *const AtomicU64 as usize, idx);
-        }
+        slot.clear();
         Ok(())
     }
 }
@@ -272,6 +311,53 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// policy). `true` if it did.
     pub fn deflate_idle(rt: &Runtime<Self>, h: &MarkWord) -> bool {
         deflate::deflate_idle(rt, &h.0)
+    }
+
+    /// `TABLE`: the monitor of `h` if `h` is in the monitor state and has an entry. An orphan
+    /// — a monitor state with no entry, i.e. a header moved away from its entry, whose monitor
+    /// was idle — is deflated in place here (hash and host bits kept), so that no caller waits
+    /// for an entry that will never come. `None` means "`h` is not (or no longer) in the
+    /// monitor state": the caller re-reads it.
+    fn table_locate(rt: &Runtime<Self>, h: &AtomicU64) -> Option<MonitorIndex> {
+        let slot = rt.state().slot(h as *const AtomicU64 as usize);
+        let mut w = h.load(Ordering::SeqCst);
+        loop {
+            if w & LOCK_BITS != MONITOR {
+                return None;
+            }
+            if let Some(idx) = slot.get() {
+                return Some(idx);
+            }
+            // With the slot locked, no inflation or deflation of `h` is under way: the monitor
+            // state has no monitor (see `omt`). Only hash installs race with this CAS.
+            match h.compare_exchange(
+                w,
+                mark::fast_unlocked(w),
+                Ordering::SeqCst,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return None,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// `TABLE`: gives back the monitor of a stale entry (replaced or removed; no header names
+    /// it any more) if it can be claimed idle, exactly as a deflater claims one; else (still
+    /// owned through a forgotten guard) it leaks. Not counted as a deflation: like
+    /// [`reclaim`](Protocol::reclaim), it ends a monitor whose object is gone from here.
+    #[cold]
+    fn retire_stale(rt: &Runtime<Self>, idx: MonitorIndex) {
+        let m = rt.monitors().get(idx);
+        if !m.add_contention() {
+            return;
+        }
+        if m.try_begin_deflation_pinned() == PinnedClaim::Claimed {
+            m.finish_deflation();
+            rt.monitors().free(idx);
+        } else {
+            m.remove_contention();
+        }
     }
 
     /// GC hook: the objects `t` has fast-locked, one entry per lock level, oldest first. These
@@ -292,6 +378,20 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                 if e.load(Ordering::Relaxed) == from as usize {
                     e.store(addr(to), Ordering::Release);
                 }
+            }
+        }
+        if T && from as usize != addr(to) {
+            // The entry moves with the header (HotSpot's GC re-keys its table the same way).
+            let Some(idx) = rt.state().slot(from as usize).clear() else {
+                return;
+            };
+            let stale = if to.0.load(Ordering::Acquire) & LOCK_BITS == MONITOR {
+                rt.state().slot(addr(to)).set(idx)
+            } else {
+                Some(idx) // `from`'s entry was stale already
+            };
+            if let Some(old) = stale {
+                Self::retire_stale(rt, old);
             }
         }
     }
@@ -325,7 +425,13 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                 Self::claim(t, m, lo, hi);
                 return Ok(m);
             }
-            debug_assert_eq!(w & LOCK_BITS, LOCKED);
+            if w & LOCK_BITS != FAST_LOCKED {
+                // Not locked at all, so nobody holds `h` and our run is stale: a guard was
+                // forgotten and the object at this address replaced (safe Rust can). Drop the
+                // run and say so, rather than take the new object.
+                ls.remove(lo, hi);
+                return Err(MonitorError::IllegalMonitorState);
+            }
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
@@ -394,7 +500,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         loop {
             let w = h.0.load(Ordering::Acquire);
             match w & LOCK_BITS {
-                LOCKED => {
+                FAST_LOCKED => {
                     if let Some((_, hi)) = ls.run(a) {
                         let top = ls.top();
                         if R && hi == top && top < LOCK_STACK_CAPACITY {
@@ -433,7 +539,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                         Via::Retry => {}
                     }
                 }
-                _ => {
+                FAST_UNLOCKED => {
                     // Unlocked (the fast path found the stack full or lost a race).
                     let top = ls.top();
                     if top == LOCK_STACK_CAPACITY {
@@ -450,6 +556,9 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                         return Ok(true);
                     }
                 }
+                // Stored `11` is never written: not a header of this protocol (uninitialised
+                // memory). An error, not a guess.
+                _ => return Err(MonitorError::IllegalMonitorState),
             }
         }
     }
@@ -564,7 +673,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         let top = ls.top();
         if top < LOCK_STACK_CAPACITY {
             let w = h.0.load(Ordering::Relaxed);
-            if w & LOCK_BITS == 0b01 {
+            if w & LOCK_BITS == FAST_UNLOCKED {
                 if h.0
                     .compare_exchange(w, w ^ 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
@@ -603,10 +712,10 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
                 return Ok(());
             }
             let w = h.0.load(Ordering::Relaxed);
-            if w & LOCK_BITS == LOCKED {
+            if w & LOCK_BITS == FAST_LOCKED {
                 ls.pop(top);
                 if h.0
-                    .compare_exchange(w, w | 1, Ordering::Release, Ordering::Relaxed)
+                    .compare_exchange(w, w ^ 1, Ordering::Release, Ordering::Relaxed)
                     .is_ok()
                 {
                     return Ok(());
@@ -634,7 +743,9 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         h: &MarkWord,
         all: bool,
     ) -> Result<(), MonitorError> {
-        if t.local().run(addr(h)).is_some() && h.0.load(Ordering::Acquire) & LOCK_BITS == LOCKED {
+        if t.local().run(addr(h)).is_some()
+            && h.0.load(Ordering::Acquire) & LOCK_BITS == FAST_LOCKED
+        {
             // HotSpot's quick_notify: a fast-locked object has no wait set, hence no waiters.
             return Ok(());
         }
@@ -672,7 +783,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         for _ in 0..OWNER_QUERY_ROUNDS {
             let w = h.0.load(Ordering::SeqCst);
             match w & LOCK_BITS {
-                LOCKED => {}
+                FAST_LOCKED => {}
                 MONITOR => match deflate::monitor_owner(rt, &h.0, w) {
                     None => continue,
                     Some(0) => return None,
@@ -691,18 +802,21 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
 
     fn reclaim(rt: &Runtime<Self>, h: &mut MarkWord) {
         let w = h.0.load(Ordering::Relaxed);
-        if w & LOCK_BITS == MONITOR {
-            if let Some(idx) = Self::locate(rt, &h.0, w) {
-                if T {
-                    rt.state().remove_if(addr(h), idx);
-                }
-                if rt.monitors().get(idx).is_idle() {
-                    rt.monitors().free(idx);
-                }
+        // `TABLE`: the address's entry goes, whatever the word says (a stale one too).
+        let idx = if T {
+            rt.state().slot(addr(h)).clear()
+        } else {
+            (w & LOCK_BITS == MONITOR).then(|| mark::index_of(w))
+        };
+        if let Some(idx) = idx {
+            // `&mut`: nobody else reaches this header, hence its monitor; still owned only
+            // through a forgotten guard, and then it leaks.
+            if rt.monitors().get(idx).is_idle() {
+                rt.monitors().free(idx);
             }
         }
         // The object is dead: its hash goes with it.
-        h.0.store((w & MARK_HOST_BITS) | 0b01, Ordering::Relaxed);
+        h.0.store((w & MARK_HOST_BITS) | FAST_UNLOCKED, Ordering::Relaxed);
     }
 
     const HASH_BITS: u32 = mark::HASH_BITS;
@@ -772,10 +886,13 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                 m.claim_anonymous(t.core(), 1);
                 return deflate::exit_owned(rt, t, &h.0, m, idx);
             }
-            match h
-                .0
-                .compare_exchange(w, w | 1, Ordering::Release, Ordering::Acquire)
-            {
+            // Fast-locked (ours) to unlocked; an unlocked word stays as it is.
+            match h.0.compare_exchange(
+                w,
+                (w & !LOCK_BITS) | FAST_UNLOCKED,
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return Ok(()),
                 Err(now) => w = now,
             }
@@ -805,15 +922,19 @@ mod tests {
         let rt = Runtime::<Lightweight>::with_defaults();
         let me = rt.attach().unwrap();
         let h = MarkWord::new(HOST);
-        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
         let g = me.enter(&h).unwrap();
-        assert_eq!(h.raw(), HOST, "lock bits 00, host bits in place");
+        assert_eq!(
+            h.raw(),
+            HOST | FAST_LOCKED,
+            "lock bits flipped, host bits in place"
+        );
         assert_eq!(
             Lightweight::locked_objects(me.context()),
             vec![&h as *const _]
         );
         drop(g);
-        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
         assert!(Lightweight::locked_objects(me.context()).is_empty());
         assert_eq!(rt.stats_snapshot().inflations(), 0);
     }
@@ -827,9 +948,9 @@ mod tests {
         let gs: Vec<_> = (0..3).map(|_| me.enter(&h).unwrap()).collect();
         assert_eq!(Lightweight::locked_objects(me.context()).len(), 3);
         assert_eq!(me.lock_count(&h), 3);
-        assert_eq!(h.raw() & LOCK_BITS, LOCKED);
+        assert_eq!(h.raw() & LOCK_BITS, FAST_LOCKED);
         drop(gs);
-        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
         assert_eq!(rt.stats_snapshot().inflations(), 0);
     }
 
@@ -844,7 +965,7 @@ mod tests {
         let me = rt.attach().unwrap();
         let h = MarkWord::new(HOST);
         let g1 = me.enter(&h).unwrap();
-        assert_eq!(h.raw(), HOST);
+        assert_eq!(h.raw(), HOST | FAST_LOCKED);
         let g2 = me.enter(&h).unwrap();
         assert_eq!(h.raw() & LOCK_BITS, MONITOR);
         assert_eq!(me.lock_count(&h), 2);
@@ -871,9 +992,55 @@ mod tests {
         assert_eq!(rt.state().len(), 1);
         assert_eq!(rt.owner_of(&h), Some(me.id()));
         drop(g);
-        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
         assert!(rt.state().is_empty());
         assert_eq!(rt.stats_snapshot().live_monitors, 0);
+    }
+
+    /// `lightweight-table`, issue 11 finding 5: a header moved away from its installed idle
+    /// monitor is an orphan (monitor state, no entry at its new address). The first look-up
+    /// deflates it in place, hash and host bits kept; the old address keeps the stale entry.
+    #[test]
+    fn table_orphan_is_deflated_in_place() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let mut h = MarkWord::new(HOST);
+        let me = rt.attach().unwrap();
+        let v = me.identity_hash(&h).unwrap();
+        me.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        let moved = std::mem::take(&mut h);
+        let kept = HOST | u64::from(v) << 32;
+        assert_eq!(moved.raw(), kept | MONITOR);
+        assert_eq!(rt.owner_of(&moved), None);
+        assert_eq!(moved.raw(), kept | FAST_UNLOCKED, "deflated in place");
+        assert_eq!(rt.state().len(), 1, "the entry stays at the old address");
+        assert_eq!(
+            rt.stats_snapshot().deflations,
+            0,
+            "no monitor was given back"
+        );
+    }
+
+    /// `lightweight-table`, issue 11 finding 15: `reclaim` of the object now at an address also
+    /// removes a stale entry that an object dropped there without `reclaim` left, and frees its
+    /// idle monitor.
+    #[test]
+    fn table_reclaim_clears_a_stale_entry() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let mut h = Box::new(MarkWord::default());
+        let me = rt.attach().unwrap();
+        me.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        *h = MarkWord::new(HOST); // dropped without `reclaim`
+        assert_eq!(rt.state().len(), 1);
+        rt.reclaim(&mut h);
+        assert!(rt.state().is_empty());
+        assert_eq!(rt.stats_snapshot().live_monitors, 0);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
     }
 
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
@@ -906,14 +1073,14 @@ mod tests {
         me.monitor_enter(&a).unwrap();
         me.monitor_enter(&b).unwrap();
         me.monitor_exit(&a).unwrap();
-        assert_eq!(a.raw(), 0b01);
-        assert_eq!(b.raw(), 0b00);
+        assert_eq!(a.raw(), FAST_UNLOCKED);
+        assert_eq!(b.raw(), FAST_LOCKED);
         assert_eq!(
             Lightweight::locked_objects(me.context()),
             vec![&b as *const _]
         );
         me.monitor_exit(&b).unwrap();
-        assert_eq!(b.raw(), 0b01);
+        assert_eq!(b.raw(), FAST_UNLOCKED);
         assert_eq!(rt.stats_snapshot().inflations(), 0);
     }
 
@@ -924,12 +1091,12 @@ mod tests {
         let me = rt.attach().unwrap();
         let hs: Vec<MarkWord> = (0..9).map(|_| MarkWord::default()).collect();
         let gs: Vec<_> = hs.iter().map(|h| me.enter(h).unwrap()).collect();
-        assert!(hs[..8].iter().all(|h| h.raw() == 0));
+        assert!(hs[..8].iter().all(|h| h.raw() == FAST_LOCKED));
         assert_eq!(hs[8].raw() & LOCK_BITS, MONITOR);
         assert_eq!(Lightweight::locked_objects(me.context()).len(), 8);
         assert!(hs.iter().all(|h| rt.owner_of(h) == Some(me.id())));
         drop(gs);
-        assert!(hs[..8].iter().all(|h| h.raw() == 0b01));
+        assert!(hs[..8].iter().all(|h| h.raw() == FAST_UNLOCKED));
     }
 
     /// Seed 001's anonymous owner: the contender inflates a fast-locked object and records
@@ -965,7 +1132,7 @@ mod tests {
             (s.inflations_contention, s.deflations, s.live_monitors),
             (1, 1, 0)
         );
-        assert_eq!(h.raw(), HOST | 0b01);
+        assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
     }
 
     /// HotSpot's quick_notify: notify on a fast-locked object does not inflate; wait does.
@@ -977,12 +1144,12 @@ mod tests {
         let g = me.enter(&h).unwrap();
         g.notify().unwrap();
         g.notify_all().unwrap();
-        assert_eq!(h.raw(), 0);
+        assert_eq!(h.raw(), FAST_LOCKED);
         assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
         assert_eq!(h.raw() & LOCK_BITS, MONITOR);
         assert_eq!(rt.stats_snapshot().inflations_wait_notify, 1);
         drop(g);
-        assert_eq!(h.raw(), 0b01, "deflated at exit");
+        assert_eq!(h.raw(), FAST_UNLOCKED, "deflated at exit");
     }
 
     /// The policies: Never keeps the monitor; AtExit{keep} keeps up to `keep`; OnRequest
@@ -1025,7 +1192,7 @@ mod tests {
         assert!(!Lightweight::deflate_idle(&rt, &h), "owned: not idle");
         drop(g);
         assert!(Lightweight::deflate_idle(&rt, &h));
-        assert_eq!(h.raw(), 0b01);
+        assert_eq!(h.raw(), FAST_UNLOCKED);
     }
 
     /// GC hook: after the host moved an object (here: a second header holding the same word,
@@ -1046,7 +1213,7 @@ mod tests {
         assert_eq!(rt.owner_of(&new), Some(me.id()));
         // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.
         assert_eq!(unsafe { P::exit(&rt, me.context(), &new) }, Ok(()));
-        assert_eq!(new.raw(), HOST | 0b01);
+        assert_eq!(new.raw(), HOST | FAST_UNLOCKED);
         type P = Lightweight;
     }
 
@@ -1062,7 +1229,7 @@ mod tests {
             let v = me.identity_hash(&h).unwrap();
             assert_eq!(
                 h.raw(),
-                HOST | u64::from(v) << 32,
+                HOST | u64::from(v) << 32 | FAST_LOCKED,
                 "fast-locked, hash in place"
             );
             g.wait(Some(Duration::ZERO)).unwrap();
@@ -1074,7 +1241,7 @@ mod tests {
             }
             assert_eq!(
                 h.raw(),
-                HOST | u64::from(v) << 32 | 0b01,
+                HOST | u64::from(v) << 32 | FAST_UNLOCKED,
                 "deflated, hash kept"
             );
             assert_eq!(h.host_bits(), HOST & MARK_HOST_BITS);

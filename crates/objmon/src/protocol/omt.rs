@@ -8,22 +8,77 @@
 //! uncontended mutex and a hash probe (HotSpot uses a lock-free concurrent hash table plus a
 //! per-thread cache; this is the simple form, measured as such).
 //!
-//! Publication order, which the protocol's re-checks rely on: an inflater inserts the entry
-//! *before* its compare-and-swap to `10` (and removes it again if that fails), and only into
-//! an empty slot; a deflater restores the header *before* removing the entry, and removes it
-//! only if it still names its monitor. So at most one inflater has an entry at a time, and
-//! while a header stays in one monitor state the table maps it to that monitor.
+//! **Keyed by address, and addresses get reused.** HotSpot's table is keyed by the object: the
+//! monitor holds a weak reference to it, a look-up checks `monitor->object() == obj`, and the
+//! GC removes the entries of dead objects and re-keys moved ones. A library sees none of
+//! that: from safe Rust a [`MarkWord`](super::mark::MarkWord) whose idle monitor is installed
+//! can be moved (`mem::replace`, `mem::swap`) or dropped without
+//! [`reclaim`](crate::Runtime::reclaim), and another object can then live at the old address.
+//! So an entry may outlive its object's stay at its address (a *stale* entry), and a header
+//! may say "monitor" at an address that has no entry (an *orphan*). Both happen only through
+//! `&mut` access to a header, which excludes every concurrent operation on it, and then only
+//! to a header whose monitor is idle (unowned, no waiters) unless a guard was leaked with
+//! `mem::forget`. The rule that makes them harmless (issue 11, findings 5 and 15):
+//!
+//! - **Every transition of a header into or out of the monitor state, and every change of an
+//!   entry, is made holding the address's shard lock** (`ObjectMonitorTable::slot`): the
+//!   inflater's compare-and-swap to `10` and its insert, the deflater's compare-and-swap back
+//!   and its removal, each pair as one step. (Other writes of the word — fast-locking, hash
+//!   installs — stay lock-free; they never touch the monitor bit.)
+//! - Hence, with the shard locked: a header that an inflation put in the monitor state has its
+//!   entry; a header *not* in the monitor state has no entry of its own, so an entry found for
+//!   it is stale — the next inflation replaces it, and gives its monitor back if it can claim
+//!   it idle (as a deflater would; a monitor still owned through a forgotten guard leaks);
+//! - and a header in the monitor state without an entry is an orphan: its monitor was left at
+//!   the old address. The first look-up deflates it in place (one compare-and-swap back to
+//!   unlocked, hash and host bits kept) and reports "changed", so the caller re-reads the
+//!   header; nothing spins waiting for an entry that will never come. A moved header whose
+//!   monitor *was* owned (a forgotten guard) thus comes out unlocked: the forgotten hold stays
+//!   with the old address, as a lock-stack entry does.
+//! - A header in the monitor state with somebody else's entry (two headers with idle monitors
+//!   swapped) uses that monitor: an idle monitor carries no state but its identity hash, which
+//!   this protocol keeps in the header.
+//!
+//! [`Runtime::relocate`](crate::Runtime::relocate) moves the entry with the header, so a GC
+//! may move a locked inflated object.
 
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, Mutex, MutexGuard};
 use crate::table::MonitorIndex;
 use std::collections::HashMap;
 
 /// Shards of the table (a power of two).
 const SHARDS: usize = 64;
 
+type Shard = HashMap<usize, MonitorIndex>;
+
 /// Header address → monitor index (see the module documentation).
 pub struct ObjectMonitorTable {
-    shards: Box<[Mutex<HashMap<usize, MonitorIndex>>]>,
+    shards: Box<[Mutex<Shard>]>,
+}
+
+/// The entry of one header address, with its shard locked: transitions of that header into
+/// and out of the monitor state are made while holding it.
+pub(crate) struct Slot<'a> {
+    shard: MutexGuard<'a, Shard>,
+    a: usize,
+}
+
+impl Slot<'_> {
+    /// The monitor entered for this address, if any.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<MonitorIndex> {
+        self.shard.get(&self.a).copied()
+    }
+
+    /// Maps the address to `idx`; the entry it replaced, if any.
+    pub(crate) fn set(&mut self, idx: MonitorIndex) -> Option<MonitorIndex> {
+        self.shard.insert(self.a, idx)
+    }
+
+    /// Removes the address's entry; the entry, if any.
+    pub(crate) fn clear(&mut self) -> Option<MonitorIndex> {
+        self.shard.remove(&self.a)
+    }
 }
 
 impl ObjectMonitorTable {
@@ -37,36 +92,19 @@ impl ObjectMonitorTable {
     }
 
     #[inline]
-    fn shard(&self, a: usize) -> &Mutex<HashMap<usize, MonitorIndex>> {
+    fn shard(&self, a: usize) -> &Mutex<Shard> {
         // Headers are at least 8-byte aligned; mix the higher bits in.
         let k = (a >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize);
         &self.shards[(k >> 32) & (SHARDS - 1)]
     }
 
-    /// The monitor of the header at `a`, if any.
+    /// The entry of the header at `a`, its shard locked until the [`Slot`] drops. Hold no other
+    /// slot meanwhile (shards are locked one at a time; nothing else is locked inside).
     #[inline]
-    pub(crate) fn get(&self, a: usize) -> Option<MonitorIndex> {
-        lock(self.shard(a)).get(&a).copied()
-    }
-
-    /// Maps `a` to `idx` unless `a` has an entry: another inflater's (only one may publish
-    /// at a time, or one could overwrite the entry of the other's successful CAS) or a
-    /// deflater's that it is about to remove. `false` then; the caller re-reads the header.
-    pub(crate) fn insert(&self, a: usize, idx: MonitorIndex) -> bool {
-        match lock(self.shard(a)).entry(a) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(idx);
-                true
-            }
-        }
-    }
-
-    /// Removes `a`'s entry if it is `idx`.
-    pub(crate) fn remove_if(&self, a: usize, idx: MonitorIndex) {
-        let mut s = lock(self.shard(a));
-        if s.get(&a) == Some(&idx) {
-            s.remove(&a);
+    pub(crate) fn slot(&self, a: usize) -> Slot<'_> {
+        Slot {
+            shard: lock(self.shard(a)),
+            a,
         }
     }
 
