@@ -1,5 +1,6 @@
 /* Regression tests of the C API's contracts (issue 11, items 10-14 and 4), one protocol per
- * run: api_soundness <protocol>. Driven by tests/c_api_soundness.rs under a watchdog.
+ * run: api_soundness <protocol> (api_soundness --list: the protocol names). Driven by
+ * tests/c_api_soundness.rs under a watchdog, and run under valgrind by .ci/valgrind.sh.
  * Exit status 0 iff every check passed; each failed check prints its line. */
 #include "objmon.h"
 
@@ -260,6 +261,10 @@ int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: api_soundness <protocol>\n");
         return 2;
+    }
+    if (!strcmp(argv[1], "--list")) { /* the protocol names, one a line */
+        for (size_t i = 0; i < objmon_protocol_count(); i++) puts(objmon_protocol_name(i));
+        return 0;
     }
     protocol = argv[1];
     if (objmon_runtime_new(protocol, NULL, &rt) != OBJMON_OK) {
