@@ -561,7 +561,10 @@ enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
  * has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
  * attached thread is inside an objmon call (a safepoint), for every moved object that is
  * locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
- * `from` is only compared, never read.
+ * `from` is only compared, never read. A thread holding the object through
+ * `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
+ * `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
+ * a locked object must not move at all.
  *
  * # Safety
  * `rt` is live; `to` an initialised header of it.

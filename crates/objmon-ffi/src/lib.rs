@@ -175,6 +175,20 @@ pub struct objmon_runtime {
     /// This runtime's header tag (nonzero) if the protocol's word leaves 4 bytes of
     /// `objmon_header` free; 0 if it leaves none (no tagging).
     tag: u32,
+    /// Its live handles, so that `objmon_relocate` can move their unstructured records.
+    handles: Arc<Handles>,
+}
+
+/// The live `objmon_thread`s of a runtime (addresses), shared with each of them: a handle
+/// outlives `objmon_runtime_free` until its last detach.
+#[derive(Default)]
+struct Handles(std::sync::Mutex<Vec<usize>>);
+
+impl Handles {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        // A panic while holding it left the list itself consistent (push / retain).
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// An attached thread (opaque); used only by the thread that attached it.
@@ -188,6 +202,8 @@ pub struct objmon_thread {
     tag: u32,
     /// The runtime's identity (`DynRuntime::key`), for the calling thread's attach list.
     key: usize,
+    /// The runtime's handle list, which names this handle until its last detach.
+    handles: Arc<Handles>,
     // Everything below is touched only by the owner thread, after the `state` check.
     /// How many `objmon_thread_attach` calls the last detach is still owed.
     attaches: Cell<usize>,
@@ -542,6 +558,7 @@ impl ProtocolVisitor for Make<'_> {
             Ok(objmon_runtime {
                 inner: Box::new(Rt::<P>(Runtime::new(self.config.clone()))),
                 tag,
+                handles: Arc::default(),
             })
         } else {
             Err(OBJMON_E_UNSUPPORTED)
@@ -816,8 +833,10 @@ pub unsafe extern "C" fn objmon_thread_attach(
                     attaches: Cell::new(1),
                     structured: Cell::new(0),
                     unstructured: RefCell::new(Vec::new()),
+                    handles: rt.handles.clone(),
                 }));
                 ATTACHED.with(|a| a.borrow_mut().push((key, t)));
+                rt.handles.list().push(t as usize);
                 // SAFETY: contract.
                 unsafe { out.write(t) };
                 OBJMON_OK
@@ -855,6 +874,7 @@ pub unsafe extern "C" fn objmon_thread_detach(
                 return OBJMON_E_LOCKS_HELD;
             }
             ATTACHED.with(|a| a.borrow_mut().retain(|(k, _)| *k != th.key));
+            th.handles.list().retain(|&p| p != t as usize);
             // SAFETY: allocated by objmon_thread_attach, freed once: this is the last detach
             // (contract), and it is off the thread's attach list.
             let th = unsafe { Box::from_raw(t) };
@@ -1520,7 +1540,10 @@ pub unsafe extern "C" fn objmon_contention_profile(
 /// has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
 /// attached thread is inside an objmon call (a safepoint), for every moved object that is
 /// locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
-/// `from` is only compared, never read.
+/// `from` is only compared, never read. A thread holding the object through
+/// `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
+/// `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
+/// a locked object must not move at all.
 ///
 /// # Safety
 /// `rt` is live; `to` an initialised header of it.
@@ -1537,6 +1560,44 @@ pub unsafe extern "C" fn objmon_relocate(
             return OBJMON_E_FOREIGN_HEADER;
         }
         (*rt).inner.relocate(from, to);
+        for &t in (*rt).handles.list().iter() {
+            // SAFETY: a listed handle is live (it leaves the list at its last detach, before
+            // it is freed); no attached thread is inside an objmon call (the contract: a
+            // safepoint, whose synchronisation orders this with the owner's own accesses),
+            // so nobody else borrows its records now.
+            let th = &*(t as *const objmon_thread);
+            let mut u = th.unstructured.borrow_mut();
+            if let Some(i) = u.iter().position(|&(p, _)| p == from as usize) {
+                let n = u.swap_remove(i).1;
+                match u.iter_mut().find(|(p, _)| *p == to as usize) {
+                    Some((_, m)) => *m += n,
+                    None => u.push((to as usize, n)),
+                }
+            }
+        }
         OBJMON_OK
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(s: i32) -> &'static str {
+        // SAFETY: `objmon_strerror` returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(objmon_strerror(s)) }
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn strerror_names_every_status_and_only_those() {
+        let last = OBJMON_E_FOREIGN_HEADER as i32;
+        for s in 0..=last {
+            assert_ne!(message(s), "unknown status", "status {s} has no message");
+        }
+        for s in [last + 1, 42, -1, i32::MIN, i32::MAX] {
+            assert_eq!(message(s), "unknown status");
+        }
+    }
 }
