@@ -122,7 +122,9 @@ pub enum objmon_wait_outcome {
 }
 
 /// The per-object header slot: 8 bytes, 8-aligned, opaque. Initialise with
-/// `objmon_header_init` before first use. (Its one field is private: never read or write it.)
+/// `objmon_header_init` before first use; all-zero bytes (memory from `calloc` or a zeroing
+/// GC) are an unlocked, unhashed header too, of no runtime in particular. (Its one field is
+/// private: never read or write it.)
 ///
 /// ONE HEADER, ONE RUNTIME. A header initialised by one runtime must only ever be used with
 /// that runtime (until `objmon_header_reclaim` and a new `objmon_header_init`). Used with two,
@@ -191,7 +193,18 @@ impl Handles {
     }
 }
 
-/// An attached thread (opaque); used only by the thread that attached it.
+/// An attached thread (opaque): the identity of one OS thread on one runtime.
+///
+/// - Only the OS thread that attached it may use it: any other gets `OBJMON_E_WRONG_THREAD`
+///   (or 0 / false from the functions that return a value), and nothing is done.
+/// - Attaching again on that thread returns the same handle; each attach is ended by one
+///   `objmon_thread_detach`.
+/// - The last detach is refused (`OBJMON_E_LOCKS_HELD`) while the thread holds structured
+///   (`objmon_enter`) levels; it releases unstructured (`objmon_monitor_enter`) ones.
+/// - While the thread runs host code that may block or run long without objmon calls, it is
+///   in native (`objmon_enter_native` / `objmon_leave_native`) or polls (`objmon_poll`):
+///   otherwise, with `biased` and `fable` when the kernel refuses `membarrier`, another
+///   thread revoking its bias waits until it comes back.
 pub struct objmon_thread {
     /// The attaching thread's token (`token::mine`, even, never 0), plus [`IN_NATIVE`] while
     /// the thread is in native. Written only by the owner; atomic because a wrong thread may
