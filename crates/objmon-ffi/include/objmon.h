@@ -11,7 +11,8 @@
 #include <stdlib.h>
 
 /**
- * Result of every call.
+ * Result of every call. Functions return it; `objmon_strerror` takes it as an `int32_t`, so
+ * that any integer a C caller passes is defined.
  */
 typedef enum objmon_status {
   /**
@@ -63,13 +64,32 @@ typedef enum objmon_status {
    */
   OBJMON_E_PANIC = 11,
   /**
-   * A monitor operation was made while the thread is in native code (`MonitorError::InNative`).
+   * The thread is in native code (between `objmon_enter_native` and `objmon_leave_native`),
+   * where it makes no monitor call; or it entered native twice. Nothing was done.
    */
   OBJMON_E_IN_NATIVE = 12,
+  /**
+   * `objmon_thread_detach` of the last attach while the thread still holds structured
+   * (`objmon_enter`) lock levels: refused, the thread stays attached. Exit them first.
+   */
+  OBJMON_E_LOCKS_HELD = 13,
+  /**
+   * The `objmon_thread` was attached by another OS thread; nothing was done.
+   */
+  OBJMON_E_WRONG_THREAD = 14,
+  /**
+   * `objmon_leave_native` without a matching `objmon_enter_native`.
+   */
+  OBJMON_E_NOT_IN_NATIVE = 15,
+  /**
+   * The header was initialised by another runtime (detected where the protocol leaves
+   * room for a runtime tag; see `objmon_header`); nothing was done.
+   */
+  OBJMON_E_FOREIGN_HEADER = 16,
 } objmon_status;
 
 /**
- * How a successful wait ended.
+ * How a successful wait ended (only ever written by the library, never read from C).
  */
 typedef enum objmon_wait_outcome {
   /**
@@ -88,7 +108,18 @@ typedef enum objmon_wait_outcome {
 typedef struct objmon_runtime objmon_runtime;
 
 /**
- * An attached thread (opaque); used only by the thread that attached it.
+ * An attached thread (opaque): the identity of one OS thread on one runtime.
+ *
+ * - Only the OS thread that attached it may use it: any other gets `OBJMON_E_WRONG_THREAD`
+ *   (or 0 / false from the functions that return a value), and nothing is done.
+ * - Attaching again on that thread returns the same handle; each attach is ended by one
+ *   `objmon_thread_detach`.
+ * - The last detach is refused (`OBJMON_E_LOCKS_HELD`) while the thread holds structured
+ *   (`objmon_enter`) levels; it releases unstructured (`objmon_monitor_enter`) ones.
+ * - While the thread runs host code that may block or run long without objmon calls, it is
+ *   in native (`objmon_enter_native` / `objmon_leave_native`) or polls (`objmon_poll`):
+ *   otherwise, with `biased` and `fable` when the kernel refuses `membarrier`, another
+ *   thread revoking its bias waits until it comes back.
  */
 typedef struct objmon_thread objmon_thread;
 
@@ -112,7 +143,17 @@ typedef struct objmon_config {
 
 /**
  * The per-object header slot: 8 bytes, 8-aligned, opaque. Initialise with
- * `objmon_header_init` before first use. (Its one field is private: never read or write it.)
+ * `objmon_header_init` before first use; all-zero bytes (memory from `calloc` or a zeroing
+ * GC) are an unlocked, unhashed header too, of no runtime in particular. (Its one field is
+ * private: never read or write it.)
+ *
+ * ONE HEADER, ONE RUNTIME. A header initialised by one runtime must only ever be used with
+ * that runtime (until `objmon_header_reclaim` and a new `objmon_header_init`). Used with two,
+ * both would believe they own it. Where the protocol's word is 4 bytes (`thin`, `fat`,
+ * `cacao`, `monitor-cache`), `objmon_header_init` stores a runtime tag in the other 4 and the
+ * calls off the lock fast path answer `OBJMON_E_FOREIGN_HEADER` for another runtime's header;
+ * the lock fast path (`objmon_enter`, `objmon_try_enter`, `objmon_exit`) and the 8-byte
+ * protocols cannot check: there the rule is the host's to keep.
  */
 typedef struct objmon_header {
   uint64_t _opaque;
@@ -215,9 +256,10 @@ size_t objmon_protocol_count(void);
 const char *objmon_protocol_name(size_t i);
 
 /**
- * A human-readable description of `s` (static string).
+ * A human-readable description of status `s` (a static string), or "unknown status" if `s`
+ * is no `objmon_status` value (any integer is accepted, as `strerror` accepts any errno).
  */
-const char *objmon_strerror(enum objmon_status s);
+const char *objmon_strerror(int32_t s);
 
 /**
  * Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
@@ -246,7 +288,8 @@ enum objmon_status objmon_runtime_free(struct objmon_runtime *rt);
 const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
 
 /**
- * Initialises an object's header (unlocked) for this runtime's protocol.
+ * Initialises an object's header (unlocked) for this runtime's protocol, and for this
+ * runtime only (see `objmon_header`: one header, one runtime).
  *
  * # Safety
  * `rt` is live; `h` is valid for writes and not in use.
@@ -254,7 +297,8 @@ const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
 enum objmon_status objmon_header_init(const struct objmon_runtime *rt, struct objmon_header *h);
 
 /**
- * GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header.
+ * GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header
+ * (`OBJMON_E_FOREIGN_HEADER`, nothing done, for another runtime's header).
  *
  * # Safety
  * `rt` is live; `h` was initialised by it and no thread uses it any more.
@@ -262,7 +306,13 @@ enum objmon_status objmon_header_init(const struct objmon_runtime *rt, struct ob
 enum objmon_status objmon_header_reclaim(const struct objmon_runtime *rt, struct objmon_header *h);
 
 /**
- * Attaches the calling thread.
+ * Attaches the calling thread to `rt` and writes its handle to `out`. The handle belongs to
+ * this OS thread: any other thread using it gets `OBJMON_E_WRONG_THREAD`.
+ *
+ * Attaching again on a thread already attached to `rt` is not an error: it writes the *same*
+ * handle (the same identity, the same locks; JNI's `AttachCurrentThread` on an attached
+ * thread) and counts the attach. Each attach is ended by one `objmon_thread_detach`; the
+ * thread detaches for real at the last one, so nested libraries may each attach and detach.
  *
  * # Safety
  * `rt` is live; `out` is valid for writes.
@@ -271,51 +321,96 @@ enum objmon_status objmon_thread_attach(const struct objmon_runtime *rt,
                                         struct objmon_thread **out);
 
 /**
- * Detaches the calling thread, releasing its unstructured (`objmon_monitor_enter`) locks;
- * writes how many lock levels it released to `released` (may be NULL).
+ * Ends one `objmon_thread_attach` of the calling thread. At the last one the thread detaches:
+ * its unstructured (`objmon_monitor_enter`) locks are released, as JNI's
+ * `DetachCurrentThread` does, and their number of lock levels written to `released` (may be
+ * NULL; 0 for an attach that was not the last), and `t` is freed.
+ *
+ * Refused, the thread staying attached and `t` valid: `OBJMON_E_LOCKS_HELD` while it holds
+ * structured (`objmon_enter`) levels at the last detach (exit them first: a detach cannot
+ * know the host's frames), `OBJMON_E_IN_NATIVE` in native, `OBJMON_E_WRONG_THREAD` from
+ * another thread.
  *
  * # Safety
- * `t` comes from `objmon_thread_attach` on this thread and is not used afterwards.
+ * `t` comes from `objmon_thread_attach` and is not used after its last detach.
  */
 enum objmon_status objmon_thread_detach(struct objmon_thread *t, size_t *released);
 
 /**
- * The thread's id (1..=32767).
+ * The thread's id (1..=32767); 0 for NULL or a handle of another thread.
  *
  * # Safety
- * `t` is a live thread.
+ * `t` is NULL or a live thread.
  */
 uint16_t objmon_thread_id(const struct objmon_thread *t);
 
 /**
- * monitorenter (structured: pair it with `objmon_exit` on the same thread).
+ * Safepoint poll. `biased`, `fable` (and their `-seed` variants) revoke a bias held by a
+ * running thread through a handshake with it when the kernel refuses `membarrier` (seccomp,
+ * old kernels): a thread that runs long stretches of host code without objmon calls should
+ * call this now and then, and a thread that blocks outside objmon should be in native
+ * (`objmon_enter_native`). Free on the other protocols.
  *
  * # Safety
- * `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle.
+ */
+enum objmon_status objmon_poll(const struct objmon_thread *t);
+
+/**
+ * The thread leaves objmon for host code that may block (a `read`, a `pthread_join`, a
+ * sleep, a GC pause...): until `objmon_leave_native` it counts as being at a safepoint, so
+ * a revoker (`biased`, `fable`) never waits for it, and it makes no monitor call (those
+ * return `OBJMON_E_IN_NATIVE`; reads like `objmon_lock_count` are fine). Locks held stay
+ * held. Call it around every blocking call made while attached (JNI's transition to
+ * native). `OBJMON_E_IN_NATIVE` if already in native.
+ *
+ * # Safety
+ * `t` is NULL or a live handle.
+ */
+enum objmon_status objmon_enter_native(const struct objmon_thread *t);
+
+/**
+ * The thread returns from native code (`objmon_enter_native`); it may wait here for a
+ * revocation in progress. `OBJMON_E_NOT_IN_NATIVE` if it was not in native.
+ *
+ * # Safety
+ * `t` is NULL or a live handle.
+ */
+enum objmon_status objmon_leave_native(const struct objmon_thread *t);
+
+/**
+ * monitorenter (structured: pair it with `objmon_exit` on the same thread). The handle
+ * counts structured levels: the last detach is refused while any is held.
+ *
+ * # Safety
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
 enum objmon_status objmon_enter(const struct objmon_thread *t, struct objmon_header *h);
 
 /**
- * monitorexit of an `objmon_enter`.
+ * monitorexit of an `objmon_enter` (or acquired `objmon_try_enter`).
+ * `OBJMON_E_ILLEGAL_MONITOR_STATE` if the thread holds no structured level (an unstructured
+ * one is released only by `objmon_monitor_exit` or detach).
  *
  * # Safety
- * `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
 enum objmon_status objmon_exit(const struct objmon_thread *t, struct objmon_header *h);
 
 /**
- * JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or detach).
+ * JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or the last detach).
  *
  * # Safety
- * `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
 enum objmon_status objmon_monitor_enter(const struct objmon_thread *t, struct objmon_header *h);
 
 /**
- * JNI MonitorExit of an `objmon_monitor_enter`.
+ * JNI MonitorExit of an `objmon_monitor_enter` (`OBJMON_E_ILLEGAL_MONITOR_STATE` if the
+ * thread holds `h` by no `objmon_monitor_enter`).
  *
  * # Safety
- * `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
 enum objmon_status objmon_monitor_exit(const struct objmon_thread *t, struct objmon_header *h);
 
@@ -323,7 +418,7 @@ enum objmon_status objmon_monitor_exit(const struct objmon_thread *t, struct obj
  * Object.notify.
  *
  * # Safety
- * `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
 enum objmon_status objmon_notify(const struct objmon_thread *t, struct objmon_header *h);
 
@@ -331,12 +426,13 @@ enum objmon_status objmon_notify(const struct objmon_thread *t, struct objmon_he
  * Object.notifyAll.
  *
  * # Safety
- * `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
 enum objmon_status objmon_notify_all(const struct objmon_thread *t, struct objmon_header *h);
 
 /**
- * Locks `h` if no other thread owns it; `*acquired` says whether it did (structured).
+ * Locks `h` if no other thread owns it; `*acquired` says whether it did (structured: an
+ * acquired lock is released by `objmon_exit`).
  *
  * # Safety
  * As `objmon_enter`; `acquired` is valid for writes.
@@ -359,18 +455,20 @@ enum objmon_status objmon_wait(const struct objmon_thread *t,
                                enum objmon_wait_outcome *outcome);
 
 /**
- * How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument.
+ * How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument
+ * or a handle of another thread. Allowed in native.
  *
  * # Safety
- * As `objmon_enter`.
+ * `t` is NULL or a live handle; `h` NULL or an initialised header of its runtime.
  */
 uint32_t objmon_lock_count(const struct objmon_thread *t, const struct objmon_header *h);
 
 /**
  * Reads and clears the calling thread's interrupt status (Java's Thread.interrupted()).
+ * False for NULL or a handle of another thread. Allowed in native.
  *
  * # Safety
- * `t` is the calling thread's live handle.
+ * `t` is NULL or a live handle.
  */
 bool objmon_thread_interrupted(const struct objmon_thread *t);
 
@@ -476,7 +574,10 @@ enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
  * has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
  * attached thread is inside an objmon call (a safepoint), for every moved object that is
  * locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
- * `from` is only compared, never read.
+ * `from` is only compared, never read. A thread holding the object through
+ * `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
+ * `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
+ * a locked object must not move at all.
  *
  * # Safety
  * `rt` is live; `to` an initialised header of it.

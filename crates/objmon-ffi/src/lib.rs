@@ -14,22 +14,44 @@
 //!
 //! Safety contract of the pointer arguments (the C caller's side): a runtime pointer comes
 //! from `objmon_runtime_new` and is not used after `objmon_runtime_free`; a thread pointer comes
-//! from `objmon_thread_attach` of that runtime, is used only by the thread that attached it and
-//! not after `objmon_thread_detach`; a header pointer points to an `objmon_header` initialised by
-//! `objmon_header_init` of that runtime, that stays at its address and alive while any thread
-//! holds or waits on it. Null pointers are detected and reported (`OBJMON_E_NULL`).
+//! from `objmon_thread_attach` of that runtime and is not used after its last
+//! `objmon_thread_detach`; a header pointer points to an `objmon_header` initialised by
+//! `objmon_header_init` of that runtime (or all-zero bytes), that stays at its address and alive
+//! while any thread holds or waits on it. Null pointers are detected and reported
+//! (`OBJMON_E_NULL`).
+//!
+//! What the library checks for the caller (issue 11), each an error code, never undefined
+//! behaviour:
+//!
+//! - **one thread, one handle**: every call taking an `objmon_thread*` compares the calling OS
+//!   thread with the one that attached it (a per-thread token, one load and compare) and
+//!   answers `OBJMON_E_WRONG_THREAD` otherwise; attaching again on an attached thread returns
+//!   the same handle and counts the attach (`objmon_thread_attach`);
+//! - **no lock outlives its thread**: the handle counts its structured lock levels, and the last
+//!   `objmon_thread_detach` is refused (`OBJMON_E_LOCKS_HELD`) while any is held, while
+//!   unstructured ones are released, as JNI's `DetachCurrentThread` does;
+//! - **native transitions come in pairs** (`objmon_enter_native` / `objmon_leave_native`), and
+//!   no monitor call is made in native (`OBJMON_E_IN_NATIVE`);
+//! - **one header, one runtime**: where the protocol's word leaves room in `objmon_header` (the
+//!   4-byte words of `thin`, `fat`, `cacao`, `monitor-cache`), the header carries its runtime's
+//!   tag and the calls off the lock fast path (`objmon_wait`, `objmon_notify*`,
+//!   `objmon_monitor_enter`, `objmon_identity_hash`, `objmon_owner_of`, ...) answer
+//!   `OBJMON_E_FOREIGN_HEADER` for a header of another runtime; elsewhere it is the host's rule.
 #![allow(non_camel_case_types)]
 
 use objmon::{
     Config, MonitorError, Protocol, ProtocolVisitor, Runtime, StatsSnapshot, ThreadHandle,
     ThreadId, WaitOutcome,
 };
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// Result of every call.
+/// Result of every call. Functions return it; `objmon_strerror` takes it as an `int32_t`, so
+/// that any integer a C caller passes is defined.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum objmon_status {
@@ -57,8 +79,19 @@ pub enum objmon_status {
     OBJMON_E_UNSUPPORTED = 10,
     /// objmon panicked (a bug); the operation did not complete.
     OBJMON_E_PANIC = 11,
-    /// A monitor operation was made while the thread is in native code (`MonitorError::InNative`).
+    /// The thread is in native code (between `objmon_enter_native` and `objmon_leave_native`),
+    /// where it makes no monitor call; or it entered native twice. Nothing was done.
     OBJMON_E_IN_NATIVE = 12,
+    /// `objmon_thread_detach` of the last attach while the thread still holds structured
+    /// (`objmon_enter`) lock levels: refused, the thread stays attached. Exit them first.
+    OBJMON_E_LOCKS_HELD = 13,
+    /// The `objmon_thread` was attached by another OS thread; nothing was done.
+    OBJMON_E_WRONG_THREAD = 14,
+    /// `objmon_leave_native` without a matching `objmon_enter_native`.
+    OBJMON_E_NOT_IN_NATIVE = 15,
+    /// The header was initialised by another runtime (detected where the protocol leaves
+    /// room for a runtime tag; see `objmon_header`); nothing was done.
+    OBJMON_E_FOREIGN_HEADER = 16,
 }
 
 use objmon_status::*;
@@ -78,7 +111,7 @@ impl From<MonitorError> for objmon_status {
     }
 }
 
-/// How a successful wait ended.
+/// How a successful wait ended (only ever written by the library, never read from C).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum objmon_wait_outcome {
@@ -89,7 +122,17 @@ pub enum objmon_wait_outcome {
 }
 
 /// The per-object header slot: 8 bytes, 8-aligned, opaque. Initialise with
-/// `objmon_header_init` before first use. (Its one field is private: never read or write it.)
+/// `objmon_header_init` before first use; all-zero bytes (memory from `calloc` or a zeroing
+/// GC) are an unlocked, unhashed header too, of no runtime in particular. (Its one field is
+/// private: never read or write it.)
+///
+/// ONE HEADER, ONE RUNTIME. A header initialised by one runtime must only ever be used with
+/// that runtime (until `objmon_header_reclaim` and a new `objmon_header_init`). Used with two,
+/// both would believe they own it. Where the protocol's word is 4 bytes (`thin`, `fat`,
+/// `cacao`, `monitor-cache`), `objmon_header_init` stores a runtime tag in the other 4 and the
+/// calls off the lock fast path answer `OBJMON_E_FOREIGN_HEADER` for another runtime's header;
+/// the lock fast path (`objmon_enter`, `objmon_try_enter`, `objmon_exit`) and the 8-byte
+/// protocols cannot check: there the rule is the host's to keep.
 #[repr(C)]
 pub struct objmon_header {
     _opaque: u64,
@@ -131,11 +174,227 @@ pub struct objmon_stats {
 /// A runtime (opaque).
 pub struct objmon_runtime {
     inner: Box<dyn DynRuntime>,
+    /// This runtime's header tag (nonzero) if the protocol's word leaves 4 bytes of
+    /// `objmon_header` free; 0 if it leaves none (no tagging).
+    tag: u32,
+    /// Its live handles, so that `objmon_relocate` can move their unstructured records.
+    handles: Arc<Handles>,
 }
 
-/// An attached thread (opaque); used only by the thread that attached it.
+/// The live `objmon_thread`s of a runtime (addresses), shared with each of them: a handle
+/// outlives `objmon_runtime_free` until its last detach.
+#[derive(Default)]
+struct Handles(std::sync::Mutex<Vec<usize>>);
+
+impl Handles {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        // A panic while holding it left the list itself consistent (push / retain).
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// An attached thread (opaque): the identity of one OS thread on one runtime.
+///
+/// - Only the OS thread that attached it may use it: any other gets `OBJMON_E_WRONG_THREAD`
+///   (or 0 / false from the functions that return a value), and nothing is done.
+/// - Attaching again on that thread returns the same handle; each attach is ended by one
+///   `objmon_thread_detach`.
+/// - The last detach is refused (`OBJMON_E_LOCKS_HELD`) while the thread holds structured
+///   (`objmon_enter`) levels; it releases unstructured (`objmon_monitor_enter`) ones.
+/// - While the thread runs host code that may block or run long without objmon calls, it is
+///   in native (`objmon_enter_native` / `objmon_leave_native`) or polls (`objmon_poll`):
+///   otherwise, with `biased` and `fable` when the kernel refuses `membarrier`, another
+///   thread revoking its bias waits until it comes back.
 pub struct objmon_thread {
+    /// The attaching thread's token (`token::mine`, even, never 0), plus [`IN_NATIVE`] while
+    /// the thread is in native. Written only by the owner; atomic because a wrong thread may
+    /// read it concurrently (that read is the check that refuses it).
+    state: AtomicU64,
     inner: Box<dyn DynThread>,
+    /// The runtime's header tag (`objmon_runtime::tag`).
+    tag: u32,
+    /// The runtime's identity (`DynRuntime::key`), for the calling thread's attach list.
+    key: usize,
+    /// The runtime's handle list, which names this handle until its last detach.
+    handles: Arc<Handles>,
+    // Everything below is touched only by the owner thread, after the `state` check.
+    /// How many `objmon_thread_attach` calls the last detach is still owed.
+    attaches: Cell<usize>,
+    /// Structured lock levels held (`objmon_enter` / `objmon_try_enter` +1, `objmon_exit` -1),
+    /// plus [`HAS_UNSTRUCTURED`] while `unstructured` is not empty: one load and one signed
+    /// compare let `objmon_exit`'s fast path past both checks.
+    structured: Cell<usize>,
+    /// Unstructured holds (`objmon_monitor_enter`): header address and levels.
+    unstructured: RefCell<Vec<(usize, u32)>>,
+}
+
+/// Bit 0 of `objmon_thread::state`: the thread is in native.
+const IN_NATIVE: u64 = 1;
+/// Top bit of `objmon_thread::structured`: the thread holds unstructured locks.
+const HAS_UNSTRUCTURED: usize = 1 << (usize::BITS - 1);
+
+/// Per-OS-thread tokens for the owner check (item 14 of issue 11). A token is assigned on a
+/// thread's first attach from a process-wide counter, so no two OS threads ever share one,
+/// even after a thread exits (unlike a thread-local's address or a recycled pthread id).
+mod token {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    thread_local! {
+        // `const` and without destructor: a plain TLS load, usable during thread teardown.
+        static TOKEN: Cell<u64> = const { Cell::new(0) };
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+
+    /// The calling thread's token, 0 if it never attached.
+    #[inline(always)]
+    pub(super) fn mine() -> u64 {
+        TOKEN.with(Cell::get)
+    }
+
+    /// The calling thread's token, assigned now if it has none: even and nonzero.
+    pub(super) fn mine_or_new() -> u64 {
+        TOKEN.with(|t| {
+            if t.get() == 0 {
+                t.set(NEXT.fetch_add(1, Ordering::Relaxed) << 1);
+            }
+            t.get()
+        })
+    }
+}
+
+thread_local! {
+    /// The calling thread's live handles, by runtime key: a second attach to the same runtime
+    /// returns the same handle (item 12 of issue 11).
+    static ATTACHED: RefCell<Vec<(usize, *mut objmon_thread)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl objmon_thread {
+    /// The handle behind `t` if the calling thread attached it and is not in native;
+    /// `OBJMON_E_WRONG_THREAD` / `OBJMON_E_IN_NATIVE` / `OBJMON_E_NULL` otherwise. One TLS load,
+    /// one load and one compare on the fast path.
+    ///
+    /// # Safety
+    /// `t` is NULL or a live handle (the module's contract).
+    #[inline(always)]
+    unsafe fn check<'a>(t: *const objmon_thread) -> Result<&'a objmon_thread, objmon_status> {
+        // SAFETY: NULL or live by contract; only `state` (atomic) is read before the check.
+        let Some(th) = (unsafe { t.as_ref() }) else {
+            return Err(OBJMON_E_NULL);
+        };
+        if th.state.load(Ordering::Relaxed) == token::mine() {
+            Ok(th)
+        } else {
+            Err(th.refusal())
+        }
+    }
+
+    /// As [`check`](Self::check), but in native is fine (reads that act as nobody).
+    ///
+    /// # Safety
+    /// As `check`.
+    #[inline]
+    unsafe fn check_any_state<'a>(
+        t: *const objmon_thread,
+    ) -> Result<&'a objmon_thread, objmon_status> {
+        // SAFETY: as in `check`.
+        let Some(th) = (unsafe { t.as_ref() }) else {
+            return Err(OBJMON_E_NULL);
+        };
+        if th.state.load(Ordering::Relaxed) & !IN_NATIVE == token::mine() {
+            Ok(th)
+        } else {
+            Err(OBJMON_E_WRONG_THREAD)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self) -> objmon_status {
+        if self.state.load(Ordering::Relaxed) & !IN_NATIVE == token::mine() {
+            OBJMON_E_IN_NATIVE
+        } else {
+            OBJMON_E_WRONG_THREAD
+        }
+    }
+
+    /// Whether `objmon_exit(h)` would take away a level held unstructured (only possible when
+    /// the thread holds `h` unstructured and no structured level on it): then it is refused.
+    ///
+    /// # Safety
+    /// `h` is an initialised header of the handle's runtime.
+    #[cold]
+    unsafe fn exit_would_take_unstructured(&self, h: *const objmon_header) -> bool {
+        let u = self.unstructured.borrow();
+        match u.iter().find(|(p, _)| *p == h as usize) {
+            // SAFETY: forwarded contract.
+            Some(&(_, n)) => (unsafe { self.inner.lock_count(h) }) <= n,
+            None => false,
+        }
+    }
+
+    /// Structured levels held (without the flag).
+    fn structured_levels(&self) -> usize {
+        self.structured.get() & !HAS_UNSTRUCTURED
+    }
+
+    /// Keeps [`HAS_UNSTRUCTURED`] equal to "`unstructured` is not empty".
+    fn flag_unstructured(&self, u: &[(usize, u32)]) {
+        let n = self.structured_levels();
+        self.structured.set(if u.is_empty() {
+            n
+        } else {
+            n | HAS_UNSTRUCTURED
+        });
+    }
+
+    /// Whether `h` carries another runtime's tag (never for untagged runtimes or headers).
+    ///
+    /// # Safety
+    /// `h` points to a live `objmon_header`.
+    #[inline]
+    unsafe fn foreign(&self, h: *const objmon_header) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { foreign(self.tag, h) }
+    }
+}
+
+/// Whether `h`'s tag word names a runtime other than the one tagged `tag`. A runtime whose
+/// protocol word is 8 bytes has tag 0 and checks nothing; an untagged (all-zero) header is
+/// accepted by every runtime.
+///
+/// # Safety
+/// `h` points to a live `objmon_header`; when `tag != 0` its upper 4 bytes are the tag word
+/// (the protocol's word fills only the lower 4, checked at runtime creation).
+#[inline]
+unsafe fn foreign(tag: u32, h: *const objmon_header) -> bool {
+    // SAFETY: see the contract: in bounds, 4-aligned, never touched by the protocol.
+    tag != 0 && {
+        let t = unsafe { tag_word(h) }.load(Ordering::Relaxed);
+        t != 0 && t != tag
+    }
+}
+
+/// The upper 4 bytes of `h`, where a tagged runtime keeps its tag.
+///
+/// # Safety
+/// `h` points to a live `objmon_header` whose protocol word is 4 bytes.
+unsafe fn tag_word<'a>(h: *const objmon_header) -> &'a AtomicU32 {
+    // SAFETY: an objmon_header is 8 bytes, 8-aligned: bytes 4..8 are in bounds and 4-aligned,
+    // and the protocol's 4-byte word (at offset 0) never overlaps them.
+    unsafe { &*(h as *const AtomicU32).add(1) }
+}
+
+/// Tags handed to runtimes (nonzero; wraps after 2^32 - 1 runtimes, when two runtimes alive
+/// at once could share one: detection is then best effort).
+fn next_tag() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    loop {
+        let t = NEXT.fetch_add(1, Ordering::Relaxed);
+        if t != 0 {
+            return t;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,6 +402,8 @@ pub struct objmon_thread {
 
 trait DynRuntime: Send + Sync + DynIntrospect {
     fn name(&self) -> &'static str;
+    /// The runtime's identity while any handle of it lives (the address of its `Runtime`).
+    fn key(&self) -> usize;
     unsafe fn header_init(&self, h: *mut objmon_header);
     fn attach(&self) -> Result<Box<dyn DynThread>, MonitorError>;
     unsafe fn owner_of(&self, h: *const objmon_header) -> Option<ThreadId>;
@@ -153,13 +414,15 @@ trait DynRuntime: Send + Sync + DynIntrospect {
     unsafe fn relocate(&self, from: *const objmon_header, to: *const objmon_header);
 }
 
+/// The operations of one attached thread. Every `unsafe fn` here acts as the thread: its
+/// caller has checked that the calling OS thread attached this handle and (but for
+/// `leave_native` and `lock_count`) is not in native (`objmon_thread::check`), and passes a
+/// header pointer satisfying the module's contract.
 trait DynThread {
     fn id(&self) -> u16;
     unsafe fn enter(&self, h: *const objmon_header) -> Result<(), MonitorError>;
     unsafe fn try_enter(&self, h: *const objmon_header) -> Result<bool, MonitorError>;
     unsafe fn exit(&self, h: *const objmon_header) -> Result<(), MonitorError>;
-    unsafe fn monitor_enter(&self, h: *const objmon_header) -> Result<(), MonitorError>;
-    unsafe fn monitor_exit(&self, h: *const objmon_header) -> Result<(), MonitorError>;
     unsafe fn wait(
         &self,
         h: *const objmon_header,
@@ -168,8 +431,11 @@ trait DynThread {
     unsafe fn notify(&self, h: *const objmon_header, all: bool) -> Result<(), MonitorError>;
     unsafe fn lock_count(&self, h: *const objmon_header) -> u32;
     fn interrupted(&self) -> bool;
-    fn detach(self: Box<Self>) -> usize;
+    fn detach(self: Box<Self>);
     unsafe fn identity_hash(&self, h: *const objmon_header) -> Result<u32, MonitorError>;
+    unsafe fn poll(&self);
+    unsafe fn enter_native(&self);
+    unsafe fn leave_native(&self);
 }
 
 struct Rt<P: Protocol>(Arc<Runtime<P>>);
@@ -186,6 +452,9 @@ unsafe fn hdr<'a, P: Protocol>(h: *const objmon_header) -> &'a P::Header {
 impl<P: Protocol> DynRuntime for Rt<P> {
     fn name(&self) -> &'static str {
         P::NAME
+    }
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
     }
     unsafe fn header_init(&self, h: *mut objmon_header) {
         // SAFETY: `h` is valid for writes of 8 bytes, 8-aligned (caller's contract), and
@@ -221,26 +490,25 @@ impl<P: Protocol> DynRuntime for Rt<P> {
     }
 }
 
+// SAFETY (every `unsafe` block in this impl): `self.0.context()` is the calling OS thread's
+// own context, as the `Protocol` operations' contract (rule 1) requires: the caller checked
+// that this thread attached the handle (`objmon_thread::check`: a per-OS-thread token stored
+// at attach); native transitions come in pairs (rule 2) because `objmon_enter_native` /
+// `objmon_leave_native` flip `IN_NATIVE` and refuse a second enter or an unmatched leave, and
+// detach is refused in native; `hdr` gets a pointer satisfying the module's header contract
+// (rule 3: valid for the call, not moved or freed while held unless reported).
 impl<P: Protocol> DynThread for Th<P> {
     fn id(&self) -> u16 {
         self.0.id().get()
     }
     unsafe fn enter(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        // SAFETY (all `hdr` calls below): forwarded contract.
-        P::enter(self.0.runtime(), self.0.context(), unsafe { hdr::<P>(h) })
+        unsafe { P::enter(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
     }
     unsafe fn try_enter(&self, h: *const objmon_header) -> Result<bool, MonitorError> {
-        P::try_enter(self.0.runtime(), self.0.context(), unsafe { hdr::<P>(h) })
+        unsafe { P::try_enter(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
     }
     unsafe fn exit(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        P::exit(self.0.runtime(), self.0.context(), unsafe { hdr::<P>(h) })
-    }
-    unsafe fn monitor_enter(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        // The contract keeps the header alive while held, which is what 'static stands for.
-        self.0.monitor_enter(unsafe { hdr::<P>(h) })
-    }
-    unsafe fn monitor_exit(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        self.0.monitor_exit(unsafe { hdr::<P>(h) })
+        unsafe { P::exit(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
     }
     unsafe fn wait(
         &self,
@@ -263,18 +531,30 @@ impl<P: Protocol> DynThread for Th<P> {
     fn interrupted(&self) -> bool {
         self.0.interrupted()
     }
-    fn detach(self: Box<Self>) -> usize {
-        self.0.detach()
+    fn detach(self: Box<Self>) {
+        // Unstructured holds are the FFI handle's (released before this); the core handle
+        // has none, and no forgotten guard: its id is free for reuse.
+        let released = self.0.detach();
+        debug_assert_eq!(released, 0);
     }
     unsafe fn identity_hash(&self, h: *const objmon_header) -> Result<u32, MonitorError> {
         self.0.identity_hash(unsafe { hdr::<P>(h) })
+    }
+    unsafe fn poll(&self) {
+        unsafe { P::poll(self.0.runtime(), self.0.context()) }
+    }
+    unsafe fn enter_native(&self) {
+        unsafe { P::enter_native(self.0.runtime(), self.0.context()) }
+    }
+    unsafe fn leave_native(&self) {
+        unsafe { P::leave_native(self.0.runtime(), self.0.context()) }
     }
 }
 
 struct Make<'a> {
     name: &'a str,
     config: Config,
-    out: Option<Result<Box<dyn DynRuntime>, objmon_status>>,
+    out: Option<Result<objmon_runtime, objmon_status>>,
 }
 
 impl ProtocolVisitor for Make<'_> {
@@ -282,10 +562,17 @@ impl ProtocolVisitor for Make<'_> {
         if self.out.is_some() || P::NAME != self.name {
             return;
         }
-        let fits = std::mem::size_of::<P::Header>() <= std::mem::size_of::<objmon_header>()
+        let size = std::mem::size_of::<P::Header>();
+        let fits = size <= std::mem::size_of::<objmon_header>()
             && std::mem::align_of::<P::Header>() <= std::mem::align_of::<objmon_header>();
+        // A word of at most 4 bytes leaves bytes 4..8 free for the runtime tag.
+        let tag = if size <= 4 { next_tag() } else { 0 };
         self.out = Some(if fits {
-            Ok(Box::new(Rt::<P>(Runtime::new(self.config.clone()))))
+            Ok(objmon_runtime {
+                inner: Box::new(Rt::<P>(Runtime::new(self.config.clone()))),
+                tag,
+                handles: Arc::default(),
+            })
         } else {
             Err(OBJMON_E_UNSUPPORTED)
         });
@@ -305,6 +592,24 @@ fn status(r: Result<(), MonitorError>) -> objmon_status {
 
 macro_rules! nonnull {
     ($($p:expr),+) => { $( if $p.is_null() { return OBJMON_E_NULL; } )+ };
+}
+
+/// `objmon_thread::check` (or `check_any_state`) of `t`, returning its refusal.
+macro_rules! owned {
+    ($t:expr) => {
+        // SAFETY: `t` is NULL or live (the caller's contract).
+        match unsafe { objmon_thread::check($t) } {
+            Ok(th) => th,
+            Err(s) => return s,
+        }
+    };
+    ($t:expr, any_state) => {
+        // SAFETY: as above.
+        match unsafe { objmon_thread::check_any_state($t) } {
+            Ok(th) => th,
+            Err(s) => return s,
+        }
+    };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -333,25 +638,54 @@ pub extern "C" fn objmon_protocol_name(i: usize) -> *const c_char {
     c_names().get(i).map_or(std::ptr::null(), |c| c.as_ptr())
 }
 
-/// A human-readable description of `s` (static string).
+/// A human-readable description of status `s` (a static string), or "unknown status" if `s`
+/// is no `objmon_status` value (any integer is accepted, as `strerror` accepts any errno).
 #[no_mangle]
-pub extern "C" fn objmon_strerror(s: objmon_status) -> *const c_char {
-    let m: &CStr = match s {
-        OBJMON_OK => c"ok",
-        OBJMON_E_ILLEGAL_MONITOR_STATE => c"current thread does not own the monitor",
-        OBJMON_E_INTERRUPTED => c"wait interrupted",
-        OBJMON_E_INVALID_TIMEOUT => c"timeout value is out of range",
-        OBJMON_E_TOO_MANY_THREADS => c"no free thread id",
-        OBJMON_E_MONITOR_TABLE_FULL => c"monitor table is full",
-        OBJMON_E_RECURSION_OVERFLOW => c"recursion count overflow",
-        OBJMON_E_NO_SUCH_THREAD => c"no attached thread has this id",
-        OBJMON_E_NULL => c"null pointer argument",
-        OBJMON_E_UNKNOWN_PROTOCOL => c"unknown protocol name",
-        OBJMON_E_UNSUPPORTED => c"protocol header does not fit objmon_header",
-        OBJMON_E_PANIC => c"internal error (panic)",
-        OBJMON_E_IN_NATIVE => c"monitor operation made while the thread is in native code",
-    };
-    m.as_ptr()
+pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
+    // Compare as integers: a C enum argument may hold any int, which would be undefined
+    // behaviour in a Rust enum parameter (issue 11 item 10).
+    const MESSAGES: [(objmon_status, &CStr); 17] = [
+        (OBJMON_OK, c"ok"),
+        (
+            OBJMON_E_ILLEGAL_MONITOR_STATE,
+            c"current thread does not own the monitor",
+        ),
+        (OBJMON_E_INTERRUPTED, c"wait interrupted"),
+        (OBJMON_E_INVALID_TIMEOUT, c"timeout value is out of range"),
+        (OBJMON_E_TOO_MANY_THREADS, c"no free thread id"),
+        (OBJMON_E_MONITOR_TABLE_FULL, c"monitor table is full"),
+        (OBJMON_E_RECURSION_OVERFLOW, c"recursion count overflow"),
+        (OBJMON_E_NO_SUCH_THREAD, c"no attached thread has this id"),
+        (OBJMON_E_NULL, c"null pointer argument"),
+        (OBJMON_E_UNKNOWN_PROTOCOL, c"unknown protocol name"),
+        (
+            OBJMON_E_UNSUPPORTED,
+            c"protocol header does not fit objmon_header",
+        ),
+        (OBJMON_E_PANIC, c"internal error (panic)"),
+        (
+            OBJMON_E_IN_NATIVE,
+            c"monitor operation made while the thread is in native code",
+        ),
+        (
+            OBJMON_E_LOCKS_HELD,
+            c"thread still holds structured locks: not detached",
+        ),
+        (
+            OBJMON_E_WRONG_THREAD,
+            c"thread handle used by a thread that did not attach it",
+        ),
+        (OBJMON_E_NOT_IN_NATIVE, c"thread is not in native code"),
+        (
+            OBJMON_E_FOREIGN_HEADER,
+            c"header belongs to another runtime",
+        ),
+    ];
+    MESSAGES
+        .iter()
+        .find(|(k, _)| *k as i32 == s)
+        .map_or(c"unknown status", |(_, m)| m)
+        .as_ptr()
 }
 
 /// Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
@@ -370,7 +704,7 @@ pub unsafe extern "C" fn objmon_runtime_new(
         let Ok(name) = unsafe { CStr::from_ptr(protocol) }.to_str() else {
             return OBJMON_E_UNKNOWN_PROTOCOL;
         };
-        // SAFETY: NULL or valid by contract.
+        // SAFETY: NULL or valid by contract (every field's type takes any bit pattern).
         let c = unsafe { config.as_ref() }.copied().unwrap_or_default();
         let mut cfg = Config::default();
         if c.max_threads != 0 {
@@ -389,8 +723,8 @@ pub unsafe extern "C" fn objmon_runtime_new(
         match make.out {
             None => OBJMON_E_UNKNOWN_PROTOCOL,
             Some(Err(s)) => s,
-            Some(Ok(inner)) => {
-                let rt = Box::into_raw(Box::new(objmon_runtime { inner }));
+            Some(Ok(rt)) => {
+                let rt = Box::into_raw(Box::new(rt));
                 // SAFETY: `out` is valid for writes by contract.
                 unsafe { out.write(rt) };
                 OBJMON_OK
@@ -430,7 +764,8 @@ pub unsafe extern "C" fn objmon_runtime_protocol(rt: *const objmon_runtime) -> *
         .map_or(std::ptr::null(), |c| c.as_ptr())
 }
 
-/// Initialises an object's header (unlocked) for this runtime's protocol.
+/// Initialises an object's header (unlocked) for this runtime's protocol, and for this
+/// runtime only (see `objmon_header`: one header, one runtime).
 ///
 /// # Safety
 /// `rt` is live; `h` is valid for writes and not in use.
@@ -443,11 +778,16 @@ pub unsafe extern "C" fn objmon_header_init(
     // SAFETY: contract.
     guarded(|| unsafe {
         (*rt).inner.header_init(h);
+        if (*rt).tag != 0 {
+            // SAFETY: a tagged runtime's protocol word is 4 bytes (`Make`).
+            tag_word(h).store((*rt).tag, Ordering::Relaxed);
+        }
         OBJMON_OK
     })
 }
 
-/// GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header.
+/// GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header
+/// (`OBJMON_E_FOREIGN_HEADER`, nothing done, for another runtime's header).
 ///
 /// # Safety
 /// `rt` is live; `h` was initialised by it and no thread uses it any more.
@@ -459,12 +799,21 @@ pub unsafe extern "C" fn objmon_header_reclaim(
     nonnull!(rt, h);
     // SAFETY: contract.
     guarded(|| unsafe {
+        if foreign((*rt).tag, h) {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
         (*rt).inner.reclaim(h);
         OBJMON_OK
     })
 }
 
-/// Attaches the calling thread.
+/// Attaches the calling thread to `rt` and writes its handle to `out`. The handle belongs to
+/// this OS thread: any other thread using it gets `OBJMON_E_WRONG_THREAD`.
+///
+/// Attaching again on a thread already attached to `rt` is not an error: it writes the *same*
+/// handle (the same identity, the same locks; JNI's `AttachCurrentThread` on an attached
+/// thread) and counts the attach. Each attach is ended by one `objmon_thread_detach`; the
+/// thread detaches for real at the last one, so nested libraries may each attach and detach.
 ///
 /// # Safety
 /// `rt` is live; `out` is valid for writes.
@@ -476,10 +825,33 @@ pub unsafe extern "C" fn objmon_thread_attach(
     nonnull!(rt, out);
     guarded(|| {
         // SAFETY: contract.
-        match unsafe { &*rt }.inner.attach() {
+        let rt = unsafe { &*rt };
+        let key = rt.inner.key();
+        let again = ATTACHED.with(|a| a.borrow().iter().find(|(k, _)| *k == key).map(|e| e.1));
+        if let Some(t) = again {
+            // SAFETY: a live handle of this thread (listed until its last detach).
+            let th = unsafe { &*t };
+            th.attaches.set(th.attaches.get() + 1);
+            // SAFETY: contract.
+            unsafe { out.write(t) };
+            return OBJMON_OK;
+        }
+        match rt.inner.attach() {
             Ok(inner) => {
+                let t = Box::into_raw(Box::new(objmon_thread {
+                    state: AtomicU64::new(token::mine_or_new()),
+                    inner,
+                    tag: rt.tag,
+                    key,
+                    attaches: Cell::new(1),
+                    structured: Cell::new(0),
+                    unstructured: RefCell::new(Vec::new()),
+                    handles: rt.handles.clone(),
+                }));
+                ATTACHED.with(|a| a.borrow_mut().push((key, t)));
+                rt.handles.list().push(t as usize);
                 // SAFETY: contract.
-                unsafe { out.write(Box::into_raw(Box::new(objmon_thread { inner }))) };
+                unsafe { out.write(t) };
                 OBJMON_OK
             }
             Err(e) => e.into(),
@@ -487,134 +859,284 @@ pub unsafe extern "C" fn objmon_thread_attach(
     })
 }
 
-/// Detaches the calling thread, releasing its unstructured (`objmon_monitor_enter`) locks;
-/// writes how many lock levels it released to `released` (may be NULL).
+/// Ends one `objmon_thread_attach` of the calling thread. At the last one the thread detaches:
+/// its unstructured (`objmon_monitor_enter`) locks are released, as JNI's
+/// `DetachCurrentThread` does, and their number of lock levels written to `released` (may be
+/// NULL; 0 for an attach that was not the last), and `t` is freed.
+///
+/// Refused, the thread staying attached and `t` valid: `OBJMON_E_LOCKS_HELD` while it holds
+/// structured (`objmon_enter`) levels at the last detach (exit them first: a detach cannot
+/// know the host's frames), `OBJMON_E_IN_NATIVE` in native, `OBJMON_E_WRONG_THREAD` from
+/// another thread.
 ///
 /// # Safety
-/// `t` comes from `objmon_thread_attach` on this thread and is not used afterwards.
+/// `t` comes from `objmon_thread_attach` and is not used after its last detach.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_thread_detach(
     t: *mut objmon_thread,
     released: *mut usize,
 ) -> objmon_status {
-    nonnull!(t);
+    let th = owned!(t);
     guarded(|| {
-        // SAFETY: allocated by objmon_thread_attach, freed once (contract).
-        let n = unsafe { Box::from_raw(t) }.inner.detach();
+        let n = th.attaches.get();
+        let mut levels = 0;
+        if n > 1 {
+            th.attaches.set(n - 1);
+        } else {
+            if th.structured_levels() != 0 {
+                return OBJMON_E_LOCKS_HELD;
+            }
+            ATTACHED.with(|a| a.borrow_mut().retain(|(k, _)| *k != th.key));
+            th.handles.list().retain(|&p| p != t as usize);
+            // SAFETY: allocated by objmon_thread_attach, freed once: this is the last detach
+            // (contract), and it is off the thread's attach list.
+            let th = unsafe { Box::from_raw(t) };
+            for (p, n) in th.unstructured.take() {
+                for _ in 0..n {
+                    // SAFETY: our own handle (checked); the header is alive while held
+                    // (contract).
+                    if unsafe { th.inner.exit(p as *const objmon_header) }.is_ok() {
+                        levels += 1;
+                    }
+                }
+            }
+            th.inner.detach();
+        }
         if !released.is_null() {
             // SAFETY: non-null and valid for writes by contract.
-            unsafe { released.write(n) };
+            unsafe { released.write(levels) };
         }
         OBJMON_OK
     })
 }
 
-/// The thread's id (1..=32767).
+/// The thread's id (1..=32767); 0 for NULL or a handle of another thread.
 ///
 /// # Safety
-/// `t` is a live thread.
+/// `t` is NULL or a live thread.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_thread_id(t: *const objmon_thread) -> u16 {
-    if t.is_null() {
-        return 0;
+    // SAFETY: contract.
+    match unsafe { objmon_thread::check_any_state(t) } {
+        Ok(th) => th.inner.id(),
+        Err(_) => 0,
     }
-    // SAFETY: contract.
-    unsafe { &*t }.inner.id()
 }
 
-/// Runs `op` on the thread's handle after the null checks, catching panics.
+/// Safepoint poll. `biased`, `fable` (and their `-seed` variants) revoke a bias held by a
+/// running thread through a handshake with it when the kernel refuses `membarrier` (seccomp,
+/// old kernels): a thread that runs long stretches of host code without objmon calls should
+/// call this now and then, and a thread that blocks outside objmon should be in native
+/// (`objmon_enter_native`). Free on the other protocols.
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
-unsafe fn thread_op(
-    t: *const objmon_thread,
-    h: *mut objmon_header,
-    op: impl FnOnce(&dyn DynThread, *const objmon_header) -> Result<(), MonitorError>,
-) -> objmon_status {
-    nonnull!(t, h);
-    // SAFETY: contract.
-    guarded(|| status(op(unsafe { &*(*t).inner }, h)))
+/// `t` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_poll(t: *const objmon_thread) -> objmon_status {
+    let th = owned!(t);
+    // SAFETY: our own context (the owner check above), not in native: see `impl DynThread`.
+    guarded(|| unsafe {
+        th.inner.poll();
+        OBJMON_OK
+    })
 }
 
-/// monitorenter (structured: pair it with `objmon_exit` on the same thread).
+/// The thread leaves objmon for host code that may block (a `read`, a `pthread_join`, a
+/// sleep, a GC pause...): until `objmon_leave_native` it counts as being at a safepoint, so
+/// a revoker (`biased`, `fable`) never waits for it, and it makes no monitor call (those
+/// return `OBJMON_E_IN_NATIVE`; reads like `objmon_lock_count` are fine). Locks held stay
+/// held. Call it around every blocking call made while attached (JNI's transition to
+/// native). `OBJMON_E_IN_NATIVE` if already in native.
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+/// `t` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_enter_native(t: *const objmon_thread) -> objmon_status {
+    let th = owned!(t);
+    guarded(|| {
+        // SAFETY: our own context (the owner check above); not in native (checked), so this
+        // opens a pair that `objmon_leave_native` alone closes.
+        unsafe { th.inner.enter_native() };
+        th.state.fetch_or(IN_NATIVE, Ordering::Relaxed);
+        OBJMON_OK
+    })
+}
+
+/// The thread returns from native code (`objmon_enter_native`); it may wait here for a
+/// revocation in progress. `OBJMON_E_NOT_IN_NATIVE` if it was not in native.
+///
+/// # Safety
+/// `t` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_leave_native(t: *const objmon_thread) -> objmon_status {
+    let th = owned!(t, any_state);
+    if th.state.load(Ordering::Relaxed) & IN_NATIVE == 0 {
+        return OBJMON_E_NOT_IN_NATIVE;
+    }
+    guarded(|| {
+        // SAFETY: our own context (the owner check above), in native: this closes the pair.
+        unsafe { th.inner.leave_native() };
+        th.state.fetch_and(!IN_NATIVE, Ordering::Relaxed);
+        OBJMON_OK
+    })
+}
+
+/// monitorenter (structured: pair it with `objmon_exit` on the same thread). The handle
+/// counts structured levels: the last detach is refused while any is held.
+///
+/// # Safety
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_enter(
     t: *const objmon_thread,
     h: *mut objmon_header,
 ) -> objmon_status {
-    // SAFETY: forwarded contract (the header pointer is valid for the call).
-    unsafe { thread_op(t, h, |t, h| t.enter(h)) }
+    nonnull!(h);
+    let th = owned!(t);
+    guarded(|| {
+        // SAFETY: our own handle (checked); header contract forwarded.
+        let r = unsafe { th.inner.enter(h) };
+        // Branch-free, so that the result maps to a status by table as before.
+        th.structured.set(th.structured.get() + r.is_ok() as usize);
+        status(r)
+    })
 }
 
-/// monitorexit of an `objmon_enter`.
+/// monitorexit of an `objmon_enter` (or acquired `objmon_try_enter`).
+/// `OBJMON_E_ILLEGAL_MONITOR_STATE` if the thread holds no structured level (an unstructured
+/// one is released only by `objmon_monitor_exit` or detach).
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_exit(
     t: *const objmon_thread,
     h: *mut objmon_header,
 ) -> objmon_status {
-    // SAFETY: forwarded contract (the header pointer is valid for the call).
-    unsafe { thread_op(t, h, |t, h| t.exit(h)) }
+    nonnull!(h);
+    let th = owned!(t);
+    let n = th.structured.get();
+    // One signed compare: no structured level held, or unstructured ones to look at.
+    if n as isize <= 0
+        && (n & !HAS_UNSTRUCTURED == 0
+            // SAFETY: our own handle (checked); header contract forwarded.
+            || unsafe { th.exit_would_take_unstructured(h) })
+    {
+        return OBJMON_E_ILLEGAL_MONITOR_STATE;
+    }
+    guarded(|| {
+        // SAFETY: our own handle (checked); header contract forwarded.
+        let r = unsafe { th.inner.exit(h) };
+        th.structured.set(n - r.is_ok() as usize);
+        status(r)
+    })
 }
 
-/// JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or detach).
+/// JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or the last detach).
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_monitor_enter(
     t: *const objmon_thread,
     h: *mut objmon_header,
 ) -> objmon_status {
-    // SAFETY: forwarded contract (the header pointer is valid for the call).
-    unsafe { thread_op(t, h, |t, h| t.monitor_enter(h)) }
+    nonnull!(h);
+    let th = owned!(t);
+    guarded(|| {
+        // SAFETY (both): our own handle (checked); header contract forwarded.
+        if unsafe { th.foreign(h) } {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
+        if let Err(e) = unsafe { th.inner.enter(h) } {
+            return e.into();
+        }
+        let mut u = th.unstructured.borrow_mut();
+        match u.iter_mut().find(|(p, _)| *p == h as usize) {
+            Some((_, n)) => *n += 1,
+            None => u.push((h as usize, 1)),
+        }
+        th.flag_unstructured(&u);
+        OBJMON_OK
+    })
 }
 
-/// JNI MonitorExit of an `objmon_monitor_enter`.
+/// JNI MonitorExit of an `objmon_monitor_enter` (`OBJMON_E_ILLEGAL_MONITOR_STATE` if the
+/// thread holds `h` by no `objmon_monitor_enter`).
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_monitor_exit(
     t: *const objmon_thread,
     h: *mut objmon_header,
 ) -> objmon_status {
-    // SAFETY: forwarded contract (the header pointer is valid for the call).
-    unsafe { thread_op(t, h, |t, h| t.monitor_exit(h)) }
+    nonnull!(h);
+    let th = owned!(t);
+    guarded(|| {
+        let mut u = th.unstructured.borrow_mut();
+        let Some(i) = u.iter().position(|(p, _)| *p == h as usize) else {
+            return OBJMON_E_ILLEGAL_MONITOR_STATE;
+        };
+        // SAFETY: our own handle (checked); header contract forwarded.
+        if let Err(e) = unsafe { th.inner.exit(h) } {
+            return e.into();
+        }
+        u[i].1 -= 1;
+        if u[i].1 == 0 {
+            u.swap_remove(i);
+        }
+        th.flag_unstructured(&u);
+        OBJMON_OK
+    })
+}
+
+/// Runs `op` on the handle after the owner, null and runtime-tag checks, catching panics.
+///
+/// # Safety
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
+unsafe fn checked_op(
+    t: *const objmon_thread,
+    h: *const objmon_header,
+    op: impl FnOnce(&objmon_thread) -> objmon_status,
+) -> objmon_status {
+    nonnull!(h);
+    let th = owned!(t);
+    // SAFETY: header contract.
+    if unsafe { th.foreign(h) } {
+        return OBJMON_E_FOREIGN_HEADER;
+    }
+    guarded(|| op(th))
 }
 
 /// Object.notify.
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_notify(
     t: *const objmon_thread,
     h: *mut objmon_header,
 ) -> objmon_status {
-    // SAFETY: forwarded contract (the header pointer is valid for the call).
-    unsafe { thread_op(t, h, |t, h| t.notify(h, false)) }
+    // SAFETY: forwarded contract; `checked_op` checked the owner.
+    unsafe { checked_op(t, h, |th| status(th.inner.notify(h, false))) }
 }
 
 /// Object.notifyAll.
 ///
 /// # Safety
-/// `t` is the calling thread's live handle; `h` an initialised header of its runtime.
+/// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_notify_all(
     t: *const objmon_thread,
     h: *mut objmon_header,
 ) -> objmon_status {
-    // SAFETY: forwarded contract (the header pointer is valid for the call).
-    unsafe { thread_op(t, h, |t, h| t.notify(h, true)) }
+    // SAFETY: forwarded contract; `checked_op` checked the owner.
+    unsafe { checked_op(t, h, |th| status(th.inner.notify(h, true))) }
 }
 
-/// Locks `h` if no other thread owns it; `*acquired` says whether it did (structured).
+/// Locks `h` if no other thread owns it; `*acquired` says whether it did (structured: an
+/// acquired lock is released by `objmon_exit`).
 ///
 /// # Safety
 /// As `objmon_enter`; `acquired` is valid for writes.
@@ -624,11 +1146,15 @@ pub unsafe extern "C" fn objmon_try_enter(
     h: *mut objmon_header,
     acquired: *mut bool,
 ) -> objmon_status {
-    nonnull!(t, h, acquired);
-    // SAFETY: contract.
+    nonnull!(h, acquired);
+    let th = owned!(t);
+    // SAFETY: our own handle (checked); contract.
     guarded(|| unsafe {
-        match (*t).inner.try_enter(h) {
+        match th.inner.try_enter(h) {
             Ok(b) => {
+                if b {
+                    th.structured.set(th.structured.get() + 1);
+                }
                 acquired.write(b);
                 OBJMON_OK
             }
@@ -650,14 +1176,13 @@ pub unsafe extern "C" fn objmon_wait(
     timeout_ns: i64,
     outcome: *mut objmon_wait_outcome,
 ) -> objmon_status {
-    nonnull!(t, h);
     if timeout_ns < 0 {
         return OBJMON_E_INVALID_TIMEOUT;
     }
     let timeout = (timeout_ns > 0).then(|| Duration::from_nanos(timeout_ns as u64));
-    // SAFETY: contract.
-    guarded(|| unsafe {
-        match (*t).inner.wait(h, timeout) {
+    // SAFETY: forwarded contract; `checked_op` checked the owner.
+    unsafe {
+        checked_op(t, h, |th| match th.inner.wait(h, timeout) {
             Ok(o) => {
                 if !outcome.is_null() {
                     outcome.write(match o {
@@ -668,34 +1193,44 @@ pub unsafe extern "C" fn objmon_wait(
                 OBJMON_OK
             }
             Err(e) => e.into(),
-        }
-    })
+        })
+    }
 }
 
-/// How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument.
+/// How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument
+/// or a handle of another thread. Allowed in native.
 ///
 /// # Safety
-/// As `objmon_enter`.
+/// `t` is NULL or a live handle; `h` NULL or an initialised header of its runtime.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_lock_count(
     t: *const objmon_thread,
     h: *const objmon_header,
 ) -> u32 {
-    if t.is_null() || h.is_null() {
+    // SAFETY: contract.
+    let Ok(th) = (unsafe { objmon_thread::check_any_state(t) }) else {
+        return 0;
+    };
+    // SAFETY: contract.
+    if h.is_null() || unsafe { th.foreign(h) } {
         return 0;
     }
-    // SAFETY: contract.
-    catch_unwind(AssertUnwindSafe(|| unsafe { (*t).inner.lock_count(h) })).unwrap_or(0)
+    // SAFETY: our own handle (checked); contract.
+    catch_unwind(AssertUnwindSafe(|| unsafe { th.inner.lock_count(h) })).unwrap_or(0)
 }
 
 /// Reads and clears the calling thread's interrupt status (Java's Thread.interrupted()).
+/// False for NULL or a handle of another thread. Allowed in native.
 ///
 /// # Safety
-/// `t` is the calling thread's live handle.
+/// `t` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_thread_interrupted(t: *const objmon_thread) -> bool {
     // SAFETY: contract.
-    !t.is_null() && unsafe { &*t }.inner.interrupted()
+    match unsafe { objmon_thread::check_any_state(t) } {
+        Ok(th) => catch_unwind(AssertUnwindSafe(|| th.inner.interrupted())).unwrap_or(false),
+        Err(_) => false,
+    }
 }
 
 /// Interrupts thread `id`: sets its interrupt status and wakes it from a wait.
@@ -725,6 +1260,9 @@ pub unsafe extern "C" fn objmon_owner_of(
     nonnull!(rt, h, owner);
     // SAFETY: contract.
     guarded(|| unsafe {
+        if foreign((*rt).tag, h) {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
         owner.write((*rt).inner.owner_of(h).map_or(0, ThreadId::get));
         OBJMON_OK
     })
@@ -770,16 +1308,17 @@ pub unsafe extern "C" fn objmon_identity_hash(
     h: *const objmon_header,
     out: *mut u32,
 ) -> objmon_status {
-    nonnull!(t, h, out);
-    // SAFETY: contract.
-    guarded(|| match unsafe { (*t).inner.identity_hash(h) } {
-        Ok(v) => {
-            // SAFETY: contract.
-            unsafe { out.write(v) };
-            OBJMON_OK
-        }
-        Err(e) => e.into(),
-    })
+    nonnull!(out);
+    // SAFETY: forwarded contract; `checked_op` checked the owner.
+    unsafe {
+        checked_op(t, h, |th| match th.inner.identity_hash(h) {
+            Ok(v) => {
+                out.write(v);
+                OBJMON_OK
+            }
+            Err(e) => e.into(),
+        })
+    }
 }
 
 /// The identity hash installed in `h`, written to `out`, or 0 if none has been asked for
@@ -797,6 +1336,9 @@ pub unsafe extern "C" fn objmon_peek_identity_hash(
     nonnull!(rt, h, out);
     // SAFETY: contract.
     guarded(|| unsafe {
+        if foreign((*rt).tag, h) {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
         out.write((*rt).inner.peek_identity_hash(h).unwrap_or(0));
         OBJMON_OK
     })
@@ -948,6 +1490,10 @@ pub unsafe extern "C" fn objmon_thread_dump(
         if objs.iter().any(|p| p.is_null()) {
             return OBJMON_E_NULL;
         }
+        // SAFETY: each a live header (contract).
+        if objs.iter().any(|&p| unsafe { foreign((*rt).tag, p) }) {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
         // SAFETY: contract.
         let text = unsafe { (*rt).inner.dump(objs) };
         if cap > 0 {
@@ -1007,7 +1553,10 @@ pub unsafe extern "C" fn objmon_contention_profile(
 /// has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
 /// attached thread is inside an objmon call (a safepoint), for every moved object that is
 /// locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
-/// `from` is only compared, never read.
+/// `from` is only compared, never read. A thread holding the object through
+/// `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
+/// `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
+/// a locked object must not move at all.
 ///
 /// # Safety
 /// `rt` is live; `to` an initialised header of it.
@@ -1020,7 +1569,48 @@ pub unsafe extern "C" fn objmon_relocate(
     nonnull!(rt, from, to);
     // SAFETY: contract.
     guarded(|| unsafe {
+        if foreign((*rt).tag, to) {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
         (*rt).inner.relocate(from, to);
+        for &t in (*rt).handles.list().iter() {
+            // SAFETY: a listed handle is live (it leaves the list at its last detach, before
+            // it is freed); no attached thread is inside an objmon call (the contract: a
+            // safepoint, whose synchronisation orders this with the owner's own accesses),
+            // so nobody else borrows its records now.
+            let th = &*(t as *const objmon_thread);
+            let mut u = th.unstructured.borrow_mut();
+            if let Some(i) = u.iter().position(|&(p, _)| p == from as usize) {
+                let n = u.swap_remove(i).1;
+                match u.iter_mut().find(|(p, _)| *p == to as usize) {
+                    Some((_, m)) => *m += n,
+                    None => u.push((to as usize, n)),
+                }
+            }
+        }
         OBJMON_OK
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(s: i32) -> &'static str {
+        // SAFETY: `objmon_strerror` returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(objmon_strerror(s)) }
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn strerror_names_every_status_and_only_those() {
+        let last = OBJMON_E_FOREIGN_HEADER as i32;
+        for s in 0..=last {
+            assert_ne!(message(s), "unknown status", "status {s} has no message");
+        }
+        for s in [last + 1, 42, -1, i32::MIN, i32::MAX] {
+            assert_eq!(message(s), "unknown status");
+        }
+    }
 }

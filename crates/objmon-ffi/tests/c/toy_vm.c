@@ -1,6 +1,13 @@
 /* A toy object model on the objmon C ABI: a few thousand objects with headers, several
  * pthreads locking, nesting, waiting and notifying, run once per protocol.
- * Exit status 0 iff every check passed. Usage: toy_vm [protocol...] (default: all). */
+ * Exit status 0 iff every check passed. Usage: toy_vm [protocol...] (default: all), each
+ * protocol's run followed by its deadlock phase.
+ *
+ * Like a real VM, an attached thread that blocks outside objmon (here: joining a thread
+ * while holding a lock, spinning on a flag) does so in native (objmon_enter_native /
+ * objmon_leave_native): with membarrier denied, `biased` revokes a running owner's bias by
+ * a handshake that would otherwise wait for it forever (.ci/valgrind.sh runs this under
+ * tests/c/no_membarrier.c). */
 #include "objmon.h"
 
 #include <pthread.h>
@@ -196,8 +203,12 @@ static void relocation_check(void) {
         return;
     }
     EXPECT(objmon_enter(owner, &from.header) == OBJMON_OK);
+    /* Blocks outside objmon while holding `from`, which the other thread hashes (under
+     * `biased` that revokes our bias): in native. */
+    EXPECT(objmon_enter_native(owner) == OBJMON_OK);
     pthread_create(&th, NULL, hash_one, &from);
     pthread_join(th, &res);
+    EXPECT(objmon_leave_native(owner) == OBJMON_OK);
     uint32_t theirs = res ? *(uint32_t *)res : 0, moved = 0;
     free(res);
     EXPECT(objmon_exit(owner, &from.header) == OBJMON_OK);
@@ -225,8 +236,10 @@ static void hash_phase(void) {
             return;
         }
         for (int d = 0; d <= k % 2; d++) EXPECT(objmon_enter(owner, &o->header) == OBJMON_OK);
+        EXPECT(objmon_enter_native(owner) == OBJMON_OK); /* blocks in pthread_join */
         pthread_create(&th[0], NULL, hash_one, o);
         pthread_join(th[0], &res);
+        EXPECT(objmon_leave_native(owner) == OBJMON_OK);
         uint32_t theirs = res ? *(uint32_t *)res : 0, mine = 0, after = 0;
         free(res);
         EXPECT(objmon_identity_hash(owner, &o->header, &mine) == OBJMON_OK);
@@ -360,7 +373,9 @@ static void *deadlocker(void *arg) {
     d->ids[i] = objmon_thread_id(me);
     CHECK(objmon_enter(me, &d->obj[i].header));
     __atomic_add_fetch(&d->ready, 1, __ATOMIC_SEQ_CST);
+    CHECK(objmon_enter_native(me)); /* spins outside objmon, holding obj[i] */
     while (__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) < 2) sched_yield();
+    CHECK(objmon_leave_native(me));
     CHECK(objmon_enter(me, &d->obj[1 - i].header)); /* never returns */
     fprintf(stderr, "a deadlocked enter returned\n");
     __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
@@ -412,6 +427,7 @@ int main(int argc, char **argv) {
     EXPECT(objmon_runtime_new("no-such-protocol", NULL, &rt) == OBJMON_E_UNKNOWN_PROTOCOL);
     if (argc > 1) {
         for (int i = 1; i < argc; i++) bad |= run(argv[i]);
+        for (int i = 1; i < argc; i++) bad |= deadlock_phase(argv[i]);
     } else {
         for (size_t i = 0; i < objmon_protocol_count(); i++) bad |= run(objmon_protocol_name(i));
         /* Last, since each leaves two deadlocked threads behind. */
