@@ -511,6 +511,8 @@ pub struct BiasState {
     learn_limit: AtomicU32,
     revocations: RevocationStats,
     transitions: [AtomicU64; TRANSITIONS],
+    /// Test hook ([`simulate_barrier_failure`](Self::simulate_barrier_failure)).
+    barrier_fails: crate::sync::AtomicBool,
 }
 
 impl BiasState {
@@ -520,6 +522,7 @@ impl BiasState {
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
+            barrier_fails: crate::sync::AtomicBool::new(false),
         };
         s.set(BiasConfig::default());
         s
@@ -531,6 +534,20 @@ impl BiasState {
     /// mode — but meant for start-up, before threads attach.
     pub fn set(&self, c: BiasConfig) -> Revocation {
         self.set_with(c, crate::revoke::init)
+    }
+
+    /// [`set`](Self::set) as if the kernel refused `membarrier` (seccomp, an old kernel): a
+    /// test hook, so that the fallback can be tested on any machine.
+    #[doc(hidden)]
+    pub fn set_without_barrier(&self, c: BiasConfig) -> Revocation {
+        self.set_with(c, || false)
+    }
+
+    /// Test hook: from now on every `membarrier` call of this runtime fails, as if a seccomp
+    /// filter had been installed after the registration succeeded.
+    #[doc(hidden)]
+    pub fn simulate_barrier_failure(&self) {
+        self.barrier_fails.store(true, Ordering::Relaxed);
     }
 
     /// [`set`](Self::set) with the barrier's availability supplied (tests of the fallback).
@@ -1005,6 +1022,10 @@ impl<F: Flavor> Biasing<F> {
             }
             // Every running thread fences now: after this, each fast path of the owner either
             // had published its record / `in_op` (we see it below) or will read our mark.
+            assert!(
+                !rt.state().barrier_fails.load(Ordering::Relaxed),
+                "membarrier(PRIVATE_EXPEDITED) failed after registration"
+            );
             process_barrier();
             if F::RECORDS {
                 // The owner never writes a biased header in a fast path, and its slow paths
