@@ -1,7 +1,8 @@
 //! Instruction counts of the biased protocols' fast paths, for `valgrind --tool=callgrind`
 //! (repeatable on a noisy machine, unlike a timer): `N` lock + unlock pairs of one object by
-//! its bias owner (`sync`), the same with the object already held once (`nested`), and of a
-//! thin object (`thin`, the CAS path: the object was revoked once).
+//! its bias owner (`sync`), the same with the object already held once (`nested`), of a
+//! thin object (`thin`, the CAS path: the object was revoked once), and §5.3's AllocLock
+//! with k = 2 (`alloc`: a fresh object locked twice, the clear → learn / biased path).
 //!
 //! ```text
 //! cargo build --release -p objmon --example biased_fastpath
@@ -35,6 +36,20 @@ fn run<F: Flavor>(bench: &str, n: u64) {
     // Warm up (FABLE learns, then biases; a thin object is revoked once).
     for _ in 0..16 {
         drop(me.enter(&h).unwrap());
+    }
+    if bench == "alloc" {
+        for _ in 0..n {
+            let o = black_box(BiasWord::default());
+            for _ in 0..2 {
+                // SAFETY: as below.
+                unsafe {
+                    Biasing::<F>::enter(&rt, cx, &o).unwrap();
+                    Biasing::<F>::exit(&rt, cx, &o).unwrap();
+                }
+            }
+            black_box(&o);
+        }
+        return;
     }
     let outer = (bench == "nested").then(|| me.enter(&h).unwrap());
     let h: &BiasWord = black_box(&h);

@@ -69,7 +69,9 @@
 //!   two loads.
 //! - thin lock (Figure 4's second case for `biased-seed`: thin and free; Figure 7's for
 //!   `fable-seed`: thin, rc 0, sticky owner = me; the records variants take any free thin
-//!   word, one AND more — see below): one load, one compare-and-swap.
+//!   word, one AND more — see below): one load, one compare-and-swap. The expected bits come
+//!   from the thread's line (`thin_free`, poisoned in native; an xor with them replaces the
+//!   copy of the word the test needs anyway, so the count is unchanged).
 //! - a fresh object's acquisitions (records variants only): FABLE's clear → learn, the bias
 //!   guess re-acquiring in learn mode below the learn limit, a second thread taking a free
 //!   learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
@@ -141,8 +143,27 @@
 //! lock — as JNI code and JIT-compiled loops do in a JVM — or a handshake revoker waits for it.
 //! The barrier revocation needs neither, which is why it is the default
 //! ([`BiasConfig::default`]): the conformance suite, like most Rust hosts, blocks in `std`
-//! without telling anyone. Where the kernel refuses the barrier the default falls back to the
-//! synchronous handshake, and this contract applies.
+//! without telling anyone. Where the kernel refuses the barrier the default does *not* fall
+//! back to a handshake (a revoker would wait forever for an owner that blocks in `std` or in a
+//! C host, even on a lock nobody holds): the runtime biases nothing
+//! ([`Revocation::NoBias`]) and every lock is thin. A host that asks for a handshake by name
+//! takes this contract on. If the barrier fails after the registration succeeded (a seccomp
+//! filter installed later), the revoker withdraws its mark, the runtime switches to the
+//! handshake (visibly: [`BiasState::revocation`]) and this contract applies from then on.
+//!
+//! **In native.** [`ThreadHandle::in_native`](crate::ThreadHandle::in_native) makes the thread
+//! `SAFE`, so its revokers rewrite its biases in place, with no barrier and no handshake. A
+//! biased fast path of its own there (plain stores) could then race an in-place revoker and
+//! make two owners. So `enter_native` poisons the cached bits its fast paths compare with
+//! (the bias bits and `thin_free`, to `NO_BIAS`): every acquisition fails its first test and
+//! reaches a slow path, which refuses it with `Err(MonitorError::InNative)`; `wait` and
+//! `notify` refuse too. An unlock is made, not refused (a guard dropped in native would
+//! otherwise leak its lock): a thin or fat one as usual (nobody else writes a held thin word);
+//! a biased one in `exit_slow` under the thread's own revoker mutex, which every revoker holds
+//! for its whole revocation, so no revoker rewrites or counts the thread's records meanwhile,
+//! and the next one sees the release. `leave_native` waits for a revocation in progress and
+//! restores the bits; a bias revoked meanwhile is a thin word (marked stale if held), handled
+//! as after any revocation. `poll` in native is a no-op (see [`crate::revoke`]).
 //!
 //! Anything else that writes a biased header is the owner itself (inflation for wait /
 //! notify, count or record overflow: a CAS, which fails against a concurrent revoker's mark)
@@ -228,14 +249,33 @@ pub(crate) struct LockRecords {
     thin_once: u64,
     /// `STATE_LOW | owner | RC_ONE`: what the combined learn / thin unlock test expects.
     unlock_once: u64,
+    /// What the inline thin acquisition expects of the word's lock bits (without the owner
+    /// for the sticky records variant): a free thin word, [`free_thin`]; [`NO_BIAS`] while
+    /// the thread is in native, so that the test fails there at no cost (a compare with this
+    /// field instead of an immediate).
+    thin_free: AtomicU64,
     slots: [AtomicUsize; LOCK_RECORDS],
 }
 
-/// Matches no header word: its low byte is not zero.
+/// Matches no header word: its low byte is not zero. The cached bias bits until a thread's
+/// first slow path (or for good where the runtime biases nothing), and the cached bias and
+/// thin-free bits while it is in native.
 const NO_BIAS: u64 = u64::MAX;
 
+/// What a thread's inline thin acquisition expects of `w & !HOST` (with the owner masked out
+/// for the sticky records variant): Figure 4, thin and free (owner 0); Figure 7 (sticky
+/// header variant), thin, rc 0, last owner = `owner`; the records variants take any free thin
+/// word (see `fresh_enter`).
+const fn free_thin(sticky: bool, records: bool, owner: u64) -> u64 {
+    if sticky && !records {
+        THIN | owner
+    } else {
+        THIN
+    }
+}
+
 impl LockRecords {
-    fn new(id: ThreadId) -> Self {
+    fn new(id: ThreadId, thin_free: u64) -> Self {
         let owner = u64::from(id.get()) << OWNER_SHIFT;
         Self {
             top: AtomicUsize::new(0),
@@ -243,6 +283,7 @@ impl LockRecords {
             owner,
             thin_once: THIN | owner | RC_ONE,
             unlock_once: STATE_LOW | owner | RC_ONE,
+            thin_free: AtomicU64::new(thin_free),
             slots: std::array::from_fn(|_| AtomicUsize::new(0)),
         }
     }
@@ -513,6 +554,9 @@ pub struct BiasState {
     transitions: [AtomicU64; TRANSITIONS],
     /// Test hook ([`simulate_barrier_failure`](Self::simulate_barrier_failure)).
     barrier_fails: crate::sync::AtomicBool,
+    /// Some thread has cached its bias bits (so may have biased objects): from then on a
+    /// refused barrier falls back to a handshake, never to [`Revocation::NoBias`].
+    may_have_biases: crate::sync::AtomicBool,
 }
 
 impl BiasState {
@@ -523,15 +567,20 @@ impl BiasState {
             revocations: RevocationStats::default(),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
             barrier_fails: crate::sync::AtomicBool::new(false),
+            may_have_biases: crate::sync::AtomicBool::new(false),
         };
         s.set(BiasConfig::default());
         s
     }
 
-    /// Applies `c`; returns the revocation actually used: `Membarrier` falls back to
-    /// `SyncHandshake` where the kernel refuses the barrier. Safe at any time — every mode
-    /// works against every owner, and revokers of one owner are serialized whatever their
-    /// mode — but meant for start-up, before threads attach.
+    /// Applies `c`; returns the revocation actually used. Where the kernel refuses the
+    /// barrier, `Membarrier` and `Hybrid` give [`Revocation::NoBias`] (never a handshake the
+    /// host did not ask for: its revoker would wait for an owner's poll that may never come,
+    /// also on a lock nobody holds); in a runtime whose threads have already biased objects
+    /// (under a handshake the host chose), they give that handshake's fallback as before
+    /// (`SyncHandshake`, `AsyncHandshake`), which alone can revoke those biases. Safe at any
+    /// time — every mode works against every owner, and revokers of one owner are serialized
+    /// whatever their mode — but meant for start-up, before threads attach.
     pub fn set(&self, c: BiasConfig) -> Revocation {
         self.set_with(c, crate::revoke::init)
     }
@@ -555,6 +604,7 @@ impl BiasState {
         let needs_barrier = matches!(c.revocation, Revocation::Membarrier | Revocation::Hybrid);
         let refused = needs_barrier && !barrier_available();
         let r = match c.revocation {
+            _ if refused && !self.may_have_biases.load(Ordering::SeqCst) => Revocation::NoBias,
             Revocation::Membarrier if refused => Revocation::SyncHandshake,
             Revocation::Hybrid if refused => Revocation::AsyncHandshake,
             r => r,
@@ -563,6 +613,24 @@ impl BiasState {
         self.learn_limit
             .store(c.learn_limit.max(1), Ordering::Relaxed);
         r
+    }
+
+    /// The barrier failed after the registration had succeeded (a seccomp filter installed
+    /// later): the runtime revokes by the handshake from now on, visibly in
+    /// [`revocation`](Self::revocation) (`Membarrier` → `SyncHandshake`, `Hybrid` →
+    /// `AsyncHandshake`); new runtimes of the process bias nothing (`revoke::init` answers
+    /// `false` from now on).
+    fn barrier_failed(&self) {
+        let fallback = |r: Revocation| match r {
+            Revocation::Membarrier => Some(Revocation::SyncHandshake),
+            Revocation::Hybrid => Some(Revocation::AsyncHandshake),
+            _ => None,
+        };
+        let _ = self
+            .revocation
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                fallback(Revocation::from_u32(v)).map(|r| r as u32)
+            });
     }
 
     /// The revocation in use.
@@ -604,15 +672,21 @@ pub struct BiasThread {
     transitions: [AtomicU64; TRANSITIONS],
     /// Lock records of the records variant (own cache lines: revokers read them).
     rec: LockRecords,
+    /// The cached bias and thin-free bits while they are poisoned in native (only its thread
+    /// touches them).
+    saved_bias: AtomicU64,
+    saved_thin_free: AtomicU64,
 }
 
 impl BiasThread {
-    fn new(id: ThreadId) -> Self {
+    fn new(id: ThreadId, thin_free: u64) -> Self {
         Self {
             sp: Safepoint::default(),
             learn_count: AtomicU32::new(0),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
-            rec: LockRecords::new(id),
+            rec: LockRecords::new(id, thin_free),
+            saved_bias: AtomicU64::new(NO_BIAS),
+            saved_thin_free: AtomicU64::new(NO_BIAS),
         }
     }
 
@@ -739,6 +813,14 @@ impl<F: Flavor> Biasing<F> {
     #[inline(always)]
     fn cached_bias(t: &Cx<F>) -> u64 {
         t.local().rec.bias.load(Ordering::Relaxed)
+    }
+
+    /// Whether `t` may bias an object to itself: it has cached its bias bits, which it does
+    /// (in `enter_slow`) only where the runtime biases ([`Revocation::NoBias`] never does).
+    /// Slow paths only (the fast ones test the cached bits themselves).
+    #[inline]
+    fn may_bias(t: &Cx<F>) -> bool {
+        Self::cached_bias(t) != NO_BIAS
     }
 
     /// Whether `w` is biased to `t`, not being revoked, and (header variant) has room for
@@ -916,12 +998,11 @@ impl<F: Flavor> Biasing<F> {
             .get(idx.expect("fat word holds a monitor index"))
     }
 
-    /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile).
+    /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile); back to running
+    /// when `f` returns or unwinds.
     fn safe<R>(t: &Cx<F>, f: impl FnOnce() -> R) -> R {
-        t.local().sp.enter_safe();
-        let r = f();
-        t.local().sp.leave_safe();
-        r
+        let _safe = t.local().sp.safe_scope();
+        f()
     }
 
     /// The attached thread that biased word `w` names (id and generation), if any.
@@ -962,9 +1043,10 @@ impl<F: Flavor> Biasing<F> {
             return;
         };
         // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
-        t.local().sp.enter_safe();
+        // Back to running on every way out, unwinding included; unchanged if we are in native
+        // (an identity hash made there revokes).
+        let _safe = t.local().sp.safe_scope();
         Self::revoke_live(rt, h, w, target.local(), start);
-        t.local().sp.leave_safe();
     }
 
     fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, target: &BiasThread, start: Instant) {
@@ -984,27 +1066,40 @@ impl<F: Flavor> Biasing<F> {
             st.revocations.record(kind, start);
             return;
         }
+        let exec = |_, x| Self::thin_from_bias(rt, h, x, &target.rec);
+        let by = |r| tsp.handshake(&held, r, addr(h), w, &exec);
         let kind = match st.revocation() {
             Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, target),
-            r => tsp
-                .handshake(&held, r, addr(h), w, &|_, x| {
-                    Self::thin_from_bias(rt, h, x, &target.rec)
-                })
-                // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
-                .unwrap_or_else(|| Self::revoke_by_barrier(rt, h, w, target)),
+            // Biases left from a handshake mode the host chose before (`BiasState::set`):
+            // only a handshake can revoke them.
+            Revocation::NoBias => by(Revocation::SyncHandshake),
+            // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
+            r => by(r).or_else(|| Self::revoke_by_barrier(rt, h, w, target)),
         };
+        // `None`: the barrier failed (and the runtime now revokes by handshake): the header
+        // is as it was, unmarked; revoke it by the synchronous handshake (which waits for the
+        // owner's poll, or revokes in place once it is at a safepoint).
+        let kind = kind.or_else(|| by(Revocation::SyncHandshake));
         drop(held);
-        st.revocations.record(kind, start);
+        if let Some(kind) = kind {
+            st.revocations.record(kind, start);
+        }
     }
 
     /// Revocation (c): the asymmetric Dekker against the owner's lock records (records
     /// variant) or its `in_op` (header variant); see the module docs.
+    ///
+    /// `None` if the kernel refused the barrier (a seccomp filter installed after the
+    /// registration): the mark is withdrawn, the runtime switches to the handshake
+    /// ([`BiasState::barrier_failed`]) and the caller revokes by it. The mark is ours to
+    /// withdraw with a CAS; if it fails, the owner's in-flight plain store (header variant)
+    /// replaced the mark with a biased word of its own, which is as good as unmarked.
     fn revoke_by_barrier(
         rt: &Rt<F>,
         h: &BiasWord,
         mut w: u64,
         owner: &BiasThread,
-    ) -> RevocationKind {
+    ) -> Option<RevocationKind> {
         let who = w & (OWNER_MASK | GEN_MASK);
         loop {
             if h.0
@@ -1016,24 +1111,25 @@ impl<F: Flavor> Biasing<F> {
                 // re-read and mark again.
                 w = h.0.load(Ordering::Acquire);
                 if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                    return RevocationKind::Membarrier;
+                    return Some(RevocationKind::Membarrier);
                 }
                 continue;
             }
             // Every running thread fences now: after this, each fast path of the owner either
             // had published its record / `in_op` (we see it below) or will read our mark.
-            assert!(
-                !rt.state().barrier_fails.load(Ordering::Relaxed),
-                "membarrier(PRIVATE_EXPEDITED) failed after registration"
-            );
-            process_barrier();
+            if rt.state().barrier_fails.load(Ordering::Relaxed) || !process_barrier() {
+                let _ =
+                    h.0.compare_exchange(w | REVOKING, w, Ordering::AcqRel, Ordering::Relaxed);
+                rt.state().barrier_failed();
+                return None;
+            }
             if F::RECORDS {
                 // The owner never writes a biased header in a fast path, and its slow paths
                 // CAS, which fails against the mark: the word is still `w | REVOKING`.
                 let n = owner.rec.settled_count(addr(h));
                 h.0.store(Self::to_thin(w, u64::from(n)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
-                return RevocationKind::Membarrier;
+                return Some(RevocationKind::Membarrier);
             }
             let mut spins = 0;
             while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
@@ -1045,13 +1141,13 @@ impl<F: Flavor> Biasing<F> {
                 // other revokers are behind the mutex.
                 h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
-                return RevocationKind::Membarrier;
+                return Some(RevocationKind::Membarrier);
             }
             // An in-flight fast path stored over the mark; it has finished. Again.
             rt.state().revocations.retried();
             w = cur;
             if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                return RevocationKind::Membarrier;
+                return Some(RevocationKind::Membarrier);
             }
         }
     }
@@ -1156,6 +1252,10 @@ impl<F: Flavor> Biasing<F> {
         match w & STATE_MASK {
             BIASED => {
                 if w & OWNER_MASK == 0 {
+                    if !F::LEARN && !Self::may_bias(t) {
+                        // The runtime biases nothing (`Revocation::NoBias`): clear → thin.
+                        return Self::cas(h, w, host | THIN | me | RC_ONE).then_some(Ok(true));
+                    }
                     if !F::LEARN && F::RECORDS {
                         // KKO: bias on first acquire, the hold in a record; with no room for
                         // one, the object goes thin for good.
@@ -1219,6 +1319,16 @@ impl<F: Flavor> Biasing<F> {
                         // §3.1: the guess re-acquires; bias when learnCount reaches N.
                         let lc = &t.local().learn_count;
                         let n = lc.load(Ordering::Relaxed) + 1;
+                        if n >= st.learn_limit() && !Self::may_bias(t) {
+                            // The runtime biases nothing (`Revocation::NoBias`): Figure 5's
+                            // other way out of learn mode, learn → thin.
+                            if !Self::cas(h, w, host | THIN | me | RC_ONE) {
+                                return None;
+                            }
+                            lc.store(0, Ordering::Relaxed);
+                            t.local().count(Transition::LearnToThin);
+                            return Some(Ok(true));
+                        }
                         let mut bias = n >= st.learn_limit();
                         if bias && F::RECORDS {
                             match Self::bias_to_me(t, h, w) {
@@ -1314,21 +1424,28 @@ impl<F: Flavor> Biasing<F> {
     #[inline(always)]
     fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
         let me = Self::my_owner(t);
-        let lock = w & !HOST;
         if !F::LEARN {
-            return lock == 0 && Self::bias_fresh(t, h, w);
+            // `bias_fresh` refuses in native (the cached bias bits are poisoned there).
+            return w & !HOST == 0 && Self::bias_fresh(t, h, w);
         }
-        if lock == 0 {
+        // `x` is `lock ^ THIN`: the thread's thin-free bits are `THIN` here (sticky records
+        // variant); the xor takes the place of the copy of `w` the tests need anyway. In
+        // native they are poisoned (`NO_BIAS`): `x` is `!w & !HOST`, which passes neither of
+        // the first two tests below (it would take a biased word with rc 255, or a learn
+        // word with bits 63..34 set), so `enter_slow` refuses.
+        let x = (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST;
+        if x == THIN {
+            // Clear.
             if !Self::cas(h, w, w | LEARN | me | RC_ONE) {
                 return false;
             }
             t.local().count(Transition::ClearToLearn);
             return true;
         }
-        if lock & !OWNER_MASK != LEARN {
+        if x & !OWNER_MASK != LEARN ^ THIN {
             return false; // held, nested, thin or fat
         }
-        if lock != LEARN | me {
+        if x != (LEARN ^ THIN) | me {
             // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0).
             if !Self::cas(h, w, (w & HOST) | THIN | me | RC_ONE) {
                 return false;
@@ -1374,10 +1491,21 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         try_only: bool,
     ) -> Result<bool, MonitorError> {
+        if t.local().sp.in_native() {
+            // In native the thread counts as being at a safepoint: its biases are revoked in
+            // place, with no barrier, so a biased step of its own now could make two owners.
+            // Its fast paths came here because `enter_native` poisoned their cached bits.
+            return Err(MonitorError::InNative);
+        }
         let rec = &t.local().rec;
-        if rec.bias.load(Ordering::Relaxed) == NO_BIAS {
-            // Before this thread can bias anything to itself (only here, in `enter_step`).
-            rec.bias.store(Self::my_bias(t), Ordering::Relaxed);
+        if rec.bias.load(Ordering::Relaxed) == NO_BIAS
+            && rt.state().revocation() != Revocation::NoBias
+        {
+            // Before this thread can bias anything to itself (only here, in `enter_step`, and
+            // in `bias_fresh`, both of which bias only once these bits are cached: where the
+            // runtime biases nothing they never are).
+            rt.state().may_have_biases.store(true, Ordering::SeqCst);
+            rec.bias.store(Self::my_bias(t), Ordering::SeqCst);
         }
         let mut contended = false;
         let mut spins = 0u32;
@@ -1448,8 +1576,29 @@ impl<F: Flavor> Biasing<F> {
         None
     }
 
+    /// The unlock slow path. In native (a guard dropped there, say) the unlock is made, not
+    /// refused — refusing would leak the lock — but under the thread's own revoker mutex:
+    /// every revoker of the thread holds that mutex for its whole revocation, so meanwhile
+    /// nobody revokes the thread's biases in place (nor marks them), and the next revoker,
+    /// taking the mutex after us, sees the release. The thread's fast paths came here because
+    /// their cached bits are poisoned; they are restored for the call.
     #[cold]
     fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+        let local = t.local();
+        if !local.sp.in_native() {
+            return Self::exit_slow_running(rt, t, h);
+        }
+        let _own = local.sp.lock_for_revoke();
+        local
+            .rec
+            .bias
+            .store(local.saved_bias.load(Ordering::Relaxed), Ordering::Relaxed);
+        let r = Self::exit_slow_running(rt, t, h);
+        local.rec.bias.store(NO_BIAS, Ordering::Relaxed);
+        r
+    }
+
+    fn exit_slow_running(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
@@ -1517,6 +1666,9 @@ impl<F: Flavor> Biasing<F> {
         t: &Cx<F>,
         h: &BiasWord,
     ) -> Result<&'r FatMonitor, MonitorError> {
+        if t.local().sp.in_native() {
+            return Err(MonitorError::InNative); // see `enter_slow`
+        }
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
@@ -1569,7 +1721,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
     }
 
     fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
-        BiasThread::new(id)
+        let owner = u64::from(id.get()) << OWNER_SHIFT;
+        BiasThread::new(id, free_thin(F::STICKY, F::RECORDS, owner))
     }
 
     /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.
@@ -1608,11 +1761,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
     unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
         // records variant takes any free thin word here (one more AND): see `fresh_enter`.
-        let free = if F::STICKY && !F::RECORDS {
-            THIN | Self::my_owner(t)
-        } else {
-            THIN
-        };
+        // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
+        // memory operand instead of an immediate, the same one instruction.
         let ignore = if F::STICKY && F::RECORDS {
             OWNER_MASK
         } else {
@@ -1621,7 +1771,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let mut w = h.0.load(Ordering::Relaxed);
         if w & STATE_LOW != 0 {
             // Learn or thin.
-            if w & !HOST & !ignore == free {
+            if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
                 match h.0.compare_exchange(
                     w,
                     (w & HOST) | t.local().rec.thin_once,
@@ -1764,12 +1914,40 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::poll_self(rt, t);
     }
 
+    /// `SAFE` (revokers rewrite our biases in place meanwhile), and the cached bias and
+    /// thin-free bits of the thread's line poisoned, so that every fast path that could act
+    /// as an owner fails its first test and goes to a slow path, which refuses
+    /// (`Err(InNative)`) or, for an unlock, releases under the thread's revoker mutex. The
+    /// fast paths pay nothing: they compare with those bits anyway.
     unsafe fn enter_native(_: &Rt<F>, t: &Cx<F>) {
-        t.local().sp.enter_safe();
+        let local = t.local();
+        if local.sp.enter_native() {
+            let rec = &local.rec;
+            // Only this thread writes these bits: plain loads and stores.
+            let b = rec.bias.load(Ordering::Relaxed);
+            local.saved_bias.store(b, Ordering::Relaxed);
+            rec.bias.store(NO_BIAS, Ordering::Relaxed);
+            let f = rec.thin_free.load(Ordering::Relaxed);
+            local.saved_thin_free.store(f, Ordering::Relaxed);
+            rec.thin_free.store(NO_BIAS, Ordering::Relaxed);
+        }
     }
 
+    /// `RUNNING` again (after any revocation of our biases in progress: `leave_safe` takes
+    /// the revoker mutex), then the cached bits restored. Biases revoked in place meanwhile
+    /// need nothing more: a revoked word is thin (marked stale if we held it, so that our
+    /// next unlock buries the records, as after any revocation).
     unsafe fn leave_native(_: &Rt<F>, t: &Cx<F>) {
-        t.local().sp.leave_safe();
+        let local = t.local();
+        if local.sp.leave_native() {
+            let rec = &local.rec;
+            rec.bias
+                .store(local.saved_bias.load(Ordering::Relaxed), Ordering::Relaxed);
+            rec.thin_free.store(
+                local.saved_thin_free.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
     }
 
     unsafe fn on_detach(rt: &Rt<F>, t: &Cx<F>) {
@@ -1951,6 +2129,7 @@ mod tests {
             // leaves the revocation to the barrier.
             Revocation::Hybrid if rv.count(K::Async) == 1 => K::Async,
             Revocation::Hybrid => K::Membarrier,
+            Revocation::NoBias => unreachable!("not a mode under test"),
         };
         assert_eq!(rv.count(k), 1, "{mode:?}: {rv:?}");
         assert_eq!(rv.total(), 1);
@@ -2101,11 +2280,40 @@ mod tests {
         assert_eq!(rt.owner_of(&h), None);
     }
 
-    /// Where the kernel refuses membarrier, a runtime asking for it gets the synchronous
-    /// handshake, and revocation works.
+    /// Where the kernel refuses membarrier, a fresh runtime asking for it biases nothing (no
+    /// revocation can hang: there is none); one whose threads biased objects under a
+    /// handshake the host chose keeps the synchronous handshake, and revocation works.
     #[test]
-    fn membarrier_refused_falls_back_to_the_handshake() {
+    fn membarrier_refused_falls_back_to_no_bias_or_the_handshake() {
+        let rt = Runtime::<Fable>::with_defaults();
+        assert_eq!(
+            rt.state().set_with(BiasConfig::default(), || false),
+            Revocation::NoBias
+        );
+        let me = rt.attach().unwrap();
+        let h = BiasWord::default();
+        for _ in 0..20 {
+            drop(me.enter(&h).unwrap());
+        }
+        assert_eq!(h.mode(), BiasMode::Thin, "learn → thin at the limit");
+        drop(me);
+
         let rt = Runtime::<Biased>::with_defaults();
+        rt.state().set_with(BiasConfig::default(), || false);
+        assert_eq!(rt.state().revocation(), Revocation::NoBias);
+        let me = rt.attach().unwrap();
+        let k = BiasWord::default();
+        drop(me.enter(&k).unwrap());
+        assert_eq!(k.mode(), BiasMode::Thin, "clear → thin");
+        Biased::configure(
+            &rt,
+            BiasConfig {
+                revocation: Revocation::SyncHandshake,
+                learn_limit: 5,
+            },
+        );
+        drop(me.enter(&BiasWord::default()).unwrap()); // biases: may have biases now
+        drop(me);
         let got = rt.state().set_with(BiasConfig::default(), || false);
         assert_eq!(got, Revocation::SyncHandshake);
         assert_eq!(rt.state().revocation(), Revocation::SyncHandshake);
@@ -2127,6 +2335,26 @@ mod tests {
             stop.store(true, Ordering::Release);
         });
         assert_eq!(rt.state().revocations().count(K::Sync), 1);
+    }
+
+    /// A panic while the thread is at a safepoint (blocking, revoking) does not leave it
+    /// there for good: revokers would then rewrite its biases in place while it runs.
+    #[test]
+    fn panic_at_a_safepoint_returns_to_running() {
+        let rt = Runtime::<Biased>::with_defaults();
+        let me = rt.attach().unwrap();
+        let sp = &me.context().local().sp;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Biased::safe(me.context(), || panic!("inside"))
+        }));
+        assert!(r.is_err());
+        assert_eq!(sp.state.load(Ordering::SeqCst), crate::revoke::RUNNING);
+        // In native, a safe stretch leaves the thread in native.
+        me.in_native(|| {
+            Biased::safe(me.context(), || ());
+            assert_eq!(sp.state.load(Ordering::SeqCst), crate::revoke::SAFE);
+        });
+        assert_eq!(sp.state.load(Ordering::SeqCst), crate::revoke::RUNNING);
     }
 
     /// Records variant (HotSpot 17 style): the bias owner's lock and unlock leave the header
