@@ -44,10 +44,26 @@ macro_rules! for_each_flavor {
     ($check:ident) => {
         #[test]
         fn $check() {
-            within(60, concat!(stringify!($check), " biased"), checks::$check::<Kko>);
-            within(60, concat!(stringify!($check), " biased-seed"), checks::$check::<KkoSeed>);
-            within(60, concat!(stringify!($check), " fable"), checks::$check::<FableHeuristics>);
-            within(60, concat!(stringify!($check), " fable-seed"), checks::$check::<FableSeedHeuristics>);
+            within(
+                60,
+                concat!(stringify!($check), " biased"),
+                checks::$check::<Kko>,
+            );
+            within(
+                60,
+                concat!(stringify!($check), " biased-seed"),
+                checks::$check::<KkoSeed>,
+            );
+            within(
+                60,
+                concat!(stringify!($check), " fable"),
+                checks::$check::<FableHeuristics>,
+            );
+            within(
+                60,
+                concat!(stringify!($check), " fable-seed"),
+                checks::$check::<FableSeedHeuristics>,
+            );
         }
     };
 }
@@ -72,7 +88,11 @@ mod checks {
     /// `in_native` stays native until the outermost returns.
     pub fn lock_in_native_is_refused<F: Flavor>() {
         let rt = runtime::<F>(Revocation::Membarrier, true);
-        let (h, fresh, thin) = (BiasWord::default(), BiasWord::default(), BiasWord::default());
+        let (h, fresh, thin) = (
+            BiasWord::default(),
+            BiasWord::default(),
+            BiasWord::default(),
+        );
         // `thin`: biased to a thread that has gone, revoked by our first enter.
         thread::scope(|s| {
             s.spawn(|| bias(&rt.attach().unwrap(), &thin));
@@ -83,7 +103,12 @@ mod checks {
         bias(&me, &h);
         assert_eq!(h.mode(), BiasMode::Biased, "{}", F::NAME);
         let refused = |what: &str, r: Result<(), MonitorError>| {
-            assert_eq!(r, Err(MonitorError::InNative), "{}: {what} in native", F::NAME)
+            assert_eq!(
+                r,
+                Err(MonitorError::InNative),
+                "{}: {what} in native",
+                F::NAME
+            )
         };
         me.in_native(|| {
             refused("enter biased", me.enter(&h).map(drop));
@@ -102,7 +127,11 @@ mod checks {
         });
         assert_eq!(me.lock_count(&h), 1, "{}", F::NAME);
         drop(g);
-        assert_eq!(fresh.mode(), BiasMode::Clear, "nothing was written in native");
+        assert_eq!(
+            fresh.mode(),
+            BiasMode::Clear,
+            "nothing was written in native"
+        );
         assert_eq!(rt.owner_of(&h), None);
         // Back from native: everything works, the bias too.
         drop(me.enter(&fresh).unwrap());

@@ -948,13 +948,17 @@ impl<F: Flavor> Biasing<F> {
         // returned and the request is cleared (or runs it itself and clears it), so the
         // header is alive and not moved for the whole call.
         let h = unsafe { &*(header as *const BiasWord) };
+        // Counted by the revoker, which learns the outcome from the request it withdrew.
         Self::thin_from_bias(rt, h, w, rec);
     }
 
     /// Revocation proper, at a moment the bias owner (whose records are `rec`) cannot be in a
     /// fast path on `h`: biased(T, n) → thin(T, n) if `h` is still biased to the owner named
     /// in `w`, n its holds.
-    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) {
+    ///
+    /// `true` if this call revoked it; `false` if it was no longer biased to that owner (a
+    /// revoker that found the owner detached rewrites it without the owner's mutex).
+    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) -> bool {
         let who = w & (OWNER_MASK | GEN_MASK);
         let mut cur = h.0.load(Ordering::Acquire);
         while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
@@ -971,11 +975,12 @@ impl<F: Flavor> Biasing<F> {
             ) {
                 Ok(_) => {
                     rt.state().count(Transition::BiasedToThin);
-                    return;
+                    return true;
                 }
                 Err(c) => cur = c,
             }
         }
+        false
     }
 
     /// The thin word for biased word `w` held `n` times: same owner, count `n` (KKO clears a
@@ -1059,47 +1064,66 @@ impl<F: Flavor> Biasing<F> {
         if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
             return;
         }
+        // Whether the rewrite was ours: a revoker that found the owner detached (`revoke`,
+        // no mutex) may have done it first; then nothing is counted, so that one revocation
+        // is counted once.
+        let ours = crate::sync::AtomicBool::new(false);
         if let Some(kind) = tsp.quiescent() {
             // Parked, waiting or in native (it cannot leave while we hold its mutex), or
             // detached: rewrite in place.
-            Self::thin_from_bias(rt, h, w, &target.rec);
-            st.revocations.record(kind, start);
+            if Self::thin_from_bias(rt, h, w, &target.rec) {
+                st.revocations.record(kind, start);
+            }
             return;
         }
-        let exec = |_, x| Self::thin_from_bias(rt, h, x, &target.rec);
+        let exec = |_, x| {
+            if Self::thin_from_bias(rt, h, x, &target.rec) {
+                ours.store(true, Ordering::Relaxed);
+            }
+        };
+        // `None`: a hybrid request withdrawn unrun. `Async`: the owner ran the callback
+        // itself (it was alive, so no detached-owner revoker raced it); any other kind: our
+        // `exec` ran, and `ours` says whether it rewrote the header.
         let by = |r| tsp.handshake(&held, r, addr(h), w, &exec);
+        // `None`: the barrier failed; `Some(revoked by us)` otherwise.
+        let barrier = || Self::revoke_by_barrier(rt, h, w, target);
         let kind = match st.revocation() {
-            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, target),
+            Revocation::Membarrier => {
+                barrier().map(|ours| ours.then_some(RevocationKind::Membarrier))
+            }
             // Biases left from a handshake mode the host chose before (`BiasState::set`):
             // only a handshake can revoke them.
-            Revocation::NoBias => by(Revocation::SyncHandshake),
+            Revocation::NoBias => by(Revocation::SyncHandshake).map(Some),
             // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
-            r => by(r).or_else(|| Self::revoke_by_barrier(rt, h, w, target)),
+            r => by(r)
+                .map(Some)
+                .or_else(|| barrier().map(|ours| ours.then_some(RevocationKind::Membarrier))),
         };
         // `None`: the barrier failed (and the runtime now revokes by handshake): the header
         // is as it was, unmarked; revoke it by the synchronous handshake (which waits for the
         // owner's poll, or revokes in place once it is at a safepoint).
-        let kind = kind.or_else(|| by(Revocation::SyncHandshake));
+        let kind = kind.unwrap_or_else(|| by(Revocation::SyncHandshake));
         drop(held);
-        if let Some(kind) = kind {
-            st.revocations.record(kind, start);
+        match kind {
+            Some(RevocationKind::Async) => st.revocations.record(RevocationKind::Async, start),
+            Some(k) if ours.load(Ordering::Relaxed) || k == RevocationKind::Membarrier => {
+                st.revocations.record(k, start)
+            }
+            _ => {}
         }
     }
 
     /// Revocation (c): the asymmetric Dekker against the owner's lock records (records
     /// variant) or its `in_op` (header variant); see the module docs.
     ///
-    /// `None` if the kernel refused the barrier (a seccomp filter installed after the
+    /// `Some(true)` if this call revoked it, `Some(false)` if the header stopped being biased
+    /// to that owner first (a revoker that found it detached), `None` if the kernel refused
+    /// the barrier (a seccomp filter installed after the
     /// registration): the mark is withdrawn, the runtime switches to the handshake
     /// ([`BiasState::barrier_failed`]) and the caller revokes by it. The mark is ours to
     /// withdraw with a CAS; if it fails, the owner's in-flight plain store (header variant)
     /// replaced the mark with a biased word of its own, which is as good as unmarked.
-    fn revoke_by_barrier(
-        rt: &Rt<F>,
-        h: &BiasWord,
-        mut w: u64,
-        owner: &BiasThread,
-    ) -> Option<RevocationKind> {
+    fn revoke_by_barrier(rt: &Rt<F>, h: &BiasWord, mut w: u64, owner: &BiasThread) -> Option<bool> {
         let who = w & (OWNER_MASK | GEN_MASK);
         loop {
             if h.0
@@ -1111,7 +1135,7 @@ impl<F: Flavor> Biasing<F> {
                 // re-read and mark again.
                 w = h.0.load(Ordering::Acquire);
                 if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                    return Some(RevocationKind::Membarrier);
+                    return Some(false);
                 }
                 continue;
             }
@@ -1129,7 +1153,7 @@ impl<F: Flavor> Biasing<F> {
                 let n = owner.rec.settled_count(addr(h));
                 h.0.store(Self::to_thin(w, u64::from(n)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
-                return Some(RevocationKind::Membarrier);
+                return Some(true);
             }
             let mut spins = 0;
             while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
@@ -1141,13 +1165,13 @@ impl<F: Flavor> Biasing<F> {
                 // other revokers are behind the mutex.
                 h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
-                return Some(RevocationKind::Membarrier);
+                return Some(true);
             }
             // An in-flight fast path stored over the mark; it has finished. Again.
             rt.state().revocations.retried();
             w = cur;
             if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                return Some(RevocationKind::Membarrier);
+                return Some(false);
             }
         }
     }
