@@ -379,8 +379,8 @@ pub struct BiasConfig {
 pub const DEFAULT_LEARN_LIMIT: u32 = 5;
 
 impl Default for BiasConfig {
-    /// Membarrier revocation where the kernel supports it, else the synchronous handshake;
-    /// learn limit 5.
+    /// Membarrier revocation; where the kernel refuses the barrier, [`Revocation::NoBias`]
+    /// (see [`BiasState::set`]); learn limit 5.
     fn default() -> Self {
         Self {
             revocation: Revocation::Membarrier,
