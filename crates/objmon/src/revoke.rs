@@ -19,9 +19,20 @@
 //!
 //! Requests: `REQ_SYNC` (stop at the next poll), `REQ_ASYNC` (run the callback at the next
 //! poll), `REQ_RUNNING` (the target claimed an asynchronous request with a CAS and is running
-//! it). A hybrid revoker withdraws an unclaimed `REQ_ASYNC` with a CAS after
-//! [`HYBRID_WAIT_NS`] and falls back to the barrier; claim and withdrawal cannot both
-//! succeed, so the callback never runs on a header whose revoker has moved on.
+//! it). A revoker takes back an unclaimed request with a CAS before it lets go of the header:
+//! a hybrid one after [`HYBRID_WAIT_NS`] (it falls back to the barrier), and any one that
+//! finds the target `SAFE` or `EXITED` meanwhile (it revokes in place). Claim and withdrawal
+//! cannot both succeed, so the callback never runs on a header whose revoker has moved on,
+//! and no late `REQ_NONE` of a callback can erase a later revoker's request. A poll claims
+//! nothing unless its thread is `RUNNING` (a thread in native that polls, or a poll made with
+//! another thread's context against the contract, is a no-op): a target that a revoker has
+//! seen `SAFE` stays so until the revoker lets go of its mutex, so it claims nothing then.
+//!
+//! **In native** (`Safepoint::enter_native`) is `SAFE` with a depth (nested
+//! `in_native` leaves at the outermost exit only). The biased protocols refuse lock operations
+//! made in native (their fast paths would run unseen by an in-place revoker); see `biased.rs`.
+//! A thread becomes `SAFE` for a revocation or a blocking call through `SafeScope`, which
+//! leaves on drop, unwinding included, and does nothing in native (already `SAFE`).
 //!
 //! Deadlock freedom (§3.3: "ensuring deadlock freedom when two or more threads attempt to
 //! simultaneously safepoint each other"): a revoker is itself `SAFE` for the whole
@@ -67,6 +78,19 @@ const REQ_RUNNING: u32 = 3;
 pub const HYBRID_WAIT_NS: u32 = 5_000;
 
 /// How a runtime revokes a bias held by another thread.
+///
+/// The default is [`Membarrier`](Self::Membarrier), which needs nothing from the owner. Where
+/// the kernel refuses the barrier (not Linux, a kernel before 4.14, a seccomp filter) a
+/// runtime that asks for it (or for [`Hybrid`](Self::Hybrid)) gets [`NoBias`](Self::NoBias)
+/// — visibly, in [`BiasState::set`](crate::protocol::biased::BiasState::set)'s answer and
+/// [`BiasState::revocation`](crate::protocol::biased::BiasState::revocation) — rather than a
+/// handshake: a handshake waits for the owner's next poll, and an owner that blocks in `std`
+/// or in C code without saying so never polls, so its revoker would wait forever even on a
+/// lock nobody holds. Nothing else is safe without the barrier: the owner's fast path makes
+/// plain stores with no fence, so rewriting its biased header while it runs could make two
+/// owners, and no one but the owner knows whether it is inside that fast path. The handshakes
+/// stay available to a host that asks for them by name and keeps their contract (poll in long
+/// loops, block only inside `in_native`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Revocation {
     /// §3.3 synchronous pair handshake: stop the owner at its next safepoint
@@ -80,8 +104,16 @@ pub enum Revocation {
     Membarrier,
     /// The asynchronous pair handshake for [`HYBRID_WAIT_NS`]; if the owner has not polled
     /// by then, the request is withdrawn and the barrier revokes. Needs the barrier (falls
-    /// back to `AsyncHandshake` where the kernel refuses it).
+    /// back to `NoBias` where the kernel refuses it, as `Membarrier` does).
     Hybrid,
+    /// Bias nothing, so that nothing ever needs revoking: KKO's clear → biased becomes
+    /// clear → thin, FABLE's learn → biased at the learn limit becomes learn → thin (Figure
+    /// 5's other way out of learn mode), and every lock is a thin lock. What `Membarrier` and
+    /// `Hybrid` fall back to where the kernel refuses the barrier, as long as no thread of
+    /// the runtime has biased anything yet (a runtime's first configuration is at creation,
+    /// so in practice always); a runtime that already biased objects under another mode
+    /// falls back to the synchronous handshake instead, which only the handshake can revoke.
+    NoBias,
 }
 
 impl Revocation {
@@ -90,7 +122,8 @@ impl Revocation {
             0 => Self::SyncHandshake,
             1 => Self::AsyncHandshake,
             2 => Self::Membarrier,
-            _ => Self::Hybrid,
+            3 => Self::Hybrid,
+            _ => Self::NoBias,
         }
     }
 }
@@ -213,6 +246,8 @@ pub struct Safepoint {
     /// Address of the header this thread is running a biased fast path on, 0 if none: the
     /// owner's half of the asymmetric Dekker.
     pub(crate) in_op: AtomicUsize,
+    /// How deeply the thread is in native (`in_native` nests); written only by the thread.
+    native: AtomicU32,
 }
 
 impl Default for Safepoint {
@@ -224,6 +259,7 @@ impl Default for Safepoint {
             op_word: AtomicU64::new(0),
             mutex: Mutex::new(()),
             in_op: AtomicUsize::new(0),
+            native: AtomicU32::new(0),
         }
     }
 }
@@ -243,6 +279,13 @@ impl Safepoint {
 
     #[cold]
     fn poll_slow(&self, exec: Revoke<'_>) {
+        // A no-op unless RUNNING: in native (`SAFE`) the thread's revokers work in place and
+        // take back their requests, so a claim here would run a callback on a header its
+        // revoker has let go of. Only this thread leaves RUNNING (a revoker only returns a
+        // STOPPED thread to it, and we are not stopped), so the load is exact.
+        if self.state.load(Ordering::SeqCst) != RUNNING {
+            return;
+        }
         match self.request.load(Ordering::SeqCst) {
             // beginPairHandshake on the target side: announce the stop, then wait for the
             // revoker's endPairHandshake (it resets the state and clears the request).
@@ -282,14 +325,54 @@ impl Safepoint {
     /// Enters a safe state (parking, waiting, native). The thread must not be inside a fast
     /// path and must make no biased access until [`leave_safe`](Self::leave_safe).
     #[inline]
-    pub(crate) fn enter_safe(&self) {
+    fn enter_safe(&self) {
         self.state.store(SAFE, Ordering::SeqCst);
     }
 
     /// Leaves the safe state, after any revocation of this thread in progress.
-    pub(crate) fn leave_safe(&self) {
+    fn leave_safe(&self) {
         let _g = lock(&self.mutex);
         self.state.store(RUNNING, Ordering::SeqCst);
+    }
+
+    /// The calling thread (this safepoint's) becomes `SAFE` until the scope drops, unwinding
+    /// included; a no-op in native (already `SAFE`, and it must stay so).
+    pub(crate) fn safe_scope(&self) -> SafeScope<'_> {
+        if self.state.load(Ordering::Relaxed) == RUNNING {
+            self.enter_safe();
+            SafeScope(Some(self))
+        } else {
+            SafeScope(None)
+        }
+    }
+
+    /// The thread goes native (JNI's transition): `SAFE` at the outermost level. Returns
+    /// whether this was the outermost (`in_native` nests).
+    pub(crate) fn enter_native(&self) -> bool {
+        let d = self.native.load(Ordering::Relaxed);
+        self.native.store(d + 1, Ordering::Relaxed);
+        if d == 0 {
+            self.enter_safe();
+        }
+        d == 0
+    }
+
+    /// The thread returns from native: `RUNNING` again at the outermost level (waiting for a
+    /// revocation of its biases in progress). Returns whether this was the outermost.
+    pub(crate) fn leave_native(&self) -> bool {
+        let d = self.native.load(Ordering::Relaxed);
+        debug_assert!(d > 0, "leave_native without enter_native");
+        self.native.store(d.saturating_sub(1), Ordering::Relaxed);
+        if d == 1 {
+            self.leave_safe();
+        }
+        d == 1
+    }
+
+    /// Whether the thread is in native (its own question).
+    #[inline]
+    pub(crate) fn in_native(&self) -> bool {
+        self.native.load(Ordering::Relaxed) != 0
     }
 
     /// The thread detaches: revokers treat it as permanently safe.
@@ -374,11 +457,18 @@ impl Safepoint {
                     self.state.store(RUNNING, Ordering::SeqCst);
                     return Some(RevocationKind::Sync);
                 }
-                SAFE | EXITED if r != REQ_RUNNING => {
+                SAFE | EXITED
+                    if r != REQ_RUNNING
+                        && self
+                            .request
+                            .compare_exchange(r, REQ_NONE, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok() =>
+                {
                     // It reached a safe state without polling; it cannot leave it while we
-                    // hold the mutex, nor run the callback (it is not polling).
+                    // hold the mutex. The request is withdrawn (a CAS: a claim made while it
+                    // was still running wins, and we wait for its `REQ_NONE` instead), so no
+                    // poll can run the callback after we let go of the header.
                     exec(header, word);
-                    self.request.store(REQ_NONE, Ordering::SeqCst);
                     return Some(if s == SAFE {
                         RevocationKind::OwnerSafe
                     } else {
@@ -399,6 +489,18 @@ impl Safepoint {
                 _ => {}
             }
             backoff(&mut spins);
+        }
+    }
+}
+
+/// A stretch at a safepoint (see [`Safepoint::safe_scope`]): back to `RUNNING` on drop.
+#[must_use]
+pub(crate) struct SafeScope<'a>(Option<&'a Safepoint>);
+
+impl Drop for SafeScope<'_> {
+    fn drop(&mut self) {
+        if let Some(sp) = self.0 {
+            sp.leave_safe();
         }
     }
 }
@@ -440,7 +542,7 @@ mod barrier {
     const CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
     const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
-    /// 0 = not tried, 1 = registered, 2 = refused.
+    /// 0 = not tried, 1 = registered, 2 = refused (or failed after registering).
     static REGISTERED: AtomicU8 = AtomicU8::new(0);
 
     #[cfg(target_os = "linux")]
@@ -467,13 +569,14 @@ mod barrier {
         }
     }
 
-    pub fn barrier() {
+    /// `false` if the kernel refused (a seccomp filter installed after the registration):
+    /// later [`init`]s answer `false` too, so that new runtimes do not pick the barrier.
+    pub fn barrier() -> bool {
         let ok = sys(CMD_PRIVATE_EXPEDITED);
-        // Registered before any runtime could pick this mode; the command cannot fail then.
-        assert!(
-            ok,
-            "membarrier(PRIVATE_EXPEDITED) failed after registration"
-        );
+        if !ok {
+            REGISTERED.store(2, Ordering::Release);
+        }
+        ok
     }
 }
 
@@ -482,23 +585,25 @@ mod barrier {
     pub fn init() -> bool {
         true
     }
-    pub fn barrier() {
+    pub fn barrier() -> bool {
         crate::sync::fence(crate::sync::Ordering::SeqCst);
+        true
     }
 }
 
 /// Registers this process for `membarrier(PRIVATE_EXPEDITED)` (once; later calls return the
 /// cached answer). Call it at start-up, before spawning threads: registration with many
 /// threads alive can take tens of milliseconds. `false` if the kernel refuses (not Linux,
-/// kernel < 4.14, seccomp); the biased runtimes then fall back to the synchronous pair
-/// handshake.
+/// kernel < 4.14, seccomp); the biased runtimes then bias nothing ([`Revocation::NoBias`]).
 pub fn init() -> bool {
     barrier::init()
 }
 
 /// The revoker's half of the asymmetric Dekker: a full barrier on every running thread.
+/// `false` if the kernel refused it (then nothing was ordered: the caller must not rely on it).
 #[inline]
-pub(crate) fn process_barrier() {
+#[must_use]
+pub(crate) fn process_barrier() -> bool {
     barrier::barrier()
 }
 
@@ -525,6 +630,31 @@ mod tests {
             last = b;
             assert!(bucket_floor(b) <= ns, "{ns} -> {}", bucket_floor(b));
         }
+    }
+
+    /// A poll claims nothing unless its thread is running: a thread in native that polls (or a
+    /// poll against the contract) must not run a callback whose revoker, having seen the
+    /// thread at a safepoint, withdraws the request and lets go of the header.
+    #[test]
+    fn poll_is_a_no_op_unless_running() {
+        let sp = Safepoint::default();
+        sp.op_header.store(8, Ordering::SeqCst);
+        sp.request.store(REQ_ASYNC, Ordering::SeqCst);
+        let ran = std::cell::Cell::new(false);
+        assert!(sp.enter_native());
+        sp.poll(&|_, _| ran.set(true));
+        assert!(!ran.get(), "a safe thread's poll ran the callback");
+        assert_eq!(sp.request.load(Ordering::SeqCst), REQ_ASYNC, "not claimed");
+        // The revoker's withdrawal still succeeds, so it may revoke in place and let go.
+        assert!(sp
+            .request
+            .compare_exchange(REQ_ASYNC, REQ_NONE, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok());
+        assert!(sp.leave_native());
+        sp.request.store(REQ_ASYNC, Ordering::SeqCst);
+        sp.poll(&|_, _| ran.set(true));
+        assert!(ran.get(), "a running thread's poll runs it");
+        assert_eq!(sp.request.load(Ordering::SeqCst), REQ_NONE);
     }
 
     #[test]

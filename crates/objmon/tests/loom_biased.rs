@@ -526,3 +526,230 @@ fn hybrid_owner_never_polls() {
         assert_eq!(rt.state().revocations().total(), 1);
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 11, item 3: a bias owner at a safepoint (in native, or detached) while a revocation is
+// under way.
+
+/// The bias owner goes native and, there, tries to lock its biased object while a second
+/// thread revokes the bias (by `mode`) and locks it. In native the owner counts as being at a
+/// safepoint, so the revoker rewrites the header in place with no barrier and no handshake: a
+/// fast path of the owner there (plain stores) could race it and make two owners. The owner's
+/// attempt must be refused (`InNative`), and if it ever succeeded the critical sections must
+/// still exclude each other.
+fn native_lock_vs_in_place_revocation<F: Flavor>(mode: Revocation) {
+    model(move || {
+        let rt = runtime::<F>(mode);
+        let h = Arc::new(BiasWord::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        drop(me.enter(&h).unwrap());
+        drop(me.enter(&h).unwrap());
+        assert_eq!(h.mode(), BiasMode::Biased);
+        let (rt2, h2, inside2, count2, done2) = (
+            rt.clone(),
+            h.clone(),
+            inside.clone(),
+            count.clone(),
+            done.clone(),
+        );
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&h2).unwrap();
+            critical(&inside2, &count2);
+            drop(g);
+            done2.store(true, Ordering::Release);
+        });
+        let refused = me.in_native(|| match me.enter(&h) {
+            Ok(g) => {
+                critical(&inside, &count);
+                drop(g);
+                false
+            }
+            Err(e) => {
+                assert_eq!(e, objmon::MonitorError::InNative);
+                true
+            }
+        });
+        // Back from native: cooperate with a handshake revoker that posted before we left.
+        while !done.load(Ordering::Acquire) {
+            me.poll();
+            thread::yield_now();
+        }
+        revoker.join().unwrap();
+        assert!(refused, "a lock made in native was granted");
+        assert_eq!(count.load(Ordering::Relaxed), 1);
+        assert_eq!(rt.owner_of(&h), None);
+    });
+}
+
+#[test]
+fn kko_native_lock_vs_sync_handshake() {
+    native_lock_vs_in_place_revocation::<Kko>(Revocation::SyncHandshake);
+}
+
+#[test]
+fn kko_native_lock_vs_membarrier() {
+    native_lock_vs_in_place_revocation::<Kko>(Revocation::Membarrier);
+}
+
+#[test]
+fn fable_native_lock_vs_async_handshake() {
+    native_lock_vs_in_place_revocation::<FableHeuristics>(Revocation::AsyncHandshake);
+}
+
+#[test]
+fn seed_native_lock_vs_sync_handshake() {
+    native_lock_vs_in_place_revocation::<KkoSeed>(Revocation::SyncHandshake);
+}
+
+/// The bias owner goes native (it never polled while running) and polls there while a second
+/// thread revokes by handshake: the revoker may post its request while the owner runs, then
+/// see it at a safepoint. It must revoke in place (`OwnerSafe`) after withdrawing the request;
+/// the owner's poll in native must claim nothing — a callback claimed there would run on a
+/// header its revoker may already have let go of, and its late `REQ_NONE` could erase a later
+/// revoker's request.
+fn owner_goes_native_with_request_posted<F: Flavor>(mode: Revocation) {
+    model(move || {
+        let rt = runtime::<F>(mode);
+        let h = Arc::new(BiasWord::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let me = rt.attach().unwrap();
+        drop(me.enter(&h).unwrap());
+        drop(me.enter(&h).unwrap());
+        let (rt2, h2, inside2, count2, done2) = (
+            rt.clone(),
+            h.clone(),
+            inside.clone(),
+            count.clone(),
+            done.clone(),
+        );
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&h2).unwrap();
+            critical(&inside2, &count2);
+            drop(g);
+            done2.store(true, Ordering::Release);
+        });
+        me.in_native(|| {
+            while !done.load(Ordering::Acquire) {
+                me.poll();
+                thread::yield_now();
+            }
+        });
+        revoker.join().unwrap();
+        let g = me.enter(&h).unwrap();
+        critical(&inside, &count);
+        drop(g);
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        let rv = rt.state().revocations();
+        assert_eq!(
+            rv.count(objmon::revoke::RevocationKind::OwnerSafe),
+            1,
+            "a request was claimed in native ({} async)",
+            rv.count(objmon::revoke::RevocationKind::Async)
+        );
+    });
+}
+
+#[test]
+fn kko_owner_goes_native_with_async_request_posted() {
+    owner_goes_native_with_request_posted::<Kko>(Revocation::AsyncHandshake);
+}
+
+#[test]
+fn fable_owner_goes_native_with_async_request_posted() {
+    owner_goes_native_with_request_posted::<FableHeuristics>(Revocation::AsyncHandshake);
+}
+
+#[test]
+fn kko_owner_goes_native_with_sync_request_posted() {
+    owner_goes_native_with_request_posted::<Kko>(Revocation::SyncHandshake);
+}
+
+/// The bias owner detaches while a second thread revokes its bias by handshake (it never
+/// polls: the revoker must finish on `EXITED`, or on finding the id free or reused), and a new
+/// thread attaches under the same id (next generation) and locks the object too: the recycled
+/// id must not match the old bias, the critical sections exclude each other, and the one
+/// revocation is counted once (a revoker that finds the owner detached rewrites the header
+/// without the owner's mutex, racing one that found it `EXITED`: both used to count it).
+fn detached_owner_vs_id_reuse<F: Flavor>(mode: Revocation) {
+    model_with(2, move || {
+        let rt = Runtime::<Biasing<F>>::new(Config {
+            max_threads: 2,
+            ..config()
+        });
+        Biasing::<F>::configure(
+            &rt,
+            BiasConfig {
+                revocation: mode,
+                learn_limit: 1,
+            },
+        );
+        let h = Arc::new(BiasWord::default());
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let me = rt.attach().unwrap();
+        let old = me.id();
+        drop(me.enter(&h).unwrap());
+        drop(me.enter(&h).unwrap());
+        let (rt2, h2, inside2, count2) = (rt.clone(), h.clone(), inside.clone(), count.clone());
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&h2).unwrap();
+            critical(&inside2, &count2);
+            drop(g);
+        });
+        drop(me); // detach: EXITED, then the id is free
+        let again = rt.attach().unwrap();
+        if again.id() == old {
+            assert_eq!(
+                again.lock_count(&h),
+                0,
+                "the old bias is not the new thread's"
+            );
+        }
+        let g = again.enter(&h).unwrap();
+        critical(&inside, &count);
+        drop(g);
+        revoker.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(
+            rt.state().revocations().total(),
+            1,
+            "one revocation, counted once"
+        );
+    });
+}
+
+#[test]
+fn kko_detached_owner_vs_id_reuse_async() {
+    detached_owner_vs_id_reuse::<Kko>(Revocation::AsyncHandshake);
+}
+
+#[test]
+fn fable_detached_owner_vs_id_reuse_sync() {
+    detached_owner_vs_id_reuse::<FableHeuristics>(Revocation::SyncHandshake);
+}
+
+/// FABLE under the pair handshakes (§3.3 is FABLE's own revocation): the owner's fast path
+/// and a held bias against each.
+#[test]
+fn fable_fast_path_vs_sync_handshake() {
+    owner_vs_revoker::<FableHeuristics>(Revocation::SyncHandshake);
+}
+
+#[test]
+fn fable_fast_path_vs_async_handshake() {
+    owner_vs_revoker::<FableHeuristics>(Revocation::AsyncHandshake);
+}
+
+#[test]
+fn fable_held_across_async_handshake() {
+    held_across_revocation::<FableHeuristics>(Revocation::AsyncHandshake);
+}

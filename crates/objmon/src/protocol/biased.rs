@@ -10,6 +10,11 @@
 //! - **the header** (`biased-seed`, [`FableSeed`](super::fable::FableSeed); Figures 3, 4, 6
 //!   and 7 as written): the owner's lock / unlock store the header ± 256.
 //!
+//! Files: this one (header, fast and slow paths, revocation); `biased/records.rs` (the lock
+//! records and the thread's cached fast-path bits, one cache line); `biased/tests.rs` (unit
+//! tests); `biased_hash.rs` (identity hashes); `crate::revoke` (safepoints, handshakes, the
+//! barrier).
+//!
 //! Header ([`BiasWord`], 64 bits; Figures 3 and 6 widened so that a bias carries a
 //! generation):
 //!
@@ -69,7 +74,9 @@
 //!   two loads.
 //! - thin lock (Figure 4's second case for `biased-seed`: thin and free; Figure 7's for
 //!   `fable-seed`: thin, rc 0, sticky owner = me; the records variants take any free thin
-//!   word, one AND more — see below): one load, one compare-and-swap.
+//!   word, one AND more — see below): one load, one compare-and-swap. The expected bits come
+//!   from the thread's line (`thin_free`, poisoned in native; an xor with them replaces the
+//!   copy of the word the test needs anyway, so the count is unchanged).
 //! - a fresh object's acquisitions (records variants only): FABLE's clear → learn, the bias
 //!   guess re-acquiring in learn mode below the learn limit, a second thread taking a free
 //!   learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
@@ -141,8 +148,27 @@
 //! lock — as JNI code and JIT-compiled loops do in a JVM — or a handshake revoker waits for it.
 //! The barrier revocation needs neither, which is why it is the default
 //! ([`BiasConfig::default`]): the conformance suite, like most Rust hosts, blocks in `std`
-//! without telling anyone. Where the kernel refuses the barrier the default falls back to the
-//! synchronous handshake, and this contract applies.
+//! without telling anyone. Where the kernel refuses the barrier the default does *not* fall
+//! back to a handshake (a revoker would wait forever for an owner that blocks in `std` or in a
+//! C host, even on a lock nobody holds): the runtime biases nothing
+//! ([`Revocation::NoBias`]) and every lock is thin. A host that asks for a handshake by name
+//! takes this contract on. If the barrier fails after the registration succeeded (a seccomp
+//! filter installed later), the revoker withdraws its mark, the runtime switches to the
+//! handshake (visibly: [`BiasState::revocation`]) and this contract applies from then on.
+//!
+//! **In native.** [`ThreadHandle::in_native`](crate::ThreadHandle::in_native) makes the thread
+//! `SAFE`, so its revokers rewrite its biases in place, with no barrier and no handshake. A
+//! biased fast path of its own there (plain stores) could then race an in-place revoker and
+//! make two owners. So `enter_native` poisons the cached bits its fast paths compare with
+//! (the bias bits and `thin_free`, to `NO_BIAS`): every acquisition fails its first test and
+//! reaches a slow path, which refuses it with `Err(MonitorError::InNative)`; `wait` and
+//! `notify` refuse too. An unlock is made, not refused (a guard dropped in native would
+//! otherwise leak its lock): a thin or fat one as usual (nobody else writes a held thin word);
+//! a biased one in `exit_slow` under the thread's own revoker mutex, which every revoker holds
+//! for its whole revocation, so no revoker rewrites or counts the thread's records meanwhile,
+//! and the next one sees the release. `leave_native` waits for a revocation in progress and
+//! restores the bits; a bias revoked meanwhile is a thin word (marked stale if held), handled
+//! as after any revocation. `poll` in native is a no-op (see [`crate::revoke`]).
 //!
 //! Anything else that writes a biased header is the owner itself (inflation for wait /
 //! notify, count or record overflow: a CAS, which fails against a concurrent revoker's mark)
@@ -163,11 +189,15 @@ use crate::revoke::{
     backoff, owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
 };
 use crate::runtime::{Config, InflationCause, Runtime};
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
+use records::{free_thin, LockRecords, NO_BIAS, REC_RELEASING, REC_TOMB};
 use std::marker::PhantomData;
+
+mod records;
+pub use records::LOCK_RECORDS;
 use std::time::Instant;
 
 pub(crate) const HOST: u64 = HOST_BITS_MASK as u64;
@@ -195,151 +225,6 @@ const GEN_BITS: u64 = (1 << 30) - 1;
 const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
 pub(crate) const INDEX_SHIFT: u32 = 19;
 const INDEX_MASK: u64 = 0x7f_ffff << INDEX_SHIFT;
-
-/// Capacity of a thread's lock records (records variant): biased holds beyond it make the
-/// object thin. HotSpot keeps one record per frame; 32 covers the nesting of the benchmarks
-/// (the tree test holds 16) at 264 bytes per thread.
-pub const LOCK_RECORDS: usize = 32;
-/// Low bit of a record: its pop is in flight (the owner's half of the unlock Dekker).
-const REC_RELEASING: usize = 1;
-/// A buried record: neither a header address (8-aligned, non-zero) nor one being released.
-const REC_TOMB: usize = 2;
-
-/// The bias owner's lock records (records variant, HotSpot 17 style): one slot per biased
-/// hold, holding the header's address, pushed and popped only by the owner with plain
-/// stores. A biased lock's recursion count is the number of records naming it; the header
-/// is not written. Revokers read them (see the module documentation for the Dekker).
-///
-/// The line also caches the owner's header bits, so that a fast path reads one thread-local
-/// line and the header, nothing else.
-#[repr(C, align(64))]
-#[derive(Debug)]
-pub(crate) struct LockRecords {
-    top: AtomicUsize,
-    /// The thread's bias bits (id and generation), [`NO_BIAS`] until its first slow path
-    /// (the generation is not known when the state is built; a thread biases a header to
-    /// itself only in a slow path, after setting this).
-    bias: AtomicU64,
-    /// The thread's id in the owner field (learn / thin words).
-    owner: u64,
-    /// `THIN | owner | RC_ONE`: the thin lock word's bits above the host's once this thread
-    /// holds it once (the fast paths' constants, precomputed: each µop saved counts on the
-    /// Cloud, see [`enter`](Protocol::enter)).
-    thin_once: u64,
-    /// `STATE_LOW | owner | RC_ONE`: what the combined learn / thin unlock test expects.
-    unlock_once: u64,
-    slots: [AtomicUsize; LOCK_RECORDS],
-}
-
-/// Matches no header word: its low byte is not zero.
-const NO_BIAS: u64 = u64::MAX;
-
-impl LockRecords {
-    fn new(id: ThreadId) -> Self {
-        let owner = u64::from(id.get()) << OWNER_SHIFT;
-        Self {
-            top: AtomicUsize::new(0),
-            bias: AtomicU64::new(NO_BIAS),
-            owner,
-            thin_once: THIN | owner | RC_ONE,
-            unlock_once: STATE_LOW | owner | RC_ONE,
-            slots: std::array::from_fn(|_| AtomicUsize::new(0)),
-        }
-    }
-
-    /// Owner only: the records naming `a` below the top (all committed: the owner is not in a
-    /// fast path while it asks).
-    fn own_count(&self, a: usize) -> u32 {
-        let top = self.top.load(Ordering::Relaxed);
-        self.slots[..top]
-            .iter()
-            .filter(|s| s.load(Ordering::Relaxed) == a)
-            .count() as u32
-    }
-
-    /// Another thread's racy snapshot of the records naming `a` (owner_of, try_enter).
-    fn peek_count(&self, a: usize) -> u32 {
-        let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
-        self.slots[..top]
-            .iter()
-            .filter(|s| s.load(Ordering::Acquire) == a)
-            .count() as u32
-    }
-
-    /// Revoker side, after marking the header and the barrier: the committed records naming
-    /// `a`, once no push or pop of `a` is in flight. After the barrier every later fast path
-    /// of the owner on `a` reads the mark and backs out, so records of `a` no longer move and
-    /// lie below every top the owner will have (pops are LIFO, `a`'s are refused). What can
-    /// still lag is visibility: a top older than a slot we read. Every owner store to a slot
-    /// is a release and we read slots with acquire, so the top re-read after the scan is at
-    /// least as new as every slot value seen; equal to the first read, the scan is
-    /// consistent: a slot at the top holding `a` is a push in flight, a slot below it marked
-    /// releasing is a pop in flight, and we wait for either to commit or back out.
-    fn settled_count(&self, a: usize) -> u32 {
-        let mut spins = 0u32;
-        loop {
-            let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
-            let (mut n, mut busy) = (0, false);
-            for (i, s) in self.slots[..(top + 1).min(LOCK_RECORDS)].iter().enumerate() {
-                let v = s.load(Ordering::Acquire);
-                if i == top {
-                    busy |= v == a;
-                } else if v == a {
-                    n += 1;
-                } else if v == a | REC_RELEASING {
-                    busy = true;
-                }
-            }
-            if !busy && self.top.load(Ordering::Acquire) == top {
-                return n;
-            }
-            backoff(&mut spins);
-        }
-    }
-
-    /// Owner only: buries every record of `a` (the header no longer counts on them), then
-    /// drops buried records from the top.
-    fn bury(&self, a: usize) {
-        let top = self.top.load(Ordering::Relaxed);
-        for s in &self.slots[..top] {
-            if s.load(Ordering::Relaxed) == a {
-                s.store(REC_TOMB, Ordering::Release);
-            }
-        }
-        self.pop_tombs();
-    }
-
-    /// Owner only: lowers the top past buried records. Slots above the top hold no header's
-    /// bare address afterwards, so a revoker never mistakes them for a push in flight.
-    fn pop_tombs(&self) {
-        let mut top = self.top.load(Ordering::Relaxed);
-        while top > 0 && self.slots[top - 1].load(Ordering::Relaxed) == REC_TOMB {
-            top -= 1;
-        }
-        self.top.store(top, Ordering::Release);
-    }
-
-    /// Owner only, in a slow path where the header is not biased to it: commits a record for
-    /// `a` ahead of a CAS that biases `a` to it. `false` if full.
-    fn push_committed(&self, a: usize) -> bool {
-        self.pop_tombs();
-        let top = self.top.load(Ordering::Relaxed);
-        let Some(slot) = self.slots.get(top) else {
-            return false;
-        };
-        slot.store(a, Ordering::Release);
-        self.top.store(top + 1, Ordering::Release);
-        true
-    }
-
-    /// Undoes [`push_committed`](Self::push_committed) when the CAS failed (the header never
-    /// became biased to us, so no revoker looked).
-    fn unpush(&self) {
-        let top = self.top.load(Ordering::Relaxed) - 1;
-        self.top.store(top, Ordering::Release);
-        self.slots[top].store(0, Ordering::Release);
-    }
-}
 
 /// The 64-bit header of the biased protocols: see the module documentation for the layout.
 pub struct BiasWord(pub(crate) AtomicU64);
@@ -494,8 +379,8 @@ pub struct BiasConfig {
 pub const DEFAULT_LEARN_LIMIT: u32 = 5;
 
 impl Default for BiasConfig {
-    /// Membarrier revocation where the kernel supports it, else the synchronous handshake;
-    /// learn limit 5.
+    /// Membarrier revocation; where the kernel refuses the barrier, [`Revocation::NoBias`]
+    /// (see [`BiasState::set`]); learn limit 5.
     fn default() -> Self {
         Self {
             revocation: Revocation::Membarrier,
@@ -511,6 +396,11 @@ pub struct BiasState {
     learn_limit: AtomicU32,
     revocations: RevocationStats,
     transitions: [AtomicU64; TRANSITIONS],
+    /// Test hook ([`simulate_barrier_failure`](Self::simulate_barrier_failure)).
+    barrier_fails: crate::sync::AtomicBool,
+    /// Some thread has cached its bias bits (so may have biased objects): from then on a
+    /// refused barrier falls back to a handshake, never to [`Revocation::NoBias`].
+    may_have_biases: crate::sync::AtomicBool,
 }
 
 impl BiasState {
@@ -520,17 +410,37 @@ impl BiasState {
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
+            barrier_fails: crate::sync::AtomicBool::new(false),
+            may_have_biases: crate::sync::AtomicBool::new(false),
         };
         s.set(BiasConfig::default());
         s
     }
 
-    /// Applies `c`; returns the revocation actually used: `Membarrier` falls back to
-    /// `SyncHandshake` where the kernel refuses the barrier. Safe at any time — every mode
-    /// works against every owner, and revokers of one owner are serialized whatever their
-    /// mode — but meant for start-up, before threads attach.
+    /// Applies `c`; returns the revocation actually used. Where the kernel refuses the
+    /// barrier, `Membarrier` and `Hybrid` give [`Revocation::NoBias`] (never a handshake the
+    /// host did not ask for: its revoker would wait for an owner's poll that may never come,
+    /// also on a lock nobody holds); in a runtime whose threads have already biased objects
+    /// (under a handshake the host chose), they give that handshake's fallback as before
+    /// (`SyncHandshake`, `AsyncHandshake`), which alone can revoke those biases. Safe at any
+    /// time — every mode works against every owner, and revokers of one owner are serialized
+    /// whatever their mode — but meant for start-up, before threads attach.
     pub fn set(&self, c: BiasConfig) -> Revocation {
         self.set_with(c, crate::revoke::init)
+    }
+
+    /// [`set`](Self::set) as if the kernel refused `membarrier` (seccomp, an old kernel): a
+    /// test hook, so that the fallback can be tested on any machine.
+    #[doc(hidden)]
+    pub fn set_without_barrier(&self, c: BiasConfig) -> Revocation {
+        self.set_with(c, || false)
+    }
+
+    /// Test hook: from now on every `membarrier` call of this runtime fails, as if a seccomp
+    /// filter had been installed after the registration succeeded.
+    #[doc(hidden)]
+    pub fn simulate_barrier_failure(&self) {
+        self.barrier_fails.store(true, Ordering::Relaxed);
     }
 
     /// [`set`](Self::set) with the barrier's availability supplied (tests of the fallback).
@@ -538,6 +448,7 @@ impl BiasState {
         let needs_barrier = matches!(c.revocation, Revocation::Membarrier | Revocation::Hybrid);
         let refused = needs_barrier && !barrier_available();
         let r = match c.revocation {
+            _ if refused && !self.may_have_biases.load(Ordering::SeqCst) => Revocation::NoBias,
             Revocation::Membarrier if refused => Revocation::SyncHandshake,
             Revocation::Hybrid if refused => Revocation::AsyncHandshake,
             r => r,
@@ -546,6 +457,24 @@ impl BiasState {
         self.learn_limit
             .store(c.learn_limit.max(1), Ordering::Relaxed);
         r
+    }
+
+    /// The barrier failed after the registration had succeeded (a seccomp filter installed
+    /// later): the runtime revokes by the handshake from now on, visibly in
+    /// [`revocation`](Self::revocation) (`Membarrier` → `SyncHandshake`, `Hybrid` →
+    /// `AsyncHandshake`); new runtimes of the process bias nothing (`revoke::init` answers
+    /// `false` from now on).
+    fn barrier_failed(&self) {
+        let fallback = |r: Revocation| match r {
+            Revocation::Membarrier => Some(Revocation::SyncHandshake),
+            Revocation::Hybrid => Some(Revocation::AsyncHandshake),
+            _ => None,
+        };
+        let _ = self
+            .revocation
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                fallback(Revocation::from_u32(v)).map(|r| r as u32)
+            });
     }
 
     /// The revocation in use.
@@ -587,15 +516,21 @@ pub struct BiasThread {
     transitions: [AtomicU64; TRANSITIONS],
     /// Lock records of the records variant (own cache lines: revokers read them).
     rec: LockRecords,
+    /// The cached bias and thin-free bits while they are poisoned in native (only its thread
+    /// touches them).
+    saved_bias: AtomicU64,
+    saved_thin_free: AtomicU64,
 }
 
 impl BiasThread {
-    fn new(id: ThreadId) -> Self {
+    fn new(id: ThreadId, thin_free: u64) -> Self {
         Self {
             sp: Safepoint::default(),
             learn_count: AtomicU32::new(0),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
-            rec: LockRecords::new(id),
+            rec: LockRecords::new(id, thin_free),
+            saved_bias: AtomicU64::new(NO_BIAS),
+            saved_thin_free: AtomicU64::new(NO_BIAS),
         }
     }
 
@@ -724,6 +659,14 @@ impl<F: Flavor> Biasing<F> {
         t.local().rec.bias.load(Ordering::Relaxed)
     }
 
+    /// Whether `t` may bias an object to itself: it has cached its bias bits, which it does
+    /// (in `enter_slow`) only where the runtime biases ([`Revocation::NoBias`] never does).
+    /// Slow paths only (the fast ones test the cached bits themselves).
+    #[inline]
+    fn may_bias(t: &Cx<F>) -> bool {
+        Self::cached_bias(t) != NO_BIAS
+    }
+
     /// Whether `w` is biased to `t`, not being revoked, and (header variant) has room for
     /// one more hold: the bias owner's fast step can run on it.
     #[inline(always)]
@@ -849,13 +792,17 @@ impl<F: Flavor> Biasing<F> {
         // returned and the request is cleared (or runs it itself and clears it), so the
         // header is alive and not moved for the whole call.
         let h = unsafe { &*(header as *const BiasWord) };
+        // Counted by the revoker, which learns the outcome from the request it withdrew.
         Self::thin_from_bias(rt, h, w, rec);
     }
 
     /// Revocation proper, at a moment the bias owner (whose records are `rec`) cannot be in a
     /// fast path on `h`: biased(T, n) → thin(T, n) if `h` is still biased to the owner named
     /// in `w`, n its holds.
-    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) {
+    ///
+    /// `true` if this call revoked it; `false` if it was no longer biased to that owner (a
+    /// revoker that found the owner detached rewrites it without the owner's mutex).
+    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) -> bool {
         let who = w & (OWNER_MASK | GEN_MASK);
         let mut cur = h.0.load(Ordering::Acquire);
         while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
@@ -872,11 +819,12 @@ impl<F: Flavor> Biasing<F> {
             ) {
                 Ok(_) => {
                     rt.state().count(Transition::BiasedToThin);
-                    return;
+                    return true;
                 }
                 Err(c) => cur = c,
             }
         }
+        false
     }
 
     /// The thin word for biased word `w` held `n` times: same owner, count `n` (KKO clears a
@@ -899,12 +847,11 @@ impl<F: Flavor> Biasing<F> {
             .get(idx.expect("fat word holds a monitor index"))
     }
 
-    /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile).
+    /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile); back to running
+    /// when `f` returns or unwinds.
     fn safe<R>(t: &Cx<F>, f: impl FnOnce() -> R) -> R {
-        t.local().sp.enter_safe();
-        let r = f();
-        t.local().sp.leave_safe();
-        r
+        let _safe = t.local().sp.safe_scope();
+        f()
     }
 
     /// The attached thread that biased word `w` names (id and generation), if any.
@@ -945,9 +892,10 @@ impl<F: Flavor> Biasing<F> {
             return;
         };
         // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
-        t.local().sp.enter_safe();
+        // Back to running on every way out, unwinding included; unchanged if we are in native
+        // (an identity hash made there revokes).
+        let _safe = t.local().sp.safe_scope();
         Self::revoke_live(rt, h, w, target.local(), start);
-        t.local().sp.leave_safe();
     }
 
     fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, target: &BiasThread, start: Instant) {
@@ -960,34 +908,66 @@ impl<F: Flavor> Biasing<F> {
         if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
             return;
         }
+        // Whether the rewrite was ours: a revoker that found the owner detached (`revoke`,
+        // no mutex) may have done it first; then nothing is counted, so that one revocation
+        // is counted once.
+        let ours = crate::sync::AtomicBool::new(false);
         if let Some(kind) = tsp.quiescent() {
             // Parked, waiting or in native (it cannot leave while we hold its mutex), or
             // detached: rewrite in place.
-            Self::thin_from_bias(rt, h, w, &target.rec);
-            st.revocations.record(kind, start);
+            if Self::thin_from_bias(rt, h, w, &target.rec) {
+                st.revocations.record(kind, start);
+            }
             return;
         }
-        let kind = match st.revocation() {
-            Revocation::Membarrier => Self::revoke_by_barrier(rt, h, w, target),
-            r => tsp
-                .handshake(&held, r, addr(h), w, &|_, x| {
-                    Self::thin_from_bias(rt, h, x, &target.rec)
-                })
-                // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
-                .unwrap_or_else(|| Self::revoke_by_barrier(rt, h, w, target)),
+        let exec = |_, x| {
+            if Self::thin_from_bias(rt, h, x, &target.rec) {
+                ours.store(true, Ordering::Relaxed);
+            }
         };
+        // `None`: a hybrid request withdrawn unrun. `Async`: the owner ran the callback
+        // itself (it was alive, so no detached-owner revoker raced it); any other kind: our
+        // `exec` ran, and `ours` says whether it rewrote the header.
+        let by = |r| tsp.handshake(&held, r, addr(h), w, &exec);
+        // `None`: the barrier failed; `Some(revoked by us)` otherwise.
+        let barrier = || Self::revoke_by_barrier(rt, h, w, target);
+        let kind = match st.revocation() {
+            Revocation::Membarrier => {
+                barrier().map(|ours| ours.then_some(RevocationKind::Membarrier))
+            }
+            // Biases left from a handshake mode the host chose before (`BiasState::set`):
+            // only a handshake can revoke them.
+            Revocation::NoBias => by(Revocation::SyncHandshake).map(Some),
+            // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
+            r => by(r)
+                .map(Some)
+                .or_else(|| barrier().map(|ours| ours.then_some(RevocationKind::Membarrier))),
+        };
+        // `None`: the barrier failed (and the runtime now revokes by handshake): the header
+        // is as it was, unmarked; revoke it by the synchronous handshake (which waits for the
+        // owner's poll, or revokes in place once it is at a safepoint).
+        let kind = kind.unwrap_or_else(|| by(Revocation::SyncHandshake));
         drop(held);
-        st.revocations.record(kind, start);
+        match kind {
+            Some(RevocationKind::Async) => st.revocations.record(RevocationKind::Async, start),
+            Some(k) if ours.load(Ordering::Relaxed) || k == RevocationKind::Membarrier => {
+                st.revocations.record(k, start)
+            }
+            _ => {}
+        }
     }
 
     /// Revocation (c): the asymmetric Dekker against the owner's lock records (records
     /// variant) or its `in_op` (header variant); see the module docs.
-    fn revoke_by_barrier(
-        rt: &Rt<F>,
-        h: &BiasWord,
-        mut w: u64,
-        owner: &BiasThread,
-    ) -> RevocationKind {
+    ///
+    /// `Some(true)` if this call revoked it, `Some(false)` if the header stopped being biased
+    /// to that owner first (a revoker that found it detached), `None` if the kernel refused
+    /// the barrier (a seccomp filter installed after the
+    /// registration): the mark is withdrawn, the runtime switches to the handshake
+    /// ([`BiasState::barrier_failed`]) and the caller revokes by it. The mark is ours to
+    /// withdraw with a CAS; if it fails, the owner's in-flight plain store (header variant)
+    /// replaced the mark with a biased word of its own, which is as good as unmarked.
+    fn revoke_by_barrier(rt: &Rt<F>, h: &BiasWord, mut w: u64, owner: &BiasThread) -> Option<bool> {
         let who = w & (OWNER_MASK | GEN_MASK);
         loop {
             if h.0
@@ -999,20 +979,25 @@ impl<F: Flavor> Biasing<F> {
                 // re-read and mark again.
                 w = h.0.load(Ordering::Acquire);
                 if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                    return RevocationKind::Membarrier;
+                    return Some(false);
                 }
                 continue;
             }
             // Every running thread fences now: after this, each fast path of the owner either
             // had published its record / `in_op` (we see it below) or will read our mark.
-            process_barrier();
+            if rt.state().barrier_fails.load(Ordering::Relaxed) || !process_barrier() {
+                let _ =
+                    h.0.compare_exchange(w | REVOKING, w, Ordering::AcqRel, Ordering::Relaxed);
+                rt.state().barrier_failed();
+                return None;
+            }
             if F::RECORDS {
                 // The owner never writes a biased header in a fast path, and its slow paths
                 // CAS, which fails against the mark: the word is still `w | REVOKING`.
                 let n = owner.rec.settled_count(addr(h));
                 h.0.store(Self::to_thin(w, u64::from(n)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
-                return RevocationKind::Membarrier;
+                return Some(true);
             }
             let mut spins = 0;
             while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
@@ -1024,13 +1009,13 @@ impl<F: Flavor> Biasing<F> {
                 // other revokers are behind the mutex.
                 h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
-                return RevocationKind::Membarrier;
+                return Some(true);
             }
             // An in-flight fast path stored over the mark; it has finished. Again.
             rt.state().revocations.retried();
             w = cur;
             if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                return RevocationKind::Membarrier;
+                return Some(false);
             }
         }
     }
@@ -1135,6 +1120,10 @@ impl<F: Flavor> Biasing<F> {
         match w & STATE_MASK {
             BIASED => {
                 if w & OWNER_MASK == 0 {
+                    if !F::LEARN && !Self::may_bias(t) {
+                        // The runtime biases nothing (`Revocation::NoBias`): clear → thin.
+                        return Self::cas(h, w, host | THIN | me | RC_ONE).then_some(Ok(true));
+                    }
                     if !F::LEARN && F::RECORDS {
                         // KKO: bias on first acquire, the hold in a record; with no room for
                         // one, the object goes thin for good.
@@ -1198,6 +1187,16 @@ impl<F: Flavor> Biasing<F> {
                         // §3.1: the guess re-acquires; bias when learnCount reaches N.
                         let lc = &t.local().learn_count;
                         let n = lc.load(Ordering::Relaxed) + 1;
+                        if n >= st.learn_limit() && !Self::may_bias(t) {
+                            // The runtime biases nothing (`Revocation::NoBias`): Figure 5's
+                            // other way out of learn mode, learn → thin.
+                            if !Self::cas(h, w, host | THIN | me | RC_ONE) {
+                                return None;
+                            }
+                            lc.store(0, Ordering::Relaxed);
+                            t.local().count(Transition::LearnToThin);
+                            return Some(Ok(true));
+                        }
                         let mut bias = n >= st.learn_limit();
                         if bias && F::RECORDS {
                             match Self::bias_to_me(t, h, w) {
@@ -1293,19 +1292,26 @@ impl<F: Flavor> Biasing<F> {
     #[inline(always)]
     fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
         let me = Self::my_owner(t);
-        let lock = w & !HOST;
         if !F::LEARN {
-            return lock == 0 && Self::bias_fresh(t, h, w);
+            // `bias_fresh` refuses in native (the cached bias bits are poisoned there).
+            return w & !HOST == 0 && Self::bias_fresh(t, h, w);
         }
+        // In native the thread's thin-free bits are poisoned: `enter_slow` refuses. (A load
+        // and a compare on the learn-mode steps only.)
+        let native = || t.local().rec.thin_free.load(Ordering::Relaxed) != THIN;
+        let lock = w & !HOST;
         if lock == 0 {
-            if !Self::cas(h, w, w | LEARN | me | RC_ONE) {
+            if native() || !Self::cas(h, w, w | LEARN | me | RC_ONE) {
                 return false;
             }
             t.local().count(Transition::ClearToLearn);
             return true;
         }
-        if lock & !OWNER_MASK != LEARN {
-            return false; // held, nested, thin or fat
+        // Learn and free (rc 0); bits 63..34 of a learn word are zero, so the test needs no
+        // 64-bit mask (which the compiler would share with the thin test above and hoist
+        // into the bias owner's path).
+        if lock & (STATE_MASK | REVOKING | RC_MASK) != LEARN || native() {
+            return false; // held, nested, thin or fat; or in native
         }
         if lock != LEARN | me {
             // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0).
@@ -1353,10 +1359,21 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         try_only: bool,
     ) -> Result<bool, MonitorError> {
+        if t.local().sp.in_native() {
+            // In native the thread counts as being at a safepoint: its biases are revoked in
+            // place, with no barrier, so a biased step of its own now could make two owners.
+            // Its fast paths came here because `enter_native` poisoned their cached bits.
+            return Err(MonitorError::InNative);
+        }
         let rec = &t.local().rec;
-        if rec.bias.load(Ordering::Relaxed) == NO_BIAS {
-            // Before this thread can bias anything to itself (only here, in `enter_step`).
-            rec.bias.store(Self::my_bias(t), Ordering::Relaxed);
+        if rec.bias.load(Ordering::Relaxed) == NO_BIAS
+            && rt.state().revocation() != Revocation::NoBias
+        {
+            // Before this thread can bias anything to itself (only here, in `enter_step`, and
+            // in `bias_fresh`, both of which bias only once these bits are cached: where the
+            // runtime biases nothing they never are).
+            rt.state().may_have_biases.store(true, Ordering::SeqCst);
+            rec.bias.store(Self::my_bias(t), Ordering::SeqCst);
         }
         let mut contended = false;
         let mut spins = 0u32;
@@ -1427,8 +1444,29 @@ impl<F: Flavor> Biasing<F> {
         None
     }
 
+    /// The unlock slow path. In native (a guard dropped there, say) the unlock is made, not
+    /// refused — refusing would leak the lock — but under the thread's own revoker mutex:
+    /// every revoker of the thread holds that mutex for its whole revocation, so meanwhile
+    /// nobody revokes the thread's biases in place (nor marks them), and the next revoker,
+    /// taking the mutex after us, sees the release. The thread's fast paths came here because
+    /// their cached bits are poisoned; they are restored for the call.
     #[cold]
     fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+        let local = t.local();
+        if !local.sp.in_native() {
+            return Self::exit_slow_running(rt, t, h);
+        }
+        let _own = local.sp.lock_for_revoke();
+        local
+            .rec
+            .bias
+            .store(local.saved_bias.load(Ordering::Relaxed), Ordering::Relaxed);
+        let r = Self::exit_slow_running(rt, t, h);
+        local.rec.bias.store(NO_BIAS, Ordering::Relaxed);
+        r
+    }
+
+    fn exit_slow_running(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
@@ -1496,6 +1534,9 @@ impl<F: Flavor> Biasing<F> {
         t: &Cx<F>,
         h: &BiasWord,
     ) -> Result<&'r FatMonitor, MonitorError> {
+        if t.local().sp.in_native() {
+            return Err(MonitorError::InNative); // see `enter_slow`
+        }
         let mut spins = 0u32;
         loop {
             Self::poll_self(rt, t);
@@ -1548,7 +1589,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
     }
 
     fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
-        BiasThread::new(id)
+        let owner = u64::from(id.get()) << OWNER_SHIFT;
+        BiasThread::new(id, free_thin(F::STICKY, F::RECORDS, owner))
     }
 
     /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.
@@ -1587,11 +1629,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
     unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
         // records variant takes any free thin word here (one more AND): see `fresh_enter`.
-        let free = if F::STICKY && !F::RECORDS {
-            THIN | Self::my_owner(t)
-        } else {
-            THIN
-        };
+        // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
+        // memory operand instead of an immediate, the same one instruction.
         let ignore = if F::STICKY && F::RECORDS {
             OWNER_MASK
         } else {
@@ -1600,7 +1639,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let mut w = h.0.load(Ordering::Relaxed);
         if w & STATE_LOW != 0 {
             // Learn or thin.
-            if w & !HOST & !ignore == free {
+            if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
                 match h.0.compare_exchange(
                     w,
                     (w & HOST) | t.local().rec.thin_once,
@@ -1743,12 +1782,40 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::poll_self(rt, t);
     }
 
+    /// `SAFE` (revokers rewrite our biases in place meanwhile), and the cached bias and
+    /// thin-free bits of the thread's line poisoned, so that every fast path that could act
+    /// as an owner fails its first test and goes to a slow path, which refuses
+    /// (`Err(InNative)`) or, for an unlock, releases under the thread's revoker mutex. The
+    /// fast paths pay nothing: they compare with those bits anyway.
     unsafe fn enter_native(_: &Rt<F>, t: &Cx<F>) {
-        t.local().sp.enter_safe();
+        let local = t.local();
+        if local.sp.enter_native() {
+            let rec = &local.rec;
+            // Only this thread writes these bits: plain loads and stores.
+            let b = rec.bias.load(Ordering::Relaxed);
+            local.saved_bias.store(b, Ordering::Relaxed);
+            rec.bias.store(NO_BIAS, Ordering::Relaxed);
+            let f = rec.thin_free.load(Ordering::Relaxed);
+            local.saved_thin_free.store(f, Ordering::Relaxed);
+            rec.thin_free.store(NO_BIAS, Ordering::Relaxed);
+        }
     }
 
+    /// `RUNNING` again (after any revocation of our biases in progress: `leave_safe` takes
+    /// the revoker mutex), then the cached bits restored. Biases revoked in place meanwhile
+    /// need nothing more: a revoked word is thin (marked stale if we held it, so that our
+    /// next unlock buries the records, as after any revocation).
     unsafe fn leave_native(_: &Rt<F>, t: &Cx<F>) {
-        t.local().sp.leave_safe();
+        let local = t.local();
+        if local.sp.leave_native() {
+            let rec = &local.rec;
+            rec.bias
+                .store(local.saved_bias.load(Ordering::Relaxed), Ordering::Relaxed);
+            rec.thin_free.store(
+                local.saved_thin_free.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
     }
 
     unsafe fn on_detach(rt: &Rt<F>, t: &Cx<F>) {
@@ -1766,567 +1833,4 @@ impl<F: Flavor> std::fmt::Debug for Biasing<F> {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::protocol::fable::{Fable, FableHeuristics, FableSeedHeuristics};
-    use crate::revoke::RevocationKind as K;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::{Arc, Barrier};
-    use std::time::Duration;
-
-    const MODES: [Revocation; 3] = [
-        Revocation::SyncHandshake,
-        Revocation::AsyncHandshake,
-        Revocation::Membarrier,
-    ];
-
-    fn rt_with<F: Flavor>(mode: Revocation, learn_limit: u32) -> Arc<Rt<F>> {
-        let rt = Runtime::<Biasing<F>>::with_defaults();
-        assert_eq!(
-            Biasing::<F>::configure(
-                &rt,
-                BiasConfig {
-                    revocation: mode,
-                    learn_limit
-                }
-            ),
-            mode,
-            "this kernel supports membarrier"
-        );
-        rt
-    }
-
-    /// §2.2.1 KKO: the first acquisition biases; the owner's lock / unlock then changes only
-    /// the count field (plain stores, Figure 4), and unlocked it stays biased.
-    #[test]
-    fn kko_biases_on_first_acquire_and_counts_in_the_header() {
-        let rt = Runtime::<BiasedSeed>::with_defaults();
-        let me = rt.attach().unwrap();
-        let h = BiasWord::new(0x5a);
-        assert_eq!(h.mode(), BiasMode::Clear);
-        let g1 = me.enter(&h).unwrap();
-        assert_eq!(h.mode(), BiasMode::Biased);
-        let biased = h.raw();
-        let g2 = me.enter(&h).unwrap();
-        assert_eq!(h.raw(), biased + RC_ONE);
-        assert_eq!(rc(h.raw()), 2);
-        drop((g2, g1));
-        assert_eq!(h.raw(), biased - RC_ONE, "still biased, count 0");
-        assert_eq!(h.host_bits(), 0x5a);
-        assert_eq!(rt.owner_of(&h), None);
-        for _ in 0..100 {
-            drop(me.enter(&h).unwrap());
-        }
-        assert_eq!(Biasing::transitions(&rt, Transition::ClearToBiased), 1);
-        assert_eq!(rt.state().revocations().total(), 0);
-    }
-
-    /// §3.1: with learn limit N the object biases on the (N + 1)-th non-recursive acquisition
-    /// by one thread; recursive ones do not count.
-    #[test]
-    fn fable_learns_then_biases_after_n_plus_one() {
-        for n in [1u32, 3, 5] {
-            let rt = rt_with::<FableHeuristics>(Revocation::Membarrier, n);
-            let me = rt.attach().unwrap();
-            let h = BiasWord::default();
-            let g = me.enter(&h).unwrap();
-            assert_eq!(h.mode(), BiasMode::Learn);
-            drop((me.enter(&h).unwrap(), g)); // recursive: not counted
-            for i in 1..=n {
-                assert_eq!(h.mode(), BiasMode::Learn, "N = {n}, after {i} acquisitions");
-                drop(me.enter(&h).unwrap());
-            }
-            assert_eq!(h.mode(), BiasMode::Biased, "N = {n}");
-            assert_eq!(Biasing::transitions(&rt, Transition::LearnToBiased), 1);
-        }
-    }
-
-    /// Figure 5: a second thread acquiring in learn mode makes the lock thin; thin unlock
-    /// keeps the owner (§3.2 sticky owner) with count 0.
-    #[test]
-    fn fable_second_thread_in_learn_mode_goes_thin() {
-        let rt = Runtime::<Fable>::with_defaults();
-        let h = BiasWord::default();
-        let me = rt.attach().unwrap();
-        drop(me.enter(&h).unwrap());
-        assert_eq!(h.mode(), BiasMode::Learn);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let other = rt.attach().unwrap();
-                drop(other.enter(&h).unwrap());
-                assert_eq!(h.mode(), BiasMode::Thin);
-                assert_eq!(
-                    (h.raw() & OWNER_MASK) >> OWNER_SHIFT,
-                    u64::from(other.id().get()),
-                    "sticky owner"
-                );
-            });
-        });
-        assert_eq!(rc(h.raw()), 0);
-        assert_eq!(Biasing::transitions(&rt, Transition::LearnToThin), 1);
-        assert_eq!(
-            rt.state().revocations().total(),
-            0,
-            "learn mode never revokes"
-        );
-    }
-
-    /// Revoking a held bias hands the owner a thin lock with the same count; in the barrier
-    /// mode the owner neither polls nor blocks cooperatively (it busy-waits on a flag, then
-    /// sleeps in a system call).
-    fn revoke_held<F: Flavor>(mode: Revocation) {
-        let rt = rt_with::<F>(mode, 1);
-        let h = BiasWord::default();
-        let (biased, revoked) = (Barrier::new(3), AtomicBool::new(false));
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let me = rt.attach().unwrap();
-                // Learn limit 1: the second acquisition biases a FABLE lock.
-                drop(me.enter(&h).unwrap());
-                drop(me.enter(&h).unwrap());
-                assert_eq!(h.mode(), BiasMode::Biased);
-                let gs: Vec<_> = (0..3).map(|_| me.enter(&h).unwrap()).collect();
-                biased.wait();
-                while !revoked.load(Ordering::Acquire) {
-                    if mode == Revocation::Membarrier {
-                        std::hint::spin_loop(); // never polls
-                    } else {
-                        me.poll();
-                    }
-                }
-                if mode == Revocation::Membarrier {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                assert_eq!(me.lock_count(&h), 3, "{mode:?}: count preserved");
-                assert_eq!(rt.owner_of(&h), Some(me.id()), "{mode:?}: still the owner");
-                drop(gs);
-            });
-            s.spawn(|| {
-                let me = rt.attach().unwrap();
-                biased.wait();
-                // Held by its bias owner: try_enter fails at once, without revoking.
-                assert_eq!(me.try_enter(&h).unwrap().map(|_| ()), None);
-                assert_eq!(rt.state().revocations().total(), 0);
-                // try_enter saw count 3 and returned at once; now block: revokes, then spins.
-                let g = me.enter(&h).unwrap();
-                assert_eq!(me.lock_count(&h), 1);
-                drop(g);
-            });
-            // A watcher without a handle tells the owner once the header is no longer biased.
-            s.spawn(|| {
-                biased.wait();
-                while h.mode() == BiasMode::Biased || rt.state().revocations().total() == 0 {
-                    std::thread::yield_now();
-                }
-                revoked.store(true, Ordering::Release);
-            });
-        });
-        let rv = rt.state().revocations();
-        let k = match mode {
-            Revocation::SyncHandshake => K::Sync,
-            Revocation::AsyncHandshake => K::Async,
-            Revocation::Membarrier => K::Membarrier,
-            // The owner polls in a tight loop, so usually within the wait; descheduled, it
-            // leaves the revocation to the barrier.
-            Revocation::Hybrid if rv.count(K::Async) == 1 => K::Async,
-            Revocation::Hybrid => K::Membarrier,
-        };
-        assert_eq!(rv.count(k), 1, "{mode:?}: {rv:?}");
-        assert_eq!(rv.total(), 1);
-        assert!(rv.latency_quantile_ns(0.5).is_some());
-        assert_eq!(Biasing::transitions(&rt, Transition::BiasedToThin), 1);
-    }
-
-    #[test]
-    fn revocation_keeps_owner_and_count() {
-        for mode in MODES {
-            revoke_held::<Kko>(mode);
-            revoke_held::<FableHeuristics>(mode);
-            revoke_held::<KkoSeed>(mode);
-            revoke_held::<FableSeedHeuristics>(mode);
-        }
-        revoke_held::<Kko>(Revocation::Hybrid);
-        revoke_held::<FableHeuristics>(Revocation::Hybrid);
-    }
-
-    /// A thread in native (or parked in a wait) is at a safepoint: the handshake revokes in
-    /// place without it.
-    #[test]
-    fn owner_in_native_is_revoked_in_place() {
-        for mode in [Revocation::SyncHandshake, Revocation::AsyncHandshake] {
-            let rt = rt_with::<Kko>(mode, 5);
-            let h = BiasWord::default();
-            let (inside, done) = (Barrier::new(2), Barrier::new(2));
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let me = rt.attach().unwrap();
-                    drop(me.enter(&h).unwrap());
-                    me.in_native(|| {
-                        inside.wait();
-                        done.wait();
-                    });
-                    assert_eq!(me.lock_count(&h), 0);
-                    drop(me.enter(&h).unwrap());
-                });
-                let me = rt.attach().unwrap();
-                inside.wait();
-                let g = me.enter(&h).unwrap(); // the owner never polls: it is in native
-                assert_eq!(me.lock_count(&h), 1);
-                drop(g);
-                done.wait();
-            });
-            assert_eq!(rt.state().revocations().count(K::OwnerSafe), 1, "{mode:?}");
-        }
-    }
-
-    /// Two threads revoking each other's biases at the same time do not deadlock.
-    #[test]
-    fn mutual_revocation_does_not_deadlock() {
-        for mode in MODES {
-            let rt = rt_with::<Kko>(mode, 5);
-            let rounds = 200;
-            let hs: Vec<[BiasWord; 2]> = (0..rounds).map(|_| Default::default()).collect();
-            let go = Barrier::new(2);
-            std::thread::scope(|s| {
-                for who in 0..2 {
-                    let (rt, hs, go) = (&rt, &hs, &go);
-                    s.spawn(move || {
-                        let me = rt.attach().unwrap();
-                        for pair in hs {
-                            drop(me.enter(&pair[who]).unwrap()); // bias mine
-                                                                 // A host blocking outside objmon says so (JNI-style), or a
-                                                                 // handshake revoker would wait for its poll forever.
-                            me.in_native(|| go.wait());
-                            drop(me.enter(&pair[1 - who]).unwrap()); // revoke theirs
-                            me.in_native(|| go.wait());
-                        }
-                    });
-                }
-            });
-            assert_eq!(
-                rt.state().revocations().total(),
-                2 * rounds as u64,
-                "{mode:?}"
-            );
-        }
-    }
-
-    /// A bias whose owner detached is revoked without a handshake, and a recycled id (same
-    /// number, next generation) does not match the old bias.
-    #[test]
-    fn exited_owner_and_recycled_id() {
-        for mode in MODES {
-            let rt = Runtime::<Biased>::new(Config {
-                max_threads: 1,
-                ..Config::default()
-            });
-            Biased::configure(
-                &rt,
-                BiasConfig {
-                    revocation: mode,
-                    learn_limit: 5,
-                },
-            );
-            let h = BiasWord::default();
-            let old = std::thread::scope(|s| {
-                s.spawn(|| {
-                    let me = rt.attach().unwrap();
-                    drop(me.enter(&h).unwrap());
-                    me.id()
-                })
-                .join()
-                .unwrap()
-            });
-            assert_eq!(h.mode(), BiasMode::Biased);
-            let me = rt.attach().unwrap();
-            assert_eq!(me.id(), old, "the id is recycled");
-            assert_eq!(me.lock_count(&h), 0, "the old bias is not ours");
-            let g = me.enter(&h).unwrap();
-            assert_eq!(h.mode(), BiasMode::Thin, "revoked, not inherited");
-            assert_eq!(me.lock_count(&h), 1);
-            drop(g);
-            assert_eq!(rt.state().revocations().count(K::OwnerExited), 1);
-        }
-    }
-
-    /// wait on a biased lock: the owner inflates it itself (revoking its own bias) and keeps
-    /// its count.
-    #[test]
-    fn wait_on_a_biased_lock_inflates_with_count() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let me = rt.attach().unwrap();
-        let h = BiasWord::default();
-        let _a = me.enter(&h).unwrap();
-        let b = me.enter(&h).unwrap();
-        assert_eq!(h.mode(), BiasMode::Biased);
-        assert_eq!(b.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
-        assert_eq!(h.mode(), BiasMode::Fat);
-        assert_eq!(me.lock_count(&h), 2);
-        assert_eq!(Biasing::transitions(&rt, Transition::BiasedToFat), 1);
-    }
-
-    /// The 256th hold of a biased lock inflates, carrying the count.
-    #[test]
-    fn biased_count_overflow_inflates() {
-        let rt = Runtime::<BiasedSeed>::with_defaults();
-        let me = rt.attach().unwrap();
-        let h = BiasWord::default();
-        let mut gs: Vec<_> = (0..255).map(|_| me.enter(&h).unwrap()).collect();
-        assert_eq!(h.mode(), BiasMode::Biased);
-        gs.push(me.enter(&h).unwrap());
-        assert_eq!(h.mode(), BiasMode::Fat);
-        assert_eq!(me.lock_count(&h), 256);
-        drop(gs);
-        assert_eq!(rt.owner_of(&h), None);
-    }
-
-    /// Where the kernel refuses membarrier, a runtime asking for it gets the synchronous
-    /// handshake, and revocation works.
-    #[test]
-    fn membarrier_refused_falls_back_to_the_handshake() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let got = rt.state().set_with(BiasConfig::default(), || false);
-        assert_eq!(got, Revocation::SyncHandshake);
-        assert_eq!(rt.state().revocation(), Revocation::SyncHandshake);
-        let h = BiasWord::default();
-        let biased = Barrier::new(2);
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let me = rt.attach().unwrap();
-                drop(me.enter(&h).unwrap());
-                biased.wait();
-                while !stop.load(Ordering::Acquire) {
-                    me.poll();
-                }
-            });
-            let me = rt.attach().unwrap();
-            biased.wait();
-            drop(me.enter(&h).unwrap());
-            stop.store(true, Ordering::Release);
-        });
-        assert_eq!(rt.state().revocations().count(K::Sync), 1);
-    }
-
-    /// Records variant (HotSpot 17 style): the bias owner's lock and unlock leave the header
-    /// word exactly as it was; the count is the number of its lock records.
-    #[test]
-    fn kko_records_owner_never_writes_the_header() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let me = rt.attach().unwrap();
-        let h = BiasWord::new(0x5a);
-        drop(me.enter(&h).unwrap());
-        assert_eq!(h.mode(), BiasMode::Biased);
-        let biased = h.raw();
-        assert_eq!(rc(biased), 0, "no count in the header");
-        let g1 = me.enter(&h).unwrap();
-        let g2 = me.enter(&h).unwrap();
-        assert_eq!(h.raw(), biased, "nested lock stores nothing to the header");
-        assert_eq!(me.lock_count(&h), 2);
-        assert_eq!(rt.owner_of(&h), Some(me.id()));
-        let rec = &me.context().local().rec;
-        assert_eq!(rec.top.load(Ordering::Relaxed), 2);
-        drop((g2, g1));
-        assert_eq!(h.raw(), biased);
-        assert_eq!(rec.top.load(Ordering::Relaxed), 0);
-        assert_eq!(me.lock_count(&h), 0);
-        assert_eq!(rt.owner_of(&h), None);
-        assert_eq!(h.host_bits(), 0x5a);
-    }
-
-    /// Records variant: unstructured exits in any order release the right holds and keep
-    /// the bias; the lock records are empty afterwards.
-    #[test]
-    fn records_out_of_order_exit_keeps_the_bias() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let (a, b) = (BiasWord::default(), BiasWord::default());
-        let me = rt.attach().unwrap();
-        me.monitor_enter(&a).unwrap();
-        me.monitor_enter(&b).unwrap();
-        me.monitor_enter(&a).unwrap();
-        me.monitor_exit(&a).unwrap(); // innermost: fast pop
-        me.monitor_exit(&a).unwrap(); // below b: buried
-        assert_eq!(me.lock_count(&a), 0);
-        assert_eq!(me.lock_count(&b), 1);
-        assert_eq!(a.mode(), BiasMode::Biased);
-        me.monitor_exit(&b).unwrap();
-        let rec = &me.context().local().rec;
-        assert_eq!(rec.own_count(addr(&a)) + rec.own_count(addr(&b)), 0);
-        // The buried record under `b` goes at the next slow path.
-        assert_eq!(rec.top.load(Ordering::Relaxed), 1);
-        rec.pop_tombs();
-        assert_eq!(rec.top.load(Ordering::Relaxed), 0);
-        assert_eq!(me.monitor_exit(&b), Err(MonitorError::IllegalMonitorState));
-        assert_eq!(
-            // SAFETY: `me` is this thread's handle; `a` outlives the call.
-            unsafe { Biased::exit(&rt, me.context(), &a) },
-            Err(MonitorError::IllegalMonitorState),
-            "biased to me but not held"
-        );
-        assert_eq!(rt.state().revocations().total(), 0);
-    }
-
-    /// Records variant: a hold beyond the records' capacity turns the object thin with the
-    /// whole count (never rebiased); other objects keep their bias.
-    #[test]
-    fn records_overflow_goes_thin_with_the_count() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let me = rt.attach().unwrap();
-        let h = BiasWord::default();
-        let mut gs: Vec<_> = (0..LOCK_RECORDS).map(|_| me.enter(&h).unwrap()).collect();
-        assert_eq!(h.mode(), BiasMode::Biased);
-        assert_eq!(me.lock_count(&h), LOCK_RECORDS as u32);
-        gs.push(me.enter(&h).unwrap());
-        assert_eq!(h.mode(), BiasMode::Thin);
-        assert_eq!(me.lock_count(&h), LOCK_RECORDS as u32 + 1);
-        assert_eq!(me.context().local().rec.top.load(Ordering::Relaxed), 0);
-        drop(gs);
-        assert_eq!(rt.owner_of(&h), None);
-        assert_eq!(h.mode(), BiasMode::Thin);
-    }
-
-    /// Records variant: revoked while held twice, the owner's next unlock finds a thin word
-    /// marked stale, buries its records, and the count stays right.
-    #[test]
-    fn records_revoked_while_held_are_buried_on_unlock() {
-        for mode in MODES {
-            let rt = rt_with::<Kko>(mode, 5);
-            let h = BiasWord::default();
-            let other = BiasWord::default();
-            let (held, revoked) = (Barrier::new(2), Barrier::new(2));
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let me = rt.attach().unwrap();
-                    let go = me.enter(&other).unwrap();
-                    let g1 = me.enter(&h).unwrap();
-                    let g2 = me.enter(&h).unwrap();
-                    me.in_native(|| {
-                        held.wait();
-                        revoked.wait();
-                    });
-                    assert_eq!(h.mode(), BiasMode::Thin);
-                    assert_eq!(h.raw() & STALE, STALE, "{mode:?}");
-                    assert_eq!(me.lock_count(&h), 2);
-                    drop(g2);
-                    assert_eq!(h.raw() & STALE, 0, "{mode:?}");
-                    assert_eq!(me.lock_count(&h), 1);
-                    let rec = &me.context().local().rec;
-                    assert_eq!(rec.own_count(addr(&h)), 0, "buried");
-                    assert_eq!(rec.top.load(Ordering::Relaxed), 1, "`other` stays");
-                    drop(g1);
-                    drop(go);
-                    assert_eq!(rec.top.load(Ordering::Relaxed), 0);
-                    assert_eq!(other.mode(), BiasMode::Biased);
-                });
-                let me = rt.attach().unwrap();
-                held.wait();
-                assert_eq!(
-                    me.try_enter(&h).unwrap().map(|_| ()),
-                    None,
-                    "held by its owner"
-                );
-                // Revoke: a blocking enter would wait for the owner, which waits for us.
-                Biased::revoke(&rt, me.context(), &h, h.raw());
-                revoked.wait();
-            });
-        }
-    }
-
-    /// Records variant: wait on a biased lock held twice inflates with the count and buries
-    /// the records.
-    #[test]
-    fn records_wait_inflates_with_count() {
-        let rt = Runtime::<Fable>::with_defaults();
-        Fable::set_knob(&rt, 1).unwrap();
-        let me = rt.attach().unwrap();
-        let h = BiasWord::default();
-        drop(me.enter(&h).unwrap());
-        drop(me.enter(&h).unwrap());
-        assert_eq!(h.mode(), BiasMode::Biased);
-        let _a = me.enter(&h).unwrap();
-        let b = me.enter(&h).unwrap();
-        assert_eq!(b.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
-        assert_eq!(h.mode(), BiasMode::Fat);
-        assert_eq!(me.lock_count(&h), 2);
-        assert_eq!(me.context().local().rec.top.load(Ordering::Relaxed), 0);
-    }
-
-    /// The "revoke this header now" entry point: another thread's bias is revoked, our own
-    /// becomes a thin lock with our count; either way the header is no longer biased.
-    #[test]
-    fn revoke_now_unbiases_own_and_others() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let me = rt.attach().unwrap();
-        let (mine, theirs) = (BiasWord::default(), BiasWord::default());
-        let g = me.enter(&mine).unwrap();
-        let g2 = me.enter(&mine).unwrap();
-        Biased::revoke_now(&rt, me.context(), &mine);
-        assert_eq!(mine.mode(), BiasMode::Thin);
-        assert_eq!(me.lock_count(&mine), 2);
-        assert_eq!(mine.raw() & STALE, 0, "records buried at once");
-        drop((g2, g));
-        assert_eq!(rt.owner_of(&mine), None);
-        std::thread::scope(|s| {
-            s.spawn(|| drop(rt.attach().unwrap().enter(&theirs).unwrap()));
-        });
-        assert_eq!(theirs.mode(), BiasMode::Biased);
-        Biased::revoke_now(&rt, me.context(), &theirs);
-        assert_eq!(theirs.mode(), BiasMode::Thin);
-        assert_eq!(rt.owner_of(&theirs), None);
-    }
-
-    /// GC hooks: held biased headers are listed once per hold, and a relocation rewrites
-    /// the records so that unlock through the new address works.
-    #[test]
-    fn records_relocate() {
-        let rt = Runtime::<Biased>::with_defaults();
-        let me = rt.attach().unwrap();
-        let old = Box::new(BiasWord::default());
-        drop(me.enter(&old).unwrap());
-        // SAFETY (the direct calls in this test): `me` is this thread's handle; the move of
-        // `old` while held is reported with `relocate`, as the contract asks.
-        unsafe { Biased::enter(&rt, me.context(), &old).unwrap() };
-        unsafe { Biased::enter(&rt, me.context(), &old).unwrap() };
-        let from: *const BiasWord = &*old;
-        assert_eq!(Biased::locked_objects(me.context()), vec![from, from]);
-        let new = BiasWord(AtomicU64::new(old.raw()));
-        rt.relocate(from, &new);
-        drop(old);
-        assert_eq!(me.lock_count(&new), 2);
-        unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
-        unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
-        assert_eq!(me.lock_count(&new), 0);
-        assert!(Biased::locked_objects(me.context()).is_empty());
-    }
-
-    /// Hybrid revocation against an owner that never polls (it spins, then sleeps in a
-    /// system call while holding): the asynchronous request is withdrawn after the wait and
-    /// the barrier revokes; the owner keeps its count.
-    #[test]
-    fn hybrid_falls_back_to_the_barrier() {
-        let rt = rt_with::<Kko>(Revocation::Hybrid, 5);
-        let h = BiasWord::default();
-        let (held, go) = (Barrier::new(2), AtomicBool::new(false));
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let me = rt.attach().unwrap();
-                let g = me.enter(&h).unwrap();
-                held.wait();
-                while !go.load(Ordering::Acquire) {
-                    std::hint::spin_loop(); // never polls
-                }
-                assert_eq!(me.lock_count(&h), 1);
-                drop(g);
-            });
-            let me = rt.attach().unwrap();
-            held.wait();
-            Biased::revoke(&rt, me.context(), &h, h.raw());
-            assert_eq!(h.mode(), BiasMode::Thin);
-            go.store(true, Ordering::Release);
-            drop(me.enter(&h).unwrap());
-        });
-        let rv = rt.state().revocations();
-        assert_eq!(rv.count(K::Membarrier), 1, "{rv:?}");
-        assert_eq!(rv.total(), 1);
-    }
-}
+mod tests;
