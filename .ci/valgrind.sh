@@ -12,12 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Step 4 passes on this branch (the toy VM now declares its blocking calls with
-# objmon_enter_native / objmon_leave_native). It is reported but does not fail CI until the
-# lead has merged the biased helper's fix for issue 11 item 4 (which may change how `biased`
-# behaves without membarrier); the lead then sets this to 1 (or exports it), and a hang or a
-# failure there fails the script.
-NO_MEMBARRIER_MUST_PASS="${NO_MEMBARRIER_MUST_PASS:-0}"
 # Each run under valgrind, and each no-membarrier run, is killed after this many seconds.
 LIMIT="${VALGRIND_STEP_LIMIT:-300}"
 
@@ -69,9 +63,6 @@ for p in biased fable; do
     esac
 done
 if [ "$status" != 0 ]; then
-    if [ "$NO_MEMBARRIER_MUST_PASS" = 1 ]; then
-        echo "membarrier-denied run failed"
-        exit 1
-    fi
-    echo "(not fatal yet: NO_MEMBARRIER_MUST_PASS=0 until the biased fix for item 4 is merged)"
+    echo "membarrier-denied run failed"
+    exit 1
 fi

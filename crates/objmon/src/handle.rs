@@ -10,7 +10,8 @@
 //!   gives the same identity, as JNI's `AttachCurrentThread` does;
 //! - **in native, no owner's fast path**: [`ThreadHandle::in_native`] brackets `f` with the
 //!   protocol's `enter_native` / `leave_native`; a protocol whose revocation trusts a native
-//!   thread not to lock (`biased`, `fable`) refuses a lock operation made in native;
+//!   thread not to lock (`biased`, `fable`) refuses a lock, wait or notify made in native and
+//!   carries out an unlock under its revokers' mutex;
 //! - **headers outlive their unstructured holds**: `'env` is invariant, so a header entered
 //!   with [`ThreadHandle::monitor_enter`] outlives the handle that releases it at detach;
 //! - **ownership never passes to another thread**: a lock level whose guard was forgotten
@@ -402,9 +403,11 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
 
     /// Runs `f` "in native" (JNI's state transition): the thread counts as being at a
     /// safepoint meanwhile, so a revoker never waits for it. Locks held stay held (a
-    /// `synchronized` native method). `f` should not use this runtime's monitors; if it does,
-    /// a protocol that cares (`biased`, `fable`: a bias owner in native is revoked without its
-    /// cooperation) refuses with `Err(InNative)`, never acting as an owner it no longer is.
+    /// `synchronized` native method), and calls may nest. `f` should not lock this runtime's
+    /// monitors; if it does, a protocol that cares (`biased`, `fable`: a bias owner in native
+    /// is revoked without its cooperation) refuses the lock, wait or notify with
+    /// `Err(InNative)`, never acting as an owner it no longer is. Unlocks are carried out (a
+    /// guard dropped inside `f` releases its level), under the revokers' own mutex.
     ///
     /// ```
     /// use objmon::{Runtime, Fable};
