@@ -422,24 +422,34 @@ mod checks {
     /// section. Either waiter 1 consumes the notification (returns normally, interrupt still
     /// pending), or it returns Interrupted and waiter 2 gets the notification.
     pub fn notify_and_interrupt_never_swallows<P: Protocol>() {
+        // Untimed waits, so that no outcome depends on the machine's speed: after the race
+        // (one notify, one interrupt of the first waiter), a waiter that nothing woke is
+        // released by a later notifyAll and reports itself as released late.
         for _round in 0..20 {
             let rt = rt::<P>();
             let h = P::Header::default();
             let waiting = AtomicU32::new(0);
+            let late = AtomicBool::new(false);
             let (tx, rx) = mpsc::channel::<ThreadId>();
             let results = std::sync::Mutex::new(Vec::new());
             let first = thread::scope(|s| {
                 for who in 0..2 {
                     let tx = tx.clone();
-                    let (rt, h, waiting, results) = (&rt, &h, &waiting, &results);
+                    let (rt, h, waiting, results, late) = (&rt, &h, &waiting, &results, &late);
                     s.spawn(move || {
                         let me = rt.attach().unwrap();
                         let g = me.enter(h).unwrap();
                         tx.send(me.id()).unwrap();
                         waiting.fetch_add(1, Ordering::SeqCst);
-                        let r = g.wait(Some(Duration::from_millis(300)));
+                        let r = g.wait(None);
+                        // Read under the monitor: `late` is set by a holder of it before the
+                        // notifyAll that is the only thing that can wake us late.
+                        let released_late = late.load(Ordering::SeqCst);
                         let pending = me.interrupted();
-                        results.lock().unwrap().push((who, me.id(), r, pending));
+                        results
+                            .lock()
+                            .unwrap()
+                            .push((who, me.id(), r, pending, released_late));
                     });
                 }
                 let ids = [rx.recv().unwrap(), rx.recv().unwrap()];
@@ -454,14 +464,37 @@ mod checks {
                     drop(g);
                     thread::yield_now();
                 }
+                // The race is over when the interrupted waiter has returned and, if the
+                // interrupt (not the notification) woke it, the notified one too.
+                loop {
+                    let done = {
+                        let r = results.lock().unwrap();
+                        let firsts: Vec<_> = r.iter().filter(|x| x.1 == ids[0]).collect();
+                        match firsts.first() {
+                            None => false,
+                            Some(x) if x.2 == Err(MonitorError::Interrupted) => r.len() == 2,
+                            Some(_) => true,
+                        }
+                    };
+                    if done {
+                        break;
+                    }
+                    thread::yield_now();
+                }
+                if results.lock().unwrap().len() < 2 {
+                    let g = me.enter(&h).unwrap();
+                    late.store(true, Ordering::SeqCst);
+                    g.notify_all().unwrap();
+                }
                 ids[0]
             });
             let results = results.into_inner().unwrap();
-            let notified = results
+            let racing: Vec<_> = results.iter().filter(|r| !r.4).collect();
+            let notified = racing
                 .iter()
                 .filter(|r| r.2 == Ok(WaitOutcome::Notified))
                 .count();
-            let interrupted = results
+            let interrupted = racing
                 .iter()
                 .filter(|r| r.2 == Err(MonitorError::Interrupted))
                 .count();
@@ -469,8 +502,9 @@ mod checks {
                 notified, 1,
                 "exactly one waiter has the notification: {results:?}"
             );
-            for (_, id, r, pending) in &results {
+            for (_, id, r, pending, released_late) in &results {
                 if *id == first {
+                    assert!(!released_late, "the interrupted waiter woke: {results:?}");
                     match r {
                         Ok(WaitOutcome::Notified) => assert!(*pending, "interrupt kept"),
                         Err(MonitorError::Interrupted) => assert!(!*pending),
