@@ -11,8 +11,17 @@
 //! | 63     | host     | address of the owner's base         | host                       | 0         |
 //! | 62..32 | hash     | [`LockRecord`] (8-byte aligned);    | hash                       | 0         |
 //! | 31..8  | 0        | host bits and hash are displaced    | monitor index (bit 31 = 0) | 0         |
-//! | 7..2   | host     | into it                             | host                       | 0         |
+//! | 7..3   | host     | into it                             | host                       | 0         |
+//! | 2      | host     |                                     | host                       | 1         |
 //! | 1..0   | `01`     | `00`                                | `10`                       | `00`      |
+//!
+//! The all-zero word is unlocked too (no host bits, no hash): memory from `calloc` or a GC heap
+//! is a valid header, made the canonical `…01` word by the first slow path that writes it.
+//! **Deviation from HotSpot**, whose INFLATING marker is the all-zero word (`markWord::INFLATING()`):
+//! a zeroed header would read as "being inflated" for ever, and every `enter` (even
+//! `try_enter`) would wait for an inflation nobody does (issue 11, item 9). INFLATING is `0b100`
+//! here: lock bits `00` as in HotSpot, and never a record address (records are 8-byte aligned
+//! and far above 4).
 //!
 //! Identity hash (31 bits, 0 = none): legacy HotSpot's rule. Unlocked or monitor: one
 //! compare-and-swap into the word. Stack-locked: the word is a record address, so the hash
@@ -23,8 +32,11 @@
 //! monitor until the owner's exit deflates it, per [`Config::deflation`]) for a stack-locked
 //! one. Deflation and unlocking restore the hash with the rest of the word.
 //!
-//! Lock records: each thread has a boxed array of [`LOCK_RECORDS`] records (its "stack"; the
-//! box never moves, so a header may point into it) and allocates them in stack order. A record
+//! Lock records: each thread has an array of [`LOCK_RECORDS`] records (its "stack") and
+//! allocates them in stack order. The arrays come from a process-wide pool (`stack_records.rs`)
+//! and are never freed, so a record a header names is a valid `LockRecord` for as long as the
+//! header lives, whatever became of its thread (type-stable, like the monitor table); an array
+//! goes back to the pool at detach only if every record in it is free. A record
 //! is either a *base* record — it holds the displaced header, and the header points at it — or
 //! a *recursive* one, whose displaced header is 0 ("recursion by a record whose displaced
 //! header is empty", HotSpot's `BasicLock`). The owner of a stack-locked object is the thread
@@ -32,7 +44,7 @@
 //! thread's id for the inflater).
 //!
 //! Inflation by a contender is HotSpot's protocol with the INFLATING marker: CAS the record
-//! address to 0, which keeps the header stable (the owner's unlocking CAS fails and it waits),
+//! address to INFLATING, which keeps the header stable (the owner's unlocking CAS fails and it waits),
 //! read the displaced header and the owner from the record, set up a monitor owned by that
 //! thread, publish the monitor word. The owner inflates its own lock (wait; a recursive enter
 //! with no free record) with one CAS from its record address to the monitor word. After
@@ -42,6 +54,18 @@
 //! different objects are independent, and a freed record below the top is a hole until the
 //! records above it are freed. Deflation: [`crate::deflate`], per
 //! [`Config::deflation`].
+//!
+//! When a record may be freed (so that no header is left naming a free, and later reused,
+//! record): a recursive record at any time (no header names it); a base record only when the
+//! header provably left its address — the owner's unlocking CAS from it succeeded, or the
+//! record's `inflated` flag is set (the contender sets it under INFLATING, the owner after its
+//! own inflating CAS, in both cases before the monitor word can be seen). A base record whose
+//! object's header shows neither (safe Rust gets there by passing a guard to `mem::forget` and
+//! moving the header out with `mem::replace`) is *orphaned*: it stays in use for good with its
+//! displaced header and owner, for a contender that inflates the moved header, and is found by
+//! no address; the exit goes on with whatever the header at that address holds now. Before an
+//! orphan is found, a recursive record of it may still satisfy an exit at its old address: a
+//! wrong answer after a contract violation (a locked header moved), never undefined behaviour.
 //!
 //! Atomic operations per fast path:
 //! - lock an unlocked object: one load, two stores (the record), one compare-and-swap of the
@@ -1105,6 +1129,28 @@ mod tests {
         drop(g2);
         drop(g1);
         assert_eq!(me.lock_count(&h), 0);
+    }
+
+    /// The record pool: a contender reads through a header word only if it is the address of
+    /// a pool record, so a word a host forged (an 8-byte-aligned non-record) is refused.
+    #[test]
+    fn only_pool_records_are_read() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let rs = me.context().local();
+        assert!(stack_records::is_record(rs.word_of(0)));
+        assert!(stack_records::is_record(rs.word_of(LOCK_RECORDS - 1)));
+        assert!(!stack_records::is_record(rs.word_of(0) + 8));
+        let h = StackWord::default();
+        assert!(!stack_records::is_record(addr(&h) as u64));
+        h.0.store(addr(&h) as u64, Ordering::Relaxed);
+        assert_eq!(
+            Stack::inflate_contended(&rt, &h, h.raw(), InflationCause::Contention),
+            Err(MonitorError::IllegalMonitorState)
+        );
+        assert_eq!(me.enter(&h).err(), Some(MonitorError::IllegalMonitorState));
+        assert!(me.try_enter(&h).unwrap().is_none());
+        assert_eq!(h.raw(), addr(&h) as u64, "never written");
     }
 
     /// A thread that detaches while a header points into its records (a forgotten guard)
