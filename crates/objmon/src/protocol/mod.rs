@@ -22,6 +22,7 @@ pub mod mark;
 pub mod monitor_cache;
 pub mod omt;
 pub mod stack;
+mod stack_records;
 pub mod tasuki_bimodal;
 pub mod thin;
 mod word;

@@ -11,8 +11,17 @@
 //! | 63     | host     | address of the owner's base         | host                       | 0         |
 //! | 62..32 | hash     | [`LockRecord`] (8-byte aligned);    | hash                       | 0         |
 //! | 31..8  | 0        | host bits and hash are displaced    | monitor index (bit 31 = 0) | 0         |
-//! | 7..2   | host     | into it                             | host                       | 0         |
+//! | 7..3   | host     | into it                             | host                       | 0         |
+//! | 2      | host     |                                     | host                       | 1         |
 //! | 1..0   | `01`     | `00`                                | `10`                       | `00`      |
+//!
+//! The all-zero word is unlocked too (no host bits, no hash): memory from `calloc` or a GC heap
+//! is a valid header, made the canonical `…01` word by the first slow path that writes it.
+//! **Deviation from HotSpot**, whose INFLATING marker is the all-zero word (`markWord::INFLATING()`):
+//! a zeroed header would read as "being inflated" for ever, and every `enter` (even
+//! `try_enter`) would wait for an inflation nobody does (issue 11, item 9). INFLATING is `0b100`
+//! here: lock bits `00` as in HotSpot, and never a record address (records are 8-byte aligned
+//! and far above 4).
 //!
 //! Identity hash (31 bits, 0 = none): legacy HotSpot's rule. Unlocked or monitor: one
 //! compare-and-swap into the word. Stack-locked: the word is a record address, so the hash
@@ -23,8 +32,11 @@
 //! monitor until the owner's exit deflates it, per [`Config::deflation`]) for a stack-locked
 //! one. Deflation and unlocking restore the hash with the rest of the word.
 //!
-//! Lock records: each thread has a boxed array of [`LOCK_RECORDS`] records (its "stack"; the
-//! box never moves, so a header may point into it) and allocates them in stack order. A record
+//! Lock records: each thread has an array of [`LOCK_RECORDS`] records (its "stack") and
+//! allocates them in stack order. The arrays come from a process-wide pool (`stack_records.rs`)
+//! and are never freed, so a record a header names is a valid `LockRecord` for as long as the
+//! header lives, whatever became of its thread (type-stable, like the monitor table); an array
+//! goes back to the pool at detach only if every record in it is free. A record
 //! is either a *base* record — it holds the displaced header, and the header points at it — or
 //! a *recursive* one, whose displaced header is 0 ("recursion by a record whose displaced
 //! header is empty", HotSpot's `BasicLock`). The owner of a stack-locked object is the thread
@@ -32,7 +44,7 @@
 //! thread's id for the inflater).
 //!
 //! Inflation by a contender is HotSpot's protocol with the INFLATING marker: CAS the record
-//! address to 0, which keeps the header stable (the owner's unlocking CAS fails and it waits),
+//! address to INFLATING, which keeps the header stable (the owner's unlocking CAS fails and it waits),
 //! read the displaced header and the owner from the record, set up a monitor owned by that
 //! thread, publish the monitor word. The owner inflates its own lock (wait; a recursive enter
 //! with no free record) with one CAS from its record address to the monitor word. After
@@ -42,6 +54,18 @@
 //! different objects are independent, and a freed record below the top is a hole until the
 //! records above it are freed. Deflation: [`crate::deflate`], per
 //! [`Config::deflation`].
+//!
+//! When a record may be freed (so that no header is left naming a free, and later reused,
+//! record): a recursive record at any time (no header names it); a base record only when the
+//! header provably left its address — the owner's unlocking CAS from it succeeded, or the
+//! record's `inflated` flag is set (the contender sets it under INFLATING, the owner after its
+//! own inflating CAS, in both cases before the monitor word can be seen). A base record whose
+//! object's header shows neither (safe Rust gets there by passing a guard to `mem::forget` and
+//! moving the header out with `mem::replace`) is *orphaned*: it stays in use for good with its
+//! displaced header and owner, for a contender that inflates the moved header, and is found by
+//! no address; the exit goes on with whatever the header at that address holds now. Before an
+//! orphan is found, a recursive record of it may still satisfy an exit at its old address: a
+//! wrong answer after a contract violation (a locked header moved), never undefined behaviour.
 //!
 //! Atomic operations per fast path:
 //! - lock an unlocked object: one load, two stores (the record), one compare-and-swap of the
@@ -53,9 +77,8 @@
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
 //! points at a record, which moves never. See [`Stack::locked_objects`], [`Runtime::relocate`].
 
-use super::mark::{
-    self, index_of, monitor_word, INFLATING, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR,
-};
+use super::mark::{self, index_of, monitor_word, LOCKED, LOCK_BITS, MARK_HOST_BITS, MONITOR};
+use super::stack_records::{self, RecordArray};
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
 use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
@@ -71,6 +94,27 @@ pub const LOCK_RECORDS: usize = 64;
 /// Lock records per thread (small under loom, to keep the models small).
 #[cfg(loom)]
 pub const LOCK_RECORDS: usize = 3;
+
+/// The INFLATING marker: a contender is installing a monitor; everybody else waits for the
+/// word. HotSpot's marker is the all-zero word ([`mark::INFLATING`]); here the all-zero word is
+/// an unlocked header (see the module documentation), and INFLATING is `0b100`: lock bits `00`
+/// like a record address, which it never is (records are 8-byte aligned and far above 4).
+const INFLATING: u64 = 0b100;
+const _: () = assert!(mark::INFLATING == 0 && INFLATING & LOCK_BITS == LOCKED);
+
+/// The canonical unlocked word with no host bits and no hash, which the all-zero word stands for.
+const UNLOCKED_ZERO: u64 = 0b01;
+
+/// `obj` of an orphaned record: a base record whose header moved away while locked (a guard
+/// passed to `mem::forget`, then `mem::replace` of the header), with its recursive records.
+/// The moved header may still name it, so it stays in use for good (never freed, its array
+/// never reused); no header address is ever 1 (headers are 8-byte aligned), so no lookup by
+/// address finds it.
+const ORPHAN: usize = 1;
+
+/// How many rounds `try_enter` waits for an INFLATING marker that may be its own lock's
+/// before it reports the object busy.
+const INFLATING_TRY_ROUNDS: u32 = 1 << 10;
 
 /// How many rounds an owner query retries before giving up on finding the thread that
 /// stack-locked an object (it detached with a forgotten guard).
@@ -99,7 +143,8 @@ impl StackWord {
     /// being inflated).
     pub fn host_bits(&self) -> Option<u64> {
         let w = self.0.load(Ordering::Acquire);
-        (w & LOCK_BITS != LOCKED).then_some(w & MARK_HOST_BITS)
+        // The all-zero word is unlocked with no host bits.
+        (w & LOCK_BITS != LOCKED || w == 0).then_some(w & MARK_HOST_BITS)
     }
 
     /// The whole word, for introspection and tests (a racy snapshot).
@@ -116,35 +161,58 @@ impl std::fmt::Debug for StackWord {
 }
 
 /// A lock record (HotSpot's `BasicObjectLock`): the locked header's address and the displaced
-/// header. 8-byte aligned, so its address has `00` low bits.
+/// header. 8-byte aligned, so its address has `00` low bits. Allocated only by the
+/// process-wide record pool (`stack_records.rs`), never freed.
 #[repr(align(8))]
 pub struct LockRecord {
-    /// The header's address; 0 = free record.
+    /// The header's address; 0 = free record; [`ORPHAN`] = in use for good.
     obj: AtomicUsize,
     /// The displaced header (lock bits `01`, so never 0) of a base record; 0 in a recursive one.
     displaced: AtomicU64,
     /// Raw id of the thread whose array this is; [`ANONYMOUS_OWNER`] once it has detached.
     owner: AtomicU32,
+    /// Nonzero once a base record was inflated: the header it was locked in went from its
+    /// address to INFLATING (a contender) or to a monitor word (the owner), so no header names
+    /// it any more. Set before the monitor word is published, cleared by the owner just before
+    /// it frees the record. The owner's proof that the header's monitor word came from this
+    /// record, and that freeing the record leaves no header naming it.
+    inflated: AtomicU32,
+}
+
+impl LockRecord {
+    /// A free record (the pool's constructor).
+    pub(super) fn free_record() -> Self {
+        Self {
+            obj: AtomicUsize::new(0),
+            displaced: AtomicU64::new(0),
+            owner: AtomicU32::new(ANONYMOUS_OWNER),
+            inflated: AtomicU32::new(0),
+        }
+    }
+
+    /// Free, and so named by no header.
+    pub(super) fn is_free(&self) -> bool {
+        self.obj.load(Ordering::Relaxed) == 0 && self.inflated.load(Ordering::Relaxed) == 0
+    }
 }
 
 /// A thread's lock records (its "stack"): written by the thread; a contender reads one record
-/// under the INFLATING marker; owner queries only compare addresses.
+/// under the INFLATING marker; owner queries only compare addresses. The array comes from the
+/// process-wide pool and goes back to it at detach only if every record is free.
 pub struct LockRecords {
-    records: Box<[LockRecord]>,
+    records: &'static RecordArray,
     /// One above the highest record in use.
     top: AtomicUsize,
 }
 
 impl LockRecords {
     fn new(id: ThreadId) -> Self {
+        let records = stack_records::take();
+        for r in records {
+            r.owner.store(u32::from(id.get()), Ordering::Relaxed);
+        }
         Self {
-            records: (0..LOCK_RECORDS)
-                .map(|_| LockRecord {
-                    obj: AtomicUsize::new(0),
-                    displaced: AtomicU64::new(0),
-                    owner: AtomicU32::new(u32::from(id.get())),
-                })
-                .collect(),
+            records,
             top: AtomicUsize::new(0),
         }
     }
@@ -205,19 +273,42 @@ impl LockRecords {
         })
     }
 
-    /// Owner only: (has a base record, number of recursive records) for `a`.
-    fn held(&self, a: usize) -> (bool, u32) {
-        let (mut base, mut rec) = (false, 0);
-        for r in &self.records[..self.top()] {
-            if r.obj.load(Ordering::Relaxed) == a {
-                if r.displaced.load(Ordering::Relaxed) != 0 {
-                    base = true;
-                } else {
-                    rec += 1;
-                }
+    /// Owner only (others: a racy snapshot): the record levels held on the lock whose header
+    /// is at `a` and reads `w`: whether a base record for `a` is current — the header names it
+    /// (`w` is its address) or it was inflated — and how many recursive records follow
+    /// current base records. A base record that is neither is an orphan-to-be (the header that
+    /// named it moved away): neither it nor its recursive records hold this object.
+    fn levels(&self, a: usize, w: u64) -> (bool, u32) {
+        let (mut base, mut rec, mut current) = (false, 0, false);
+        for (i, r) in self.records[..self.top()].iter().enumerate() {
+            if r.obj.load(Ordering::Relaxed) != a {
+                continue;
+            }
+            if r.displaced.load(Ordering::Relaxed) != 0 {
+                current = self.word_of(i) == w || r.inflated.load(Ordering::Relaxed) != 0;
+                base |= current;
+            } else if current {
+                rec += 1;
             }
         }
         (base, rec)
+    }
+
+    /// Owner only: base record `i` (for `a`) is named by no header at `a` and was never
+    /// inflated, so the header that named it moved away with its lock (a forgotten guard): it
+    /// and the recursive records that follow it, up to the next base record for `a`, stay in
+    /// use for good, found by no address. The moved header may still name record `i`, which
+    /// keeps its displaced header and owner for a contender to inflate.
+    fn orphan(&self, i: usize, a: usize) {
+        self.records[i].obj.store(ORPHAN, Ordering::Release);
+        for r in &self.records[i + 1..self.top()] {
+            if r.obj.load(Ordering::Relaxed) == a {
+                if r.displaced.load(Ordering::Relaxed) != 0 {
+                    break;
+                }
+                r.obj.store(ORPHAN, Ordering::Release);
+            }
+        }
     }
 
     /// The locked headers, one per record in use, oldest first (racy unless the owner is
@@ -226,7 +317,7 @@ impl LockRecords {
         self.records
             .iter()
             .map(|r| r.obj.load(Ordering::Acquire))
-            .filter(|&a| a != 0)
+            .filter(|&a| a != 0 && a != ORPHAN)
             .map(|a| a as *const StackWord)
             .collect()
     }
@@ -234,18 +325,16 @@ impl LockRecords {
 
 impl Drop for LockRecords {
     fn drop(&mut self) {
-        if self
-            .records
-            .iter()
-            .any(|r| r.obj.load(Ordering::Relaxed) != 0)
-        {
-            // A lock held past detach (a forgotten guard): a header may still point into the
-            // array, and a contender will read it under INFLATING. Keep the array forever, and
-            // let no thread that later gets this id pass for its owner.
+        if self.records.iter().all(LockRecord::is_free) {
+            // No header names a record of ours: the next thread may have the array.
+            stack_records::give_back(self.records);
+        } else {
+            // A lock held past detach (a forgotten guard, an orphan): a header may still point
+            // into the array, and a contender will read it under INFLATING. The array is never
+            // reused, and no thread that later gets this id passes for its owner.
             for r in self.records.iter() {
                 r.owner.store(ANONYMOUS_OWNER, Ordering::Relaxed);
             }
-            std::mem::forget(std::mem::take(&mut self.records));
         }
     }
 }
@@ -317,13 +406,17 @@ impl Stack {
     }
 
     /// A contender inflates the stack-lock `w` (HotSpot's INFLATING protocol). Returns when
-    /// the header no longer holds `w`; the caller re-reads it.
+    /// the header no longer holds `w`; the caller re-reads it. `IllegalMonitorState` if `w` is
+    /// not the address of a lock record (a header word no operation of this crate wrote).
     fn inflate_contended(
         rt: &Runtime<Self>,
         h: &StackWord,
         w: u64,
         cause: InflationCause,
     ) -> Result<(), MonitorError> {
+        if !stack_records::is_record(w) {
+            return Err(MonitorError::IllegalMonitorState);
+        }
         let Ok(idx) = rt.monitors().allocate() else {
             if cause != InflationCause::Contention {
                 // A hasher cannot wait for the owner to unlock: that could deadlock.
@@ -348,19 +441,21 @@ impl Stack {
             return Ok(());
         }
         // SAFETY:
-        // - `h` is a `StackWord`, which only this protocol writes, and its lock bits were `00`
-        //   and the word non-zero, so `w` is the address of a `LockRecord` in the array of a
-        //   thread of this protocol (`fill` + the locking CAS put it there);
-        // - our CAS from `w` to INFLATING succeeded, so at that moment the record was the base
-        //   record of `h`; its owner frees it only after its unlocking CAS from `w` succeeds,
-        //   which it cannot while the header is INFLATING, so the record stays as it is until
-        //   we publish the monitor;
-        // - the array is freed only when its thread's state drops, and `Drop for LockRecords`
-        //   leaks it instead while any record is in use;
+        // - `is_record(w)`: `w` is the address of a `LockRecord` of the process-wide pool
+        //   (`stack_records.rs`), whose slabs are leaked and never freed, so the reference is
+        //   valid for the rest of the process whatever the header held;
         // - all its fields are atomics, so reading them while the owner runs is no data race.
+        // What it holds (not needed for soundness): our CAS from `w` to INFLATING succeeded, so
+        // at that moment the record was the base record of `h` (`fill` + the locking CAS put
+        // `w` there); its owner frees it only after its unlocking CAS from `w` succeeds, or
+        // after it sees `inflated` (set below, before the publication), so it stays as it is
+        // until we publish the monitor.
         let r = unsafe { &*(w as usize as *const LockRecord) };
         let displaced = r.displaced.load(Ordering::Relaxed);
         let owner = r.owner.load(Ordering::Relaxed);
+        // The header names the record no more: the owner may free it once it sees the monitor
+        // word (the release store below publishes this too).
+        r.inflated.store(1, Ordering::Relaxed);
         // The count is 1 for the base record; recursive records stay with the owner.
         m.set_unpublished_owner(owner);
         h.0.store(monitor_word(displaced, idx), Ordering::Release);
@@ -393,9 +488,8 @@ impl Stack {
             if !rs.owns_word(w) {
                 return Err(MonitorError::IllegalMonitorState);
             }
-            let displaced = rs.records[rs.index_of_word(w)]
-                .displaced
-                .load(Ordering::Relaxed);
+            let r = &rs.records[rs.index_of_word(w)];
+            let displaced = r.displaced.load(Ordering::Relaxed);
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
@@ -409,6 +503,8 @@ impl Stack {
                 )
                 .is_ok()
             {
+                // No header names the record now (only we read the flag, after this).
+                r.inflated.store(1, Ordering::Relaxed);
                 rt.stats().inflated(cause);
                 return Ok(m);
             }
@@ -427,6 +523,7 @@ impl Stack {
     ) -> Result<bool, MonitorError> {
         let rs = t.local();
         let a = addr(h);
+        let mut inflating_rounds = 0;
         loop {
             let w = h.0.load(Ordering::Acquire);
             let top = rs.top();
@@ -438,7 +535,19 @@ impl Stack {
                 }
             }
             if w == INFLATING {
+                // Transient: the inflater publishes the monitor without waiting for anybody.
+                // `try_enter` waits (boundedly) only if the lock may be its own.
+                if !block {
+                    inflating_rounds += 1;
+                    if rs.topmost(a).is_none() || inflating_rounds > INFLATING_TRY_ROUNDS {
+                        return Ok(false);
+                    }
+                }
                 yield_now();
+                continue;
+            }
+            if w == 0 {
+                Self::normalize_zero(h);
                 continue;
             }
             if w & LOCK_BITS == LOCKED {
@@ -499,9 +608,10 @@ impl Stack {
                 Ok(())
             }
             Some((i, true)) => loop {
+                let r = &rs.records[i];
                 let w = h.0.load(Ordering::Acquire);
                 if w == rs.word_of(i) {
-                    let d = rs.records[i].displaced.load(Ordering::Relaxed);
+                    let d = r.displaced.load(Ordering::Relaxed);
                     if h.0
                         .compare_exchange(w, d, Ordering::Release, Ordering::Relaxed)
                         .is_ok()
@@ -510,16 +620,34 @@ impl Stack {
                         return Ok(());
                     }
                 } else if w == INFLATING {
-                    // A contender is installing a monitor that will name us: wait for it.
+                    // A contender is installing a monitor (that will name us if it is ours):
+                    // wait for it.
                     yield_now();
-                } else {
-                    // Inflated: the base record's exit is the monitor's exit.
+                } else if r.inflated.load(Ordering::Relaxed) != 0 {
+                    // Inflated (the flag was set before the monitor word we acquired was
+                    // published): the header left the record's address for good, so the
+                    // record may be freed, and the base record's exit is the monitor's exit.
+                    r.inflated.store(0, Ordering::Relaxed);
                     rs.free(i);
                     return Self::exit_monitor(rt, t, h);
+                } else {
+                    // Neither named nor inflated: the header that named the record moved away
+                    // with its lock (a forgotten guard) and may name it still. Never free it;
+                    // this exit is about whatever the header at `a` holds now.
+                    rs.orphan(i, addr(h));
+                    return Self::exit_slow(rt, t, h);
                 }
             },
             None => Self::exit_monitor(rt, t, h),
         }
+    }
+
+    /// The all-zero word (`calloc`'d memory) is an unlocked header with no host bits and no
+    /// hash: make it the canonical one before anything else is written into it.
+    #[cold]
+    fn normalize_zero(h: &StackWord) {
+        let _ =
+            h.0.compare_exchange(0, UNLOCKED_ZERO, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     fn exit_monitor(
@@ -653,18 +781,30 @@ impl Protocol for Stack {
         Self::owned_for_wait(rt, t, h)?.notify(t.core(), all)
     }
 
+    /// Saturates at `u32::MAX`: a monitor's count can reach it on its own, and the recursive
+    /// records beside it add theirs.
     fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &StackWord) -> u32 {
-        let (base, rec) = t.local().held(addr(h));
+        let rs = t.local();
         loop {
             let w = h.0.load(Ordering::Acquire);
+            if w == INFLATING {
+                // Transient (see `enter_slow`); whose it is shows once the monitor is published.
+                yield_now();
+                continue;
+            }
+            let (base, rec) = rs.levels(addr(h), w);
             if w & LOCK_BITS != MONITOR {
-                // Stack-locked by us (or INFLATING on our behalf): the records are the count.
-                return u32::from(base) + rec;
+                // Stack-locked by us: the records are the count. Unlocked or another's: 0.
+                return if rs.owns_word(w) {
+                    u32::from(base) + rec
+                } else {
+                    0
+                };
             }
             match deflate::owned_monitor(rt, t, &h.0, w) {
                 // With a base record the monitor's count includes it and the recursive records
                 // add theirs; without, the monitor's count is all.
-                Ok(Some((m, _))) => return m.count_for(t.core()) + rec,
+                Ok(Some((m, _))) => return m.count_for(t.core()).saturating_add(rec),
                 Ok(None) => return 0,
                 Err(()) => continue,
             }
@@ -690,12 +830,22 @@ impl Protocol for Stack {
                     Some(raw) => return ThreadId::from_raw(raw),
                 }
             }
-            if w & LOCK_BITS != LOCKED {
+            if w & LOCK_BITS != LOCKED || w == 0 {
                 return None;
             }
             if w != INFLATING {
                 if let Some(cx) = threads.iter().find(|cx| cx.local().owns_word(w)) {
                     return Some(cx.id());
+                }
+                if stack_records::is_record(w) {
+                    // SAFETY: a record of the pool, never freed (see `inflate_contended`);
+                    // atomics only.
+                    let r = unsafe { &*(w as usize as *const LockRecord) };
+                    if r.owner.load(Ordering::Relaxed) == ANONYMOUS_OWNER {
+                        // A detached thread's array, never reused: the lock was held, at the
+                        // moment of the read, by a forgotten guard of a detached thread.
+                        return None;
+                    }
                 }
             }
             yield_now();
@@ -737,6 +887,10 @@ impl Protocol for Stack {
             let w = h.0.load(Ordering::Acquire);
             if w == INFLATING {
                 yield_now();
+                continue;
+            }
+            if w == 0 {
+                Self::normalize_zero(h);
                 continue;
             }
             if w & LOCK_BITS == LOCKED {
@@ -842,7 +996,7 @@ mod tests {
         let g2 = me.enter(&h).unwrap();
         assert_eq!(h.raw(), w);
         let rs = me.context().local();
-        assert_eq!(rs.held(addr(&h)), (true, 1));
+        assert_eq!(rs.levels(addr(&h), w), (true, 1));
         assert_eq!(Stack::locked_objects(me.context()).len(), 2);
         drop(g2);
         assert_eq!(h.raw(), w);
@@ -933,7 +1087,70 @@ mod tests {
         );
         assert_eq!(h.raw() & LOCK_BITS, MONITOR);
         assert_eq!(me.lock_count(&h), 2);
-        assert_eq!(me.context().local().held(addr(&h)), (true, 1));
+        assert_eq!(me.context().local().levels(addr(&h), h.raw()), (true, 1));
+    }
+
+    /// Finding 8 (issue 11): a monitor's count can reach `u32::MAX` on its own, and the
+    /// recursive records beside it add theirs; `lock_count` added them with `+` (a panic in
+    /// debug, a wrapped count in release). Reaching `u32::MAX` by recursion takes four billion
+    /// enters, so the test sets the count directly, as that many would.
+    #[test]
+    fn lock_count_saturates() {
+        let rt = Runtime::<Stack>::new(Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        });
+        let me = rt.attach().unwrap();
+        let h = StackWord::default();
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(
+            g2.wait(Some(Duration::ZERO)).unwrap(),
+            WaitOutcome::TimedOut
+        );
+        assert_eq!(
+            h.raw() & LOCK_BITS,
+            MONITOR,
+            "a base and a recursive record"
+        );
+        let m = rt.monitors().get(index_of(h.raw()));
+        // We own the monitor and nobody contends: release it outright and take it again
+        // with `c` levels.
+        let set_count = |c| {
+            m.abandon_fresh();
+            m.enter_inflated(me.context().core_arc(), c).unwrap();
+        };
+        set_count(u32::MAX);
+        assert_eq!(me.lock_count(&h), u32::MAX);
+        set_count(u32::MAX - 1);
+        assert_eq!(me.lock_count(&h), u32::MAX);
+        set_count(1);
+        assert_eq!(me.lock_count(&h), 2);
+        drop(g2);
+        drop(g1);
+        assert_eq!(me.lock_count(&h), 0);
+    }
+
+    /// The record pool: a contender reads through a header word only if it is the address of
+    /// a pool record, so a word a host forged (an 8-byte-aligned non-record) is refused.
+    #[test]
+    fn only_pool_records_are_read() {
+        let rt = Runtime::<Stack>::with_defaults();
+        let me = rt.attach().unwrap();
+        let rs = me.context().local();
+        assert!(stack_records::is_record(rs.word_of(0)));
+        assert!(stack_records::is_record(rs.word_of(LOCK_RECORDS - 1)));
+        assert!(!stack_records::is_record(rs.word_of(0) + 8));
+        let h = StackWord::default();
+        assert!(!stack_records::is_record(addr(&h) as u64));
+        h.0.store(addr(&h) as u64, Ordering::Relaxed);
+        assert_eq!(
+            Stack::inflate_contended(&rt, &h, h.raw(), InflationCause::Contention),
+            Err(MonitorError::IllegalMonitorState)
+        );
+        assert_eq!(me.enter(&h).err(), Some(MonitorError::IllegalMonitorState));
+        assert!(me.try_enter(&h).unwrap().is_none());
+        assert_eq!(h.raw(), addr(&h) as u64, "never written");
     }
 
     /// A thread that detaches while a header points into its records (a forgotten guard)
