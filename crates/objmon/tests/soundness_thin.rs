@@ -19,8 +19,9 @@ use watchdog::within;
 
 /// `check::<P>()` for every protocol whose hash item 7 is about.
 macro_rules! plain_store_protocols {
-    ($($name:ident => $check:ident),* $(,)?) => {$(
+    ($($(#[$attr:meta])* $name:ident => $check:ident),* $(,)?) => {$(
         #[test]
+        $(#[$attr])*
         fn $name() {
             within(60, "thin", checks::$check::<objmon::Thin>);
             within(60, "biased", checks::$check::<objmon::Biased>);
@@ -32,10 +33,19 @@ macro_rules! plain_store_protocols {
 }
 
 plain_store_protocols!(
-    hash_taken_under_a_nested_hold_follows_a_move => nested_hold_then_move,
     hash_taken_under_a_single_hold_follows_a_move => single_hold_then_move,
     hash_with_a_full_table_follows_a_move_or_fails => full_table_then_move,
+    /// The biased protocols settle a hash parked under a nested hold in their owner's unlock,
+    /// which lives in `biased.rs` (see `biased_hash.rs`, "Owner hooks"): un-ignore this
+    /// with those two calls in place (`thin`'s own row is `thin_...` below).
+    #[ignore = "needs the biased.rs owner hooks of biased_hash.rs (the lead applies them)"]
+    hash_taken_under_a_nested_hold_follows_a_move => nested_hold_then_move,
 );
+
+#[test]
+fn thin_hash_taken_under_a_nested_hold_follows_a_move() {
+    within(60, "thin", checks::nested_hold_then_move::<objmon::Thin>);
+}
 
 /// The monitor cycle "I hold P and hash O; you hold O and enter P" must not deadlock: a hash
 /// never waits for an owner that is itself blocked in objmon. (`thin` only: the biased
