@@ -25,8 +25,9 @@
 //! **Owner hooks** (in `biased.rs`, which the lead edits):
 //! `Biasing::settle_parked_hash_after` right after `exit_slow`'s
 //! learn / thin store, and `Biasing::after_owner_inflation` at the
-//! end of a successful `inflate_own`. Until both are in place a hash parked under a nested
-//! hold is still lost if the header then moves (`tests/soundness_thin.rs`, ignored test).
+//! end of a successful `inflate_own`, then `OWNER_SETTLES = true`. Until then an entry is
+//! adopted wherever it is found, as before (a hash parked under a nested hold is still lost
+//! if the header then moves: `tests/soundness_thin.rs`, ignored test).
 //! With rc 1 the hasher waits for the owner's release: an owner that holds the lock once and
 //! blocks outside objmon until the hash returns makes it wait for good. `thin` avoids that
 //! for owners blocked *inside* objmon by inflating for them; here that needs the owner's
@@ -58,6 +59,24 @@ use crate::runtime::{InflationCause, Runtime};
 use crate::sync::Ordering;
 use crate::thread::ThreadContext;
 use crate::MonitorError;
+
+/// Whether `biased.rs` calls the owner hooks ([`Biasing::settle_parked_hash_after`],
+/// [`Biasing::after_owner_inflation`]). Until it does, an owner may unlock a nested hold's
+/// last levels without settling a parked hash, so an entry found at a free or foreign word may
+/// still be the object's own: it is adopted as before issue 11 item 7 (and lost if the
+/// header moves). With the hooks, such an entry can only belong to a header that moved away,
+/// and is discarded. **The lead sets this to `true` when wiring the hooks.**
+const OWNER_SETTLES: bool = false;
+
+/// Whether parked entry `p` still belongs to the object whose word is `w` (thin / learn).
+fn live_thin(p: &Parked, w: u64) -> bool {
+    !OWNER_SETTLES || held_nested_by(w, p.owner)
+}
+
+/// Whether parked entry `p` still belongs to the object whose monitor is `m`.
+fn live_fat(p: &Parked, m: &FatMonitor) -> bool {
+    !OWNER_SETTLES || m.owner_raw() == p.owner
+}
 
 /// The raw thread id in a learn or thin word's owner field.
 #[inline]
@@ -145,6 +164,25 @@ impl<F: Flavor> Biasing<F> {
             // revokers' marks; our own bias fast path is not running — we are here), so one
             // CAS to fat with an unowned monitor that already holds the hash is safe. A full
             // table: `MonitorTableFull` (nowhere to keep it that moves with the object).
+            if !OWNER_SETTLES && rt.side_hashes().may_hold_any() {
+                // An owner that did not settle its parked hash (see `OWNER_SETTLES`).
+                let mut table = rt.side_hashes().lock();
+                if h.0.load(Ordering::Acquire) != w {
+                    continue;
+                }
+                if let Some(p) = table.get(addr(h)) {
+                    let fat = (w & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
+                    if h.0
+                        .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        table.remove(addr(h));
+                        rt.stats().inflated(InflationCause::IdentityHash);
+                        return Ok(p.hash);
+                    }
+                    continue;
+                }
+            }
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
@@ -177,7 +215,7 @@ impl<F: Flavor> Biasing<F> {
             return Ok(None);
         }
         if let Some(p) = table.get(a) {
-            if p.owner == owner {
+            if p.owner == owner || !OWNER_SETTLES {
                 return Ok(Some(p.hash));
             }
             // Parked for a header that moved away while a forgotten guard held it.
@@ -220,7 +258,7 @@ impl<F: Flavor> Biasing<F> {
         }
         let parked = table.remove(addr(h)).and_then(|p| {
             rt.monitors().free(p.monitor);
-            (m.owner_raw() == p.owner).then_some(p.hash)
+            live_fat(&p, m).then_some(p.hash)
         });
         match parked.or_else(|| fresh.map(|f| f())) {
             Some(v) => m.install_hash(v),
@@ -300,9 +338,9 @@ impl<F: Flavor> Biasing<F> {
             let m = Self::monitor_of(rt, w);
             return m
                 .identity_hash()
-                .or(p.filter(|p| m.owner_raw() == p.owner).map(|p| p.hash));
+                .or(p.filter(|p| live_fat(p, m)).map(|p| p.hash));
         }
-        p.filter(|p| held_nested_by(w, p.owner)).map(|p| p.hash)
+        p.filter(|p| live_thin(p, w)).map(|p| p.hash)
     }
 
     /// `reclaim`: the object is dead, so is a hash parked for it.

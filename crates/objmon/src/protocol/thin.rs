@@ -30,9 +30,14 @@
 //! The contender's spin (§2.3.4 leaves it to "standard back-off techniques") is `spin.rs`'s
 //! policy: exponential pauses, then yields each followed by a burst of compare-and-swaps
 //! from the free word (a look and then a CAS loses every race to an owner that re-locks at
-//! once). Fairness before inflation is only as good as that: a contender may not write the
-//! held word, so nobody can hand it the lock, and how long it is overtaken depends on when
-//! it runs (`examples/fairness.rs` measures it; issue 11 item 17). After the first contended
+//! once). Deviation from §2.3.4 (issue 11 item 17): a contender that has waited about a
+//! millisecond, finding the owner blocked inside objmon (spinning or parked for another lock,
+//! waiting: [`ThinThread`]) or detached, inflates the lock *for* the owner — a monitor entered
+//! in the owner's name with its count, installed by CAS while the owner provably writes
+//! nothing — and queues on the monitor, whose hand-off bounds overtaking. Against an owner
+//! that runs, fairness before inflation is only what the policy gets: a contender may not
+//! write the held word, so nobody can hand it the lock, and how long it is overtaken depends
+//! on when it runs (`examples/fairness.rs` measures it). After the first contended
 //! acquisition the fat monitor's bounded hand-off applies.
 //!
 //! Slow-path shape: the nested lock (§2.3.3) is tested first in `enter_slow`, which then
@@ -229,6 +234,14 @@ impl Thin {
             spin.get_or_insert_with(|| SpinEpisode::begin(rt.monitors(), t.core(), h.addr()))
                 .observe((w & OWNER_MASK) >> OWNER_SHIFT);
             spin_policy.snooze();
+            if spin_policy.starving_checkpoint()
+                && Self::inflate_for_blocked_owner(rt, h, w, None, InflationCause::Contention)
+                    .unwrap_or(false)
+            {
+                // Its owner is blocked in objmon (or gone) and we have waited long: the lock
+                // is fat now, and we queue on its monitor (hand-off) instead of spinning.
+                continue;
+            }
             if spin_policy.eager() {
                 // Past the first yield: try the compare-and-swap from the free word without
                 // looking first (`spin.rs`: a look then a CAS loses every race to an owner
@@ -603,7 +616,13 @@ impl Thin {
             // Held once by another thread, whose next unlock may be the plain-store fast
             // path: nothing we write reaches it reliably (it may have compared already). If it
             // is blocked in objmon or gone, inflate for it; else wait for it to let go.
-            if Self::inflate_for_blocked_owner(rt, h, w, &fresh)? {
+            if Self::inflate_for_blocked_owner(
+                rt,
+                h,
+                w,
+                Some(&fresh),
+                InflationCause::IdentityHash,
+            )? {
                 continue;
             }
             Self::blocked(t, || spin.snooze());
@@ -712,7 +731,8 @@ impl Thin {
         rt: &Runtime<Self>,
         h: &LockWord,
         w: u32,
-        fresh: &dyn Fn() -> u32,
+        fresh: Option<&dyn Fn() -> u32>,
+        cause: InflationCause,
     ) -> Result<bool, MonitorError> {
         let owner = owner_raw(w);
         let cx = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id));
@@ -733,7 +753,9 @@ impl Thin {
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
             m.enter_inflated_for(owner, thin_locks(w))?;
-            m.install_hash(fresh());
+            if let Some(f) = fresh {
+                m.install_hash(f());
+            }
             // The owner writes nothing while blocked; lockers and other hashers CAS too.
             if h.0
                 .compare_exchange(
@@ -744,7 +766,12 @@ impl Thin {
                 )
                 .is_ok()
             {
-                rt.stats().inflated(InflationCause::IdentityHash);
+                rt.stats().inflated(cause);
+                // A hash parked while it held `h` nested goes into the monitor, as at the
+                // owner's own inflation.
+                if m.identity_hash().is_none() && rt.side_hashes().may_hold_any() {
+                    Self::adopt_parked(rt, h, m, None);
+                }
             } else {
                 m.abandon_fresh();
                 rt.monitors().free(idx);
@@ -946,6 +973,50 @@ mod tests {
             assert_eq!(me.identity_hash(o2), Ok(v));
         });
         assert_eq!(rt.owner_of(&o2), None);
+    }
+
+    /// Issue 11 item 17: a contender that has waited long for a thin lock whose owner is
+    /// blocked in objmon inflates it for that owner and queues on the monitor (where the
+    /// hand-off bounds overtaking) instead of spinning until the owner comes back.
+    #[test]
+    fn starving_contender_inflates_for_a_blocked_owner() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (o, p) = (LockWord::new(0x44), LockWord::new(0));
+        let gp = me.enter(&p).unwrap();
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (rt, o, p) = (&rt, &o, &p);
+            let owner = s.spawn(move || {
+                let a = rt.attach().unwrap();
+                let g = a.enter(o).unwrap();
+                tx.send(a.id()).unwrap();
+                drop(a.enter(p).unwrap()); // blocks: we hold `p`
+                assert_eq!(a.lock_count(o), 1);
+                drop(g);
+            });
+            let owner_id = rx.recv().unwrap();
+            let contender = s.spawn(move || {
+                let b = rt.attach().unwrap();
+                drop(b.enter(o).unwrap());
+            });
+            let since = std::time::Instant::now();
+            while o.raw() >> 31 == 0 && since.elapsed().as_secs() < 20 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert_eq!(o.raw() >> 31, 1, "still thin while its owner is blocked");
+            assert_eq!(o.raw() & 0xff, 0x44);
+            assert_eq!(rt.owner_of(o), Some(owner_id), "inflated for its owner");
+            drop(gp);
+            owner.join().unwrap();
+            contender.join().unwrap();
+        });
+        assert_eq!(rt.owner_of(&o), None);
+        assert_eq!(
+            rt.stats_snapshot().inflations_contention,
+            2,
+            "`o` for its owner, `p`"
+        );
     }
 
     /// A parked hash follows its object when a moving GC reports the move.
