@@ -28,17 +28,16 @@
 //! and wait / notify then fail with `MonitorTableFull`.
 //!
 //! The contender's spin (§2.3.4 leaves it to "standard back-off techniques") is `spin.rs`'s
-//! policy: exponential pauses, then yields each followed by a burst of compare-and-swaps
-//! from the free word (a look and then a CAS loses every race to an owner that re-locks at
-//! once). Deviation from §2.3.4 (issue 11 item 17): a contender that has waited about a
-//! millisecond, finding the owner blocked inside objmon (spinning or parked for another lock,
-//! waiting: [`ThinThread`]) or detached, inflates the lock *for* the owner — a monitor entered
-//! in the owner's name with its count, installed by CAS while the owner provably writes
-//! nothing — and queues on the monitor, whose hand-off bounds overtaking. Against an owner
-//! that runs, fairness before inflation is only what the policy gets: a contender may not
-//! write the held word, so nobody can hand it the lock, and how long it is overtaken depends
-//! on when it runs (`examples/fairness.rs` measures it). After the first contended
-//! acquisition the fat monitor's bounded hand-off applies.
+//! policy: exponential pauses, then yields. Deviation from §2.3.4 (issue 11 item 17): a
+//! contender that has waited about a millisecond, finding the owner blocked inside objmon
+//! (spinning or parked for another lock, waiting: [`ThinThread`]) or detached, inflates the
+//! lock *for* the owner — a monitor entered in the owner's name with its count, installed by
+//! CAS while the owner provably writes nothing — and queues on the monitor, whose hand-off
+//! bounds overtaking. Against an owner that keeps running and re-locking, nothing bounds how
+//! long a contender is overtaken before the first contended acquisition: it may not write the
+//! held word, so nobody can hand it the lock (`spin.rs` says what was tried;
+//! `examples/fairness.rs` measures it). After that acquisition the lock is fat and the
+//! monitor's bounded hand-off applies.
 //!
 //! Slow-path shape: the nested lock (§2.3.3) is tested first in `enter_slow`, which then
 //! calls the out-of-line contention loop, so that the nested lock and unlock pair costs
@@ -241,20 +240,6 @@ impl Thin {
                 // Its owner is blocked in objmon (or gone) and we have waited long: the lock
                 // is fat now, and we queue on its monitor (hand-off) instead of spinning.
                 continue;
-            }
-            if spin_policy.eager() {
-                // Past the first yield: try the compare-and-swap from the free word without
-                // looking first (`spin.rs`: a look then a CAS loses every race to an owner
-                // that re-locks at once). A failed CAS writes nothing.
-                let free = w & HOST_BITS_MASK;
-                if h.0
-                    .compare_exchange(free, free | me, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    drop(spin.take());
-                    Self::won_contended(rt, t, h, free | me);
-                    return Ok(());
-                }
             }
         }
     }
