@@ -67,7 +67,7 @@
 //! borrowed only while held). So a hash must be in the header before the owner's last slow
 //! path. A lock held *nested* has one: every operation of its owner on it is out of line
 //! until it is down to one level, and that decrement (`exit_slow`) — like every inflation by
-//! the owner — stores, fences and looks at the side table; the hasher inserts, fences and
+//! the owner — stores, passes a barrier and looks at the side table; the hasher inserts, passes a barrier and
 //! re-reads the word (a Dekker, `hash.rs`), and the owner then inflates into the parked
 //! monitor, which already holds the hash, so it needs no free slot. A lock held *once* has
 //! none: there the hasher waits (with the contenders' spin policy) unless the owner is
@@ -754,7 +754,7 @@ impl Thin {
                 rt.stats().inflated(cause);
                 // A hash parked while it held `h` nested goes into the monitor, as at the
                 // owner's own inflation.
-                if m.identity_hash().is_none() && rt.side_hashes().may_hold_any() {
+                if m.identity_hash().is_none() && rt.side_hashes().owner_must_look(*rt.state()) {
                     Self::adopt_parked(rt, h, m, None);
                 }
             } else {
