@@ -13,15 +13,33 @@
 //! the hash, once returned, never changes while the object lives.
 //!
 //! **Side table.** `thin` and the biased protocols follow seed 000 §2.3's owner-only-modifies
-//! discipline: while a thread holds the lock, only it writes the lock word, with plain stores.
-//! A hasher may not write that word then, and waiting for the owner to release it would let a
-//! hash block — two threads that each hold one object and hash the other's would deadlock,
-//! which Java's `hashCode` never does. So a hash chosen while another thread holds the lock is
-//! recorded here, keyed by the header's address, and moved into the header (or its monitor)
-//! by the next hasher that can write it. Every decision about a hash of such a protocol is
-//! taken under this table's mutex; a header that already shows its hash is read without it.
+//! discipline: while a thread holds the lock, only it writes the lock word, with plain stores,
+//! and its last unlock (a load, a compare, a store) looks at nothing else. A hasher may not
+//! write that word, and no mark or request of a hasher is sure to reach an owner that may
+//! have compared already; a hash kept elsewhere by address is lost when safe Rust moves the
+//! unlocked header, and would be seen by a fresh object at the old address (issue 11 item 7).
+//! So a hash is parked here only where the owner must still pass a slow path before the
+//! header can move: while the owner holds the lock **nested** (its unlocks of it are out of
+//! line until one level is left). An entry ([`Parked`]) carries the hash, a monitor the hasher
+//! allocated that already holds it (the owner inflates into it, so settling never needs a free
+//! slot; a full table makes the *hasher* fail with `MonitorTableFull`), and the owner's id.
+//! It is settled — the owner inflates into the monitor — at the owner's decrement to one level
+//! or at any inflation by the owner, whichever comes first; both look here after a fence
+//! ([`SideHashes::owner_must_look`]): the hasher inserts, fences and re-reads the word (an
+//! asymmetric Dekker on `membarrier` where the kernel allows it: the owner pays a compiler
+//! barrier), so
+//! either the owner sees the entry or the hasher sees the owner's store and withdraws (a
+//! Dekker; loom: `thin_parked_hash_vs_owner_decrement_and_move`). An entry is *live* only
+//! while the word still names its owner with a nested count, or names a monitor that owner
+//! holds; anything else is a header that moved away under a forgotten guard, and the entry
+//! is discarded (and its monitor freed) when met — a fresh object at the old address never
+//! sees it. A lock held *once* by another thread is not parked at all: the protocols wait
+//! for it or inflate it for a blocked owner (see `thin.rs`). Every decision about a parked
+//! hash is taken under this table's mutex, and so is every install of a monitor hash of
+//! these protocols; a header that already shows its hash is read without it.
 
-use crate::sync::{lock, AtomicU32, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, lock, AtomicU32, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::table::MonitorIndex;
 use crate::thread::ThreadCore;
 use std::collections::HashMap;
 
@@ -96,67 +114,52 @@ pub(crate) fn fresh(t: &ThreadCore, bits: u32) -> u32 {
     t.hash_state.next(bits)
 }
 
-/// Hashes chosen while the header could not take them (see the module documentation), by
-/// header address.
+/// A hash parked for the object whose header is at some address (the table's key): chosen
+/// while another thread held the object's thin lock *nested* (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Parked {
+    /// The hash, already installed in [`monitor`](Self::monitor).
+    pub(crate) hash: u32,
+    /// A monitor allocated for the object by the hasher, holding the hash, idle and named
+    /// by no header yet: the owner inflates into it, so that settling a parked hash never
+    /// needs a free slot of a full table.
+    pub(crate) monitor: MonitorIndex,
+    /// The raw id of the thread that held the lock when the hash was parked. The entry is
+    /// *live* while the word names this owner with a nested count (or names a monitor that
+    /// this owner holds, between its inflation and its look here); otherwise it belongs to a
+    /// header that moved away while a forgotten guard held it, and is discarded.
+    pub(crate) owner: u32,
+}
+
+/// Hashes parked by header address (see the module documentation).
 pub(crate) struct SideHashes {
-    map: Mutex<HashMap<usize, u32>>,
-    /// Entries in `map`, written under its mutex: lets `reclaim` and `peek` of an object that
-    /// has none skip the mutex while the table is empty (the common case: it holds only
-    /// hashes of objects locked by another thread when first hashed, until the next hash).
+    map: Mutex<HashMap<usize, Parked>>,
+    /// Entries in `map`, written under its mutex: lets owners, `reclaim` and `peek` skip the
+    /// mutex while the table is empty (the common case: it holds only hashes of objects
+    /// another thread holds nested, until that thread's next unlock of them).
     len: AtomicUsize,
 }
 
 /// The locked side table.
 pub(crate) struct SideGuard<'a> {
-    map: MutexGuard<'a, HashMap<usize, u32>>,
+    map: MutexGuard<'a, HashMap<usize, Parked>>,
     len: &'a AtomicUsize,
 }
 
 impl SideGuard<'_> {
-    pub(crate) fn get(&self, a: usize) -> Option<u32> {
+    pub(crate) fn get(&self, a: usize) -> Option<Parked> {
         self.map.get(&a).copied()
     }
 
-    pub(crate) fn insert(&mut self, a: usize, v: u32) {
-        self.map.insert(a, v);
+    pub(crate) fn insert(&mut self, a: usize, p: Parked) {
+        self.map.insert(a, p);
         self.len.store(self.map.len(), Ordering::Release);
     }
 
-    pub(crate) fn remove(&mut self, a: usize) -> Option<u32> {
+    pub(crate) fn remove(&mut self, a: usize) -> Option<Parked> {
         let v = self.map.remove(&a);
         self.len.store(self.map.len(), Ordering::Release);
         v
-    }
-
-    /// The hash of the object at `a` whose header now names monitor `m`: the monitor's own,
-    /// else the one parked here for `a` (moved into the monitor), else `fresh()`. Monitor
-    /// hashes of the side-table protocols are installed only under this table's mutex, so
-    /// the parked hash and the monitor's never disagree.
-    pub(crate) fn adopt(
-        &mut self,
-        m: &crate::monitor::FatMonitor,
-        a: usize,
-        fresh: impl FnOnce() -> u32,
-    ) -> u32 {
-        match m.identity_hash() {
-            Some(v) => v,
-            None => {
-                let v = self.remove(a).unwrap_or_else(fresh);
-                m.install_hash(v)
-            }
-        }
-    }
-
-    /// The entry of `a`, made with `fresh` if there is none.
-    pub(crate) fn get_or_insert(&mut self, a: usize, fresh: impl FnOnce() -> u32) -> u32 {
-        match self.get(a) {
-            Some(v) => v,
-            None => {
-                let v = fresh();
-                self.insert(a, v);
-                v
-            }
-        }
     }
 
     #[cfg(all(test, not(loom)))]
@@ -173,7 +176,7 @@ impl SideHashes {
         }
     }
 
-    /// The table, locked: every decision about the hash of a side-table protocol's object.
+    /// The table, locked: every decision about a parked hash.
     pub(crate) fn lock(&self) -> SideGuard<'_> {
         SideGuard {
             map: lock(&self.map),
@@ -182,12 +185,42 @@ impl SideHashes {
     }
 
     /// Whether the table may hold an entry. `false` means: every hash ever parked has been
-    /// moved into its monitor (or reclaimed) before this call, and that move is visible to
-    /// the caller — so a caller that checks this *before* looking at the monitor misses no
-    /// hash (the move installs into the monitor before it removes the entry).
+    /// settled (moved into its monitor) or discarded before this call, and that is visible
+    /// to the caller — so a caller that checks this *before* looking at the header misses no
+    /// hash (a settle publishes the monitor before it removes the entry).
     #[inline]
     pub(crate) fn may_hold_any(&self) -> bool {
         self.len.load(Ordering::Acquire) != 0
+    }
+
+    /// The owner's half of the Dekker that keeps a parked hash from being missed: called by
+    /// the thread holding a thin lock right after a store that may end its last slow-path
+    /// visit before the header can move (the decrement to one level, an inflation). A
+    /// barrier, then [`may_hold_any`](Self::may_hold_any). The hasher's half
+    /// ([`hasher_barrier`](Self::hasher_barrier)): insert, barrier, re-load the word. Either
+    /// the hasher sees the owner's store (and withdraws its entry) or the owner sees the entry
+    /// (and settles it), or both. With `asymmetric` (the process is registered for
+    /// `membarrier`, `revoke.rs`) the owner's barrier is a compiler barrier and the hasher's a
+    /// `membarrier()` — the owner's nested unlock pays no fence, a hasher that parks pays a
+    /// system call; otherwise both are `SeqCst` fences.
+    #[inline(always)]
+    pub(crate) fn owner_must_look(&self, asymmetric: bool) -> bool {
+        if asymmetric {
+            crate::revoke::owner_barrier();
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        self.may_hold_any()
+    }
+
+    /// The hasher's half of [`owner_must_look`](Self::owner_must_look)'s Dekker, between its
+    /// insert and its re-load of the word.
+    pub(crate) fn hasher_barrier(asymmetric: bool) {
+        if asymmetric {
+            crate::revoke::process_barrier();
+        } else {
+            fence(Ordering::SeqCst);
+        }
     }
 
     /// GC hook: the object whose header was at `from` now has its header at `to`.
@@ -200,10 +233,12 @@ impl SideHashes {
         }
     }
 
-    /// `reclaim`: forgets `a`'s entry, if any.
-    pub(crate) fn forget(&self, a: usize) {
+    /// `reclaim`: takes `a`'s entry, if any (the caller frees its monitor).
+    pub(crate) fn forget(&self, a: usize) -> Option<Parked> {
         if self.may_hold_any() {
-            self.lock().remove(a);
+            self.lock().remove(a)
+        } else {
+            None
         }
     }
 }

@@ -90,6 +90,7 @@ pub mod park;
 pub mod protocol;
 pub mod revoke;
 pub mod runtime;
+mod spin;
 mod sync;
 pub mod table;
 pub mod tasuki;

@@ -1,7 +1,7 @@
 //! Loom models of the identity hash (issue 7 item 2) against lock traffic, one per way a
 //! protocol stores it: the CAS into a fast-locked word against the owner's unlocking CAS
 //! (`lightweight`), inflate-to-hash against the owner's unlock (`stack`, INFLATING), the thin
-//! lock's inflation and side table against the owner's plain-store unlock (`thin`), the hash
+//! lock's inflation, waiting and side table against the owner's plain-store unlock (`thin`), the hash
 //! in the object's monitor against deflation (`tasuki`), the CAS into the host word against
 //! locking (`cacao`), and hashing against bias revocation (`biased`).
 //!
@@ -101,8 +101,9 @@ fn stack_inflate_to_hash_vs_unlock() {
     hash_vs_lock::<Stack>(3, false, false, false);
 }
 
-/// The hasher CAS-inflates a free thin lock, or parks its hash while the other thread holds
-/// it; the owner, unlocking with a plain store, then hashes and must find the same value.
+/// The hasher CAS-inflates a free thin lock, or waits while the other thread holds it once
+/// (its unlock may be the plain-store fast path); the owner then hashes and must find the
+/// same value.
 #[test]
 fn thin_inflate_to_hash_vs_fast_unlock() {
     hash_vs_lock::<Thin>(3, false, true, false);
@@ -122,8 +123,8 @@ fn stack_owner_inflates_for_hash_vs_contender() {
     hash_vs_lock::<Stack>(2, false, true, true);
 }
 
-/// The owner inflates its thin lock for the hash while the other thread hashes (parking its
-/// hash in the side table, or finding the monitor) and then contends.
+/// The owner inflates its thin lock for the hash while the other thread hashes (waiting for
+/// the owner, or finding the monitor) and then contends.
 #[test]
 fn thin_owner_inflates_for_hash_vs_contender() {
     hash_vs_lock::<Thin>(2, false, true, true);
@@ -190,30 +191,86 @@ fn biased_hash_revokes_first() {
     });
 }
 
-/// `thin`'s side table: a hash parked while the main thread held the lock, then moved into a
-/// monitor by the main thread's own hash after its unlock, while a third thread peeks. The
-/// peek comes after the parked hash was returned, so it must see it, in the table or in the
-/// monitor — never `None` (it reads the table's size before the word, and the move installs
-/// into the monitor before it empties the table).
+/// `thin`'s side table (issue 11 item 7): a hash parked while the main thread holds the lock
+/// nested, against the owner's decrement to one level (which must settle it into a monitor:
+/// the Dekker of `hash.rs`, entry-fence-word against store-fence-table) and its plain-store
+/// unlock, while a third thread peeks. The hasher may also come before the first lock or
+/// after the last unlock (it inflates) or while the lock is held once (it waits). Then the
+/// value is moved, as safe Rust may move an unlocked header: the moved object keeps the
+/// hash, the fresh one in its place has none.
 #[test]
-fn thin_peek_vs_moving_a_parked_hash() {
+fn thin_parked_hash_vs_owner_decrement_and_move() {
     common::builder(3).check(|| {
         let rt = Runtime::<Thin>::new(config());
         let h = Arc::new(objmon::LockWord::default());
         let me = rt.attach().unwrap();
         let g = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
         let (rt2, h2) = (rt.clone(), h.clone());
-        let v = thread::spawn(move || rt2.attach().unwrap().identity_hash(&h2).unwrap())
-            .join()
-            .unwrap();
+        let hasher = thread::spawn(move || rt2.attach().unwrap().identity_hash(&h2).unwrap());
         let (rt3, h3) = (rt.clone(), h.clone());
         let peeker = thread::spawn(move || rt3.peek_identity_hash(&h3));
+        drop(g2);
         drop(g);
-        assert_eq!(me.identity_hash(&h), Ok(v));
-        assert_eq!(
-            peeker.join().unwrap(),
-            Some(v),
-            "a returned hash was not seen"
+        let v = hasher.join().unwrap();
+        let peeked = peeker.join().unwrap();
+        assert!(
+            peeked.is_none() || peeked == Some(v),
+            "peek saw another hash"
         );
+        let mut owned = Arc::try_unwrap(h).expect("threads joined");
+        let moved = std::mem::take(&mut owned);
+        assert_eq!(
+            rt.peek_identity_hash(&owned),
+            None,
+            "a fresh object sees the hash"
+        );
+        assert_eq!(
+            rt.peek_identity_hash(&moved),
+            Some(v),
+            "the hash did not follow"
+        );
+        assert_eq!(me.identity_hash(&moved), Ok(v));
+        assert_eq!(rt.owner_of(&moved), None);
+    });
+}
+
+/// `thin`: the hasher of a lock held once by a thread that is blocked in objmon (spinning for
+/// a lock the main thread holds) claims that thread's state and inflates for it, while the
+/// main thread lets the owner go on; the owner, leaving its blocked state only after the
+/// hasher is done, finds its lock fat and exits the monitor. Every hash agrees.
+#[test]
+fn thin_hash_inflates_for_a_blocked_owner() {
+    let mut b = common::builder(2);
+    b.max_branches = 1_000_000;
+    b.check(|| {
+        let rt = Runtime::<Thin>::new(config());
+        let (o, p) = (
+            Arc::new(objmon::LockWord::default()),
+            Arc::new(objmon::LockWord::default()),
+        );
+        let me = rt.attach().unwrap();
+        let gp = me.enter(&p).unwrap();
+        let holds = Arc::new(AtomicBool::new(false));
+        let (rt2, o2, p2, holds2) = (rt.clone(), o.clone(), p.clone(), holds.clone());
+        let owner = thread::spawn(move || {
+            let b = rt2.attach().unwrap();
+            let g = b.enter(&o2).unwrap();
+            holds2.store(true, Ordering::SeqCst);
+            drop(b.enter(&p2).unwrap());
+            assert_eq!(b.lock_count(&o2), 1);
+            drop(g);
+            b.identity_hash(&o2).unwrap()
+        });
+        while !holds.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        let (rt3, o3) = (rt.clone(), o.clone());
+        let hasher = thread::spawn(move || rt3.attach().unwrap().identity_hash(&o3).unwrap());
+        drop(gp);
+        let v = hasher.join().unwrap();
+        assert_eq!(owner.join().unwrap(), v);
+        assert_eq!(rt.peek_identity_hash(&o), Some(v));
+        assert_eq!(rt.owner_of(&o), None);
     });
 }

@@ -8,22 +8,36 @@
 //!
 //! | word found                                    | what the hasher does                        |
 //! |-----------------------------------------------|---------------------------------------------|
-//! | fat                                           | the monitor's hash (one load each)          |
+//! | fat                                           | the monitor's hash (one load each), else installs one |
 //! | biased (to anyone, us included)               | `Biasing::revoke_now`, look again            |
 //! | free (clear, learn or thin with rc 0)         | one CAS to fat with a fresh unowned monitor holding the hash |
 //! | held by me (learn or thin)                    | inflate as for wait (`Biasing::inflate_own`) |
-//! | held by another thread (learn or thin)        | park the hash in the runtime's side table    |
+//! | held nested (rc ≥ 2) by another thread        | park the hash, with a monitor holding it, in the side table |
+//! | held once (rc 1) by another thread            | wait for the release                         |
 //!
 //! Fat is terminal in these protocols (no deflation), so **a hashed object is never biased
-//! again** — HotSpot's rule that a hashed object is not biasable — and costs a monitor. The
-//! side table (see `hash.rs`) is what keeps a hash from waiting for another thread's unlock;
-//! the next hasher that finds the word free or fat moves the parked hash into the monitor.
+//! again** — HotSpot's rule that a hashed object is not biasable — and costs a monitor; with
+//! the table full, hashing fails with `MonitorTableFull`.
+//!
+//! Parking (issue 11 item 7, see `hash.rs`): the owner's last-level unlock is the inline
+//! releasing store, which looks at nothing but the word, so a hash may be parked only while
+//! the owner still has an out-of-line unlock ahead (rc ≥ 2), and that unlock must settle it.
+//! **Owner hooks** (in `biased.rs`, which the lead edits):
+//! `Biasing::settle_parked_hash_after` right after `exit_slow`'s
+//! learn / thin store, and `Biasing::after_owner_inflation` at the
+//! end of a successful `inflate_own`, then `OWNER_SETTLES = true`. Until then an entry is
+//! adopted wherever it is found, as before (a hash parked under a nested hold is still lost
+//! if the header then moves: `tests/soundness_thin.rs`, ignored test).
+//! With rc 1 the hasher waits for the owner's release: an owner that holds the lock once and
+//! blocks outside objmon until the hash returns makes it wait for good. `thin` avoids that
+//! for owners blocked *inside* objmon by inflating for them; here that needs the owner's
+//! safepoint state (`revoke.rs`): under the owner's revoker mutex, with the owner
+//! `quiescent()`, a non-stale learn / thin word may be CASed to fat with a monitor entered
+//! for the owner (`enter_inflated_for(owner, rc)`) — left to the lead (private fields of
+//! `BiasThread`).
 //! One exception to "never biased again": a `fable` object hashed while another thread held
-//! it in learn mode keeps its learn word, and its guess may still bias it before the next
-//! hash call moves the parked hash into a monitor (after a revocation). The hash itself is
-//! safe in the table throughout; only the bias comes one revocation later than HotSpot's.
-//! The table is keyed by the header's address: a moving GC reports moves with
-//! [`Runtime::relocate`].
+//! it nested in learn mode keeps its learn word until the owner settles the hash. The table
+//! is keyed by the header's address: a moving GC reports moves with [`Runtime::relocate`].
 //! Every decision is taken under the side table's mutex, re-reading the word there; revoking
 //! and inflating happen outside it. The fast paths of `biased.rs` are untouched: no word they
 //! compare ever carries hash bits.
@@ -35,22 +49,55 @@
 //! edits all over the file another helper is rewriting. In the monitor it needs none.
 
 use super::biased::{
-    addr, rc, Biasing, Flavor, BIASED, FAT, HOST, INDEX_SHIFT, OWNER_MASK, STATE_MASK,
+    addr, rc, BiasWord, Biasing, Flavor, BIASED, FAT, HOST, INDEX_SHIFT, OWNER_MASK, STATE_MASK,
 };
 use super::Protocol;
-use crate::hash;
+use crate::hash::{self, Parked, SideHashes};
+use crate::monitor::FatMonitor;
 use crate::revoke::backoff;
 use crate::runtime::{InflationCause, Runtime};
 use crate::sync::Ordering;
 use crate::thread::ThreadContext;
 use crate::MonitorError;
 
+/// Whether `biased.rs` calls the owner hooks ([`Biasing::settle_parked_hash_after`],
+/// [`Biasing::after_owner_inflation`]). Until it does, an owner may unlock a nested hold's
+/// last levels without settling a parked hash, so an entry found at a free or foreign word may
+/// still be the object's own: it is adopted as before issue 11 item 7 (and lost if the
+/// header moves). With the hooks, such an entry can only belong to a header that moved away,
+/// and is discarded. **The lead sets this to `true` when wiring the hooks.**
+const OWNER_SETTLES: bool = false;
+
+/// Whether parked entry `p` still belongs to the object whose word is `w` (thin / learn).
+fn live_thin(p: &Parked, w: u64) -> bool {
+    !OWNER_SETTLES || held_nested_by(w, p.owner)
+}
+
+/// Whether parked entry `p` still belongs to the object whose monitor is `m`.
+fn live_fat(p: &Parked, m: &FatMonitor) -> bool {
+    !OWNER_SETTLES || m.owner_raw() == p.owner
+}
+
+/// The raw thread id in a learn or thin word's owner field.
+#[inline]
+fn owner_raw(w: u64) -> u32 {
+    ((w & OWNER_MASK) >> OWNER_MASK.trailing_zeros()) as u32
+}
+
+/// A learn or thin word held by thread `owner` (raw id) with at least two levels: every
+/// operation of that owner on it is out of line until it is down to one level again.
+#[inline]
+fn held_nested_by(w: u64, owner: u32) -> bool {
+    let state = w & STATE_MASK;
+    state != FAT && state != BIASED && owner_raw(w) == owner && rc(w) >= 2
+}
+
 impl<F: Flavor> Biasing<F> {
     /// [`Protocol::identity_hash`] of the biased protocols (module documentation).
     pub(crate) fn identity_hash_impl(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
-        h: &super::biased::BiasWord,
+        h: &BiasWord,
     ) -> Result<u32, MonitorError> {
         let w = h.0.load(Ordering::Acquire);
         if w & STATE_MASK == FAT {
@@ -65,9 +112,9 @@ impl<F: Flavor> Biasing<F> {
     fn hash_slow(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
-        h: &super::biased::BiasWord,
+        h: &BiasWord,
     ) -> Result<u32, MonitorError> {
-        let a = addr(h);
+        let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
         let mut spins = 0u32;
         loop {
             // Anything that writes a biased header revokes first, our own bias included: in
@@ -81,75 +128,196 @@ impl<F: Flavor> Biasing<F> {
                 backoff(&mut spins);
                 continue;
             }
-            let held = state != FAT && rc(w) > 0;
-            let held_by_me = held && w & OWNER_MASK == Self::my_owner(t);
-            if held_by_me {
-                // Ours: inflate as for wait (a CAS, which fails against a revoker's mark);
-                // the next round finds it fat. A full table parks the hash instead.
-                match Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::IdentityHash) {
-                    Ok(_) => continue,
-                    Err(_) => return Ok(Self::park_hash(rt, t, h)),
+            if state == FAT {
+                let m = Self::monitor_of(rt, w);
+                if let Some(v) = m.identity_hash() {
+                    return Ok(v);
                 }
+                return Ok(Self::adopt_parked(rt, h, m, Some(&fresh)));
             }
-            let mut table = rt.side_hashes().lock();
-            if h.0.load(Ordering::Acquire) != w {
+            let held = rc(w) > 0;
+            if held && w & OWNER_MASK == Self::my_owner(t) {
+                // Ours: inflate as for wait (a CAS, which fails against a revoker's mark);
+                // the next round finds it fat. A full table: `MonitorTableFull`.
+                if let Some(m) =
+                    Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::IdentityHash)?
+                {
+                    Self::after_owner_inflation(rt, h, m);
+                }
                 continue;
             }
-            if state == FAT {
-                let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
-                return Ok(table.adopt(Self::monitor_of(rt, w), a, fresh));
+            if held && rc(w) >= 2 {
+                // Held nested by another thread: its next unlock of it is out of line, where
+                // it settles a parked hash (`settle_parked_hash`). Park it.
+                if let Some(v) = Self::park(rt, h, &fresh)? {
+                    return Ok(v);
+                }
+                continue;
             }
-            let v = match table.get(a) {
-                Some(v) => v,
-                None => hash::fresh(t.core(), Self::HASH_BITS),
-            };
             if held {
-                // Another thread holds it and only it writes the word: park the hash.
-                table.insert(a, v);
-                return Ok(v);
+                // Held once by another thread, whose next unlock may be the releasing-store
+                // fast path, which nothing we write reaches reliably: wait for it.
+                backoff(&mut spins);
+                continue;
             }
             // Free: everybody else writes a free word with a compare-and-swap (lockers,
             // revokers' marks; our own bias fast path is not running — we are here), so one
-            // CAS to fat with an unowned monitor that already holds the hash is safe.
-            let Ok(idx) = rt.monitors().allocate() else {
-                table.insert(a, v);
-                return Ok(v);
-            };
-            rt.monitors().bind(idx, a);
+            // CAS to fat with an unowned monitor that already holds the hash is safe. A full
+            // table: `MonitorTableFull` (nowhere to keep it that moves with the object).
+            if !OWNER_SETTLES && rt.side_hashes().may_hold_any() {
+                // An owner that did not settle its parked hash (see `OWNER_SETTLES`).
+                let mut table = rt.side_hashes().lock();
+                if h.0.load(Ordering::Acquire) != w {
+                    continue;
+                }
+                if let Some(p) = table.get(addr(h)) {
+                    let fat = (w & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
+                    if h.0
+                        .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        table.remove(addr(h));
+                        rt.stats().inflated(InflationCause::IdentityHash);
+                        return Ok(p.hash);
+                    }
+                    continue;
+                }
+            }
+            let idx = rt.monitors().allocate()?;
+            rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
-            m.install_hash(v);
+            let v = m.install_hash(fresh());
             let fat = (w & HOST) | FAT | (u64::from(idx.get()) << INDEX_SHIFT);
             if h.0
                 .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                table.remove(a);
                 rt.stats().inflated(InflationCause::IdentityHash);
                 return Ok(v);
             }
             rt.monitors().free(idx);
-            drop(table);
             backoff(&mut spins);
         }
     }
 
-    /// A full monitor table while we hold `h`: park the hash in the side table (unless the
-    /// monitor of a fat word already has one).
-    fn park_hash(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &super::biased::BiasWord) -> u32 {
+    /// Parks a hash for `h`, held nested by another thread (under the table's mutex, with a
+    /// monitor that holds it). `None`: the word changed, look again.
+    fn park(
+        rt: &Runtime<Self>,
+        h: &BiasWord,
+        fresh: &dyn Fn() -> u32,
+    ) -> Result<Option<u32>, MonitorError> {
+        let a = addr(h);
         let mut table = rt.side_hashes().lock();
-        let now = h.0.load(Ordering::Acquire);
-        let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
-        if now & STATE_MASK == FAT {
-            return table.adopt(Self::monitor_of(rt, now), addr(h), fresh);
+        let w = h.0.load(Ordering::Acquire);
+        let owner = owner_raw(w);
+        if !held_nested_by(w, owner) {
+            return Ok(None);
         }
-        table.get_or_insert(addr(h), fresh)
+        if let Some(p) = table.get(a) {
+            if p.owner == owner || !OWNER_SETTLES {
+                return Ok(Some(p.hash));
+            }
+            // Parked for a header that moved away while a forgotten guard held it.
+            table.remove(a);
+            rt.monitors().free(p.monitor);
+        }
+        let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, a);
+        let hash = rt.monitors().get(idx).install_hash(fresh());
+        table.insert(
+            a,
+            Parked {
+                hash,
+                monitor: idx,
+                owner,
+            },
+        );
+        // The hasher's half of the Dekker (hash.rs `owner_must_look`): entry, barrier, word.
+        SideHashes::hasher_barrier(crate::revoke::init());
+        if held_nested_by(h.0.load(Ordering::Acquire), owner) {
+            return Ok(Some(hash));
+        }
+        table.remove(a);
+        rt.monitors().free(idx);
+        Ok(None)
+    }
+
+    /// `m` (named by `h`'s fat word) has no hash: it takes the one parked for `h` if that
+    /// entry is live (its owner holds `m`), else `fresh()` (`None`: leave it without). Under
+    /// the table's mutex, where every monitor hash of these protocols is installed.
+    fn adopt_parked(
+        rt: &Runtime<Self>,
+        h: &BiasWord,
+        m: &FatMonitor,
+        fresh: Option<&dyn Fn() -> u32>,
+    ) -> u32 {
+        let mut table = rt.side_hashes().lock();
+        if let Some(v) = m.identity_hash() {
+            return v;
+        }
+        let parked = table.remove(addr(h)).and_then(|p| {
+            rt.monitors().free(p.monitor);
+            live_fat(&p, m).then_some(p.hash)
+        });
+        match parked.or_else(|| fresh.map(|f| f())) {
+            Some(v) => m.install_hash(v),
+            None => 0,
+        }
+    }
+
+    /// **Owner hook** (for `biased.rs`): call right after the owner published a fat word for
+    /// `h` (naming `m`) that it inflated from a learn or thin lock it held — every
+    /// `inflate_own` that succeeded. A hash parked while it held `h` nested goes into `m`.
+    pub(crate) fn after_owner_inflation(rt: &Runtime<Self>, h: &BiasWord, m: &FatMonitor) {
+        if rt.side_hashes().owner_must_look(crate::revoke::init()) {
+            Self::adopt_parked(rt, h, m, None);
+        }
+    }
+
+    /// **Owner hook** (for `biased.rs`): call in `exit_slow`'s learn / thin branch right
+    /// *after* the owner's store that took `h` from two levels to one (`new`, the word it
+    /// stored). If a hash was parked for `h` meanwhile, inflates `h` into the entry's monitor
+    /// (it holds the hash, so this never needs a free slot), with one level.
+    // Until biased.rs calls it (the lead wires it in; see the module documentation).
+    #[allow(dead_code)]
+    pub(crate) fn settle_parked_hash_after(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &BiasWord,
+        new: u64,
+    ) {
+        if rc(new) != 1 || !rt.side_hashes().owner_must_look(crate::revoke::init()) {
+            return;
+        }
+        let mut table = rt.side_hashes().lock();
+        let Some(p) = table.remove(addr(h)) else {
+            return;
+        };
+        if p.owner != t.core().raw_id() {
+            // Stale (hash.rs `Parked::owner`).
+            rt.monitors().free(p.monitor);
+            return;
+        }
+        let m = rt.monitors().get(p.monitor);
+        m.enter_inflated(t.core_arc(), 1)
+            .expect("a parked monitor is fresh and one level is not zero");
+        let fat = (new & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
+        // We hold the learn / thin lock: nobody else writes it (biased.rs, "Fast paths").
+        if h.0
+            .compare_exchange(new, fat, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            // Cannot happen while we hold it; keep the hash parked rather than lose it.
+            let _ = m.exit(t.core());
+            table.insert(addr(h), p);
+            return;
+        }
+        rt.stats().inflated(InflationCause::IdentityHash);
     }
 
     /// [`Protocol::peek_identity_hash`] of the biased protocols.
-    pub(crate) fn peek_identity_hash_impl(
-        rt: &Runtime<Self>,
-        h: &super::biased::BiasWord,
-    ) -> Option<u32> {
+    pub(crate) fn peek_identity_hash_impl(rt: &Runtime<Self>, h: &BiasWord) -> Option<u32> {
         let fat_hash = |w: u64| {
             (w & STATE_MASK == FAT)
                 .then(|| Self::monitor_of(rt, w).identity_hash())
@@ -164,11 +332,21 @@ impl<F: Flavor> Biasing<F> {
             return None;
         }
         let table = rt.side_hashes().lock();
-        fat_hash(h.0.load(Ordering::Acquire)).or_else(|| table.get(addr(h)))
+        let w = h.0.load(Ordering::Acquire);
+        let p = table.get(addr(h));
+        if w & STATE_MASK == FAT {
+            let m = Self::monitor_of(rt, w);
+            return m
+                .identity_hash()
+                .or(p.filter(|p| live_fat(p, m)).map(|p| p.hash));
+        }
+        p.filter(|p| live_thin(p, w)).map(|p| p.hash)
     }
 
     /// `reclaim`: the object is dead, so is a hash parked for it.
-    pub(crate) fn forget_identity_hash(rt: &Runtime<Self>, h: &super::biased::BiasWord) {
-        rt.side_hashes().forget(addr(h));
+    pub(crate) fn forget_identity_hash(rt: &Runtime<Self>, h: &BiasWord) {
+        if let Some(p) = rt.side_hashes().forget(addr(h)) {
+            rt.monitors().free(p.monitor);
+        }
     }
 }

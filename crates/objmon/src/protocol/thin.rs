@@ -19,35 +19,80 @@
 //! - nested lock / unlock (§2.3.3): the failed CAS (lock only), one xor-compare with
 //!   `255 << 8`, one store of `word ± 256`.
 //!
-//! Inflation (always by the thread that owns the thin lock, so the discipline holds):
-//! on count overflow (the 257th lock, §2.3: "excessive" = 257), on wait / notify, and on
-//! contention: the contender spins with back-off until the owner releases, takes the thin lock,
-//! and inflates it (§2.3.4). A fat lock stays fat for the object's lifetime (until `reclaim`).
-//! If the monitor table is full, contention inflation is skipped (the thin lock is still held
-//! correctly); overflow and wait / notify then fail with `MonitorTableFull`.
+//! Inflation (by the thread that owns the thin lock, so the discipline holds — or for it, by
+//! a hasher, while it is blocked and writes nothing; see "Identity hash"): on count overflow
+//! (the 257th lock, §2.3: "excessive" = 257), on wait / notify, and on contention: the
+//! contender spins until the owner releases, takes the thin lock, and inflates it (§2.3.4). A
+//! fat lock stays fat for the object's lifetime (until `reclaim`). If the monitor table is
+//! full, contention inflation is skipped (the thin lock is still held correctly); overflow
+//! and wait / notify then fail with `MonitorTableFull`.
+//!
+//! The contender's spin (§2.3.4 leaves it to "standard back-off techniques") is `spin.rs`'s
+//! policy: exponential pauses, then yields. Deviation from §2.3.4 (issue 11 item 17): a
+//! contender that has waited about a millisecond, finding the owner blocked inside objmon
+//! (spinning or parked for another lock, waiting: [`ThinThread`]) or detached, inflates the
+//! lock *for* the owner — a monitor entered in the owner's name with its count, installed by
+//! CAS while the owner provably writes nothing — and queues on the monitor, whose hand-off
+//! bounds overtaking. Against an owner that keeps running and re-locking, nothing bounds how
+//! long a contender is overtaken before the first contended acquisition: it may not write the
+//! held word, so nobody can hand it the lock (`spin.rs` says what was tried;
+//! `examples/fairness.rs` measures it). After that acquisition the lock is fat and the
+//! monitor's bounded hand-off applies.
+//!
+//! Slow-path shape: the nested lock (§2.3.3) is tested first in `enter_slow`, which then
+//! calls the out-of-line contention loop, so that the nested lock and unlock pair costs
+//! fewer instructions than before issue 11 (71 against 98, callgrind) although the unlock
+//! that goes down to one level now also looks at the side table (a compiler barrier and one
+//! load, see "Identity hash"). The uncontended lock and unlock are untouched.
 //!
 //! Identity hash (32 bits, 0 = none): the 32-bit word has no room, so the hash lives in the
 //! fat monitor ([`FatMonitor::identity_hash`]) and hashing inflates the object, which then
-//! stays fat (thin locks never deflate): **a hashed object costs a monitor**. An unlocked
-//! object is inflated by one compare-and-swap from the free word to the inflated word with a
-//! fresh, unowned monitor (no owner exists to break the discipline); the owner inflates its own
-//! thin lock as for wait. A thin lock held by *another* thread may be written only by its
-//! owner, and waiting for the release could deadlock two threads that hash each other's
-//! objects; so the hash is then recorded in the runtime's side table (by header address, see
-//! `hash.rs`) and moved into the monitor by the next hash call that can inflate. Every such
-//! decision is taken under the side table's mutex; once the monitor holds the hash, reading it
-//! is one load of the word and one of the monitor. A full monitor table leaves the hash in the
-//! side table: hashing never fails. The fast paths do not change. A moving GC reports moves
-//! with [`Runtime::relocate`] (the table is keyed by address). Cost of a first
-//! hash: the runtime-wide side-table mutex plus a monitor allocation (all first hashes of a
-//! runtime serialize on that mutex; later ones read the monitor without it).
+//! stays fat (thin locks never deflate): **a hashed object costs a monitor**, and with the
+//! monitor table full hashing fails with `MonitorTableFull` (there is nowhere else to keep a
+//! hash that moves with the object). By the word the hasher finds:
+//!
+//! | word                              | the hasher                                            |
+//! |-----------------------------------|-------------------------------------------------------|
+//! | inflated                          | reads the monitor's hash (one load each); else installs one |
+//! | free                              | one CAS to the inflated word with a fresh, unowned monitor holding the hash |
+//! | held by itself                    | inflates as for wait                                  |
+//! | held by another thread, nested    | parks the hash (with a monitor holding it) in the side table, returns at once |
+//! | held once by another thread       | inflates for it if it is blocked in objmon or detached; else waits for the release |
+//!
+//! Why (issue 11 item 7). A hasher may not write a held thin word, and its owner unlocks with
+//! seed 000 §2.3.2's load / compare / store, which looks at nothing but the word: the owner
+//! may have compared already when the hasher writes anything anywhere, so no mark and no
+//! request reaches an owner's *last* unlock reliably, and a hash the hasher keeps by address
+//! is lost when safe Rust then moves the unlocked header (`mem::replace`; the header is
+//! borrowed only while held). So a hash must be in the header before the owner's last slow
+//! path. A lock held *nested* has one: every operation of its owner on it is out of line
+//! until it is down to one level, and that decrement (`exit_slow`) — like every inflation by
+//! the owner — stores, passes a barrier and looks at the side table; the hasher inserts, passes a barrier and
+//! re-reads the word (a Dekker, `hash.rs`), and the owner then inflates into the parked
+//! monitor, which already holds the hash, so it needs no free slot. A lock held *once* has
+//! none: there the hasher waits (with the contenders' spin policy) unless the owner is
+//! blocked inside objmon — spinning or parked for another lock, or waiting — when it has
+//! promised not to write its thin words ([`ThinThread`]: `BLOCKED`, entered and left by its
+//! slow paths only) and the hasher claims that state, inflates the lock for it (a monitor
+//! entered for the owner with its count, holding the hash) and hands it back. So hashing
+//! never deadlocks on monitors (a hasher that waits is itself `BLOCKED`, so two hashers of
+//! each other's objects, or a hasher and a contender, let each other through) and never
+//! costs a fast path anything. **What it may wait for**: an owner holding the lock exactly
+//! once and running or blocked *outside* objmon (a channel, a join, I/O) — the hash returns
+//! when that owner releases the lock or next blocks in objmon. Java's `hashCode` never
+//! waits; closing that last gap would take an atomic read-modify-write in the unlock fast
+//! path (seed 000's design point is that it has none), so it is left, documented.
+//! Once the monitor holds the hash, reading it is one load of the word and one of the
+//! monitor. The fast paths do not change. A moving GC reports moves with
+//! [`Runtime::relocate`] (parked hashes are keyed by address).
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
-use crate::hash::{self, SideHashes};
+use crate::hash::{self, Parked, SideHashes};
 use crate::introspect::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
-use crate::sync::{spin_hint, yield_now, Ordering};
+use crate::spin::Spin;
+use crate::sync::{spin_hint, AtomicU32, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
@@ -105,9 +150,15 @@ impl Thin {
             Ordering::Release,
         );
         rt.stats().inflated(cause);
+        // A hash parked while we held it nested goes into the monitor now, before the header
+        // can move (hash.rs: the owner's half of the Dekker).
+        if rt.side_hashes().owner_must_look(*rt.state()) {
+            Self::adopt_parked(rt, h, m, None);
+        }
         Ok(m)
     }
 
+    /// The lock fast path's compare-and-swap failed: nested (§2.3.3), else contended.
     #[cold]
     fn enter_slow(
         rt: &Runtime<Self>,
@@ -115,15 +166,39 @@ impl Thin {
         h: &LockWord,
     ) -> Result<(), MonitorError> {
         let me = t.core().id_shifted16();
-        let mut backoff = Backoff::default();
-        let mut contended = false;
+        let w = h.0.load(Ordering::Relaxed);
+        // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
+        if (w ^ me) < (255 << COUNT_SHIFT) {
+            h.0.store(w + COUNT_ONE, Ordering::Relaxed);
+            return Ok(());
+        }
+        Self::enter_contended(rt, t, h)
+    }
+
+    #[inline(never)]
+    fn enter_contended(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
+        let me = t.core().id_shifted16();
+        let mut spin_policy = Spin::new();
+        // While we spin for (or park on) a lock held by another thread we write none of the
+        // thin words we hold: `BLOCKED` (a hasher may inflate them for us), entered at the
+        // first spin and left before any write of a word of ours.
+        let mut blocked = false;
         // Published while we spin (introspection); ended before blocking on a monitor.
         let mut spin = None;
         loop {
             let w = h.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
                 drop(spin.take());
-                return monitor_of(rt, w).enter(t.core_arc());
+                if !blocked {
+                    Self::block(t);
+                }
+                let r = monitor_of(rt, w).enter(t.core_arc());
+                Self::unblock(t);
+                return r;
             }
             if w & LOCK_MASK == 0 {
                 // Unlocked: the owner released while we spun.
@@ -131,30 +206,51 @@ impl Thin {
                     .compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    if contended {
-                        // §2.3.4: having won the contended lock, make it fat. A full table
-                        // leaves it thin, which is still correct.
-                        let _ = Self::inflate(rt, t, h, w | me, 1, InflationCause::Contention);
+                    if blocked {
+                        Self::won_contended(rt, t, h, w | me);
                     }
                     return Ok(());
                 }
                 continue;
             }
-            // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
-            if (w ^ me) < (255 << COUNT_SHIFT) {
-                h.0.store(w + COUNT_ONE, Ordering::Relaxed);
-                return Ok(());
-            }
             if w & OWNER_MASK == me {
-                // Count overflow: the 257th lock inflates, carrying all the locks over.
+                // Ours (we are not blocked: we hold it, so no spin came before). §2.3.3, or
+                // count overflow: the 257th lock inflates, carrying all the locks over.
+                debug_assert!(!blocked);
+                if (w ^ me) < (255 << COUNT_SHIFT) {
+                    h.0.store(w + COUNT_ONE, Ordering::Relaxed);
+                    return Ok(());
+                }
                 Self::inflate(rt, t, h, w, 257, InflationCause::RecursionOverflow)?;
                 return Ok(());
             }
-            // §2.3.4: held by another thread; only it may change the word. Spin.
-            contended = true;
+            // §2.3.4: held by another thread; only it may change the word. Spin (`spin.rs`:
+            // the policy, and why a contender cannot be handed the lock before inflation).
+            if !blocked {
+                Self::block(t);
+                blocked = true;
+            }
             spin.get_or_insert_with(|| SpinEpisode::begin(rt.monitors(), t.core(), h.addr()))
                 .observe((w & OWNER_MASK) >> OWNER_SHIFT);
-            backoff.snooze();
+            spin_policy.snooze();
+            if spin_policy.starving_checkpoint()
+                && Self::inflate_for_blocked_owner(rt, h, w, None, InflationCause::Contention)
+                    .unwrap_or(false)
+            {
+                // Its owner is blocked in objmon (or gone) and we have waited long: the lock
+                // is fat now, and we queue on its monitor (hand-off) instead of spinning.
+                continue;
+            }
+        }
+    }
+
+    /// We took `h` (now `w`, held once) after spinning, in the blocked state: leave it, then
+    /// §2.3.4, make the lock fat — unless a hasher inflated it for us meanwhile. A full table
+    /// leaves it thin, which is still correct.
+    fn won_contended(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, w: u32) {
+        Self::unblock(t);
+        if h.0.load(Ordering::Relaxed) == w {
+            let _ = Self::inflate(rt, t, h, w, 1, InflationCause::Contention);
         }
     }
 
@@ -173,6 +269,11 @@ impl Thin {
         }
         if w & COUNT_MASK != 0 {
             h.0.store(w - COUNT_ONE, Ordering::Relaxed);
+            if w & COUNT_MASK == COUNT_ONE && rt.side_hashes().owner_must_look(*rt.state()) {
+                // Down to one level: our next unlock may be the fast path, which looks at
+                // nothing but the word. Settle a hash parked meanwhile (hash.rs).
+                Self::settle_parked(rt, t, h);
+            }
         } else {
             h.0.store(w & HOST_BITS_MASK, Ordering::Release);
         }
@@ -203,11 +304,17 @@ impl Protocol for Thin {
     const HEADER_LOCK_BITS: u32 = 24;
 
     type Header = LockWord;
-    type State = ();
-    type ThreadState = ();
+    /// Whether the process is registered for `membarrier` (`revoke::init`): the side
+    /// table's Dekker is then asymmetric (`SideHashes::owner_must_look`).
+    type State = bool;
+    type ThreadState = ThinThread;
 
-    fn new_state(_: &Config) {}
-    fn new_thread_state(_: ThreadId, _: &Config) {}
+    fn new_state(_: &Config) -> bool {
+        crate::revoke::init()
+    }
+    fn new_thread_state(_: ThreadId, _: &Config) -> ThinThread {
+        ThinThread::default()
+    }
 
     /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`.
     #[inline]
@@ -272,7 +379,8 @@ impl Protocol for Thin {
         h: &LockWord,
         deadline: Option<Instant>,
     ) -> Result<WaitOutcome, MonitorError> {
-        Self::fat_for_wait(rt, t, h)?.wait(t.core_arc(), deadline)
+        let m = Self::fat_for_wait(rt, t, h)?;
+        Self::blocked(t, || m.wait(t.core_arc(), deadline))
     }
 
     unsafe fn notify(
@@ -312,10 +420,17 @@ impl Protocol for Thin {
                 rt.monitors().free(idx);
             }
         }
-        // The object is dead: a hash it had in the side table goes with it (the monitor's
-        // went with the monitor, see `MonitorTable::free`).
-        rt.side_hashes().forget(addr(h));
+        // The object is dead: a hash parked for it goes with it (the monitor's went with the
+        // monitor, see `MonitorTable::free`).
+        if let Some(p) = rt.side_hashes().forget(addr(h)) {
+            rt.monitors().free(p.monitor);
+        }
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+
+    /// Detached: a hasher may inflate the thin locks it still holds (forgotten guards).
+    unsafe fn on_detach(_rt: &Runtime<Self>, t: &ThreadContext<Self>) {
+        t.local().state.store(EXITED, Ordering::SeqCst);
     }
 
     const HASH_BITS: u32 = 32;
@@ -348,14 +463,17 @@ impl Protocol for Thin {
             return None;
         }
         let side = rt.side_hashes().lock();
-        // Under the table's mutex: a hash is either still here or already in the monitor.
+        // Under the table's mutex: a hash is either still parked or already in the monitor;
+        // a parked one counts only while its entry is live (hash.rs `Parked::owner`).
         let w = h.0.load(Ordering::Acquire);
+        let p = side.get(addr(h));
         if w & SHAPE != 0 {
-            if let Some(v) = monitor_of(rt, w).identity_hash() {
-                return Some(v);
-            }
+            let m = monitor_of(rt, w);
+            return m
+                .identity_hash()
+                .or(p.filter(|p| m.owner_raw() == p.owner).map(|p| p.hash));
         }
-        side.get(addr(h))
+        p.filter(|p| held_nested_by(w, p.owner)).map(|p| p.hash)
     }
 }
 
@@ -364,41 +482,93 @@ fn addr(h: &LockWord) -> usize {
     h as *const LockWord as usize
 }
 
+/// The raw thread id in a thin word's owner field.
+#[inline]
+fn owner_raw(w: u32) -> u32 {
+    (w & OWNER_MASK) >> OWNER_SHIFT
+}
+
+/// A thin word held by thread `owner` (raw id) with at least two levels: every operation of
+/// that owner on it is a slow path until it is down to one level again.
+#[inline]
+fn held_nested_by(w: u32, owner: u32) -> bool {
+    w & SHAPE == 0 && owner_raw(w) == owner && w & COUNT_MASK != 0
+}
+
+/// [`ThinThread::state`]: may be running a thin fast or slow path on the locks it holds.
+const RUNNING: u32 = 0;
+/// Blocked inside objmon (spinning for, or parked on, another lock; waiting): writes none of
+/// the thin words it holds until it leaves this state.
+const BLOCKED: u32 = 1;
+/// Blocked, and a hasher is inflating one of its thin locks on its behalf.
+const CLAIMED: u32 = 2;
+/// Detached: never writes a thin word again.
+const EXITED: u32 = 3;
+
+/// Per-thread state of `thin`: whether another thread may write the thin words this thread
+/// holds (module documentation, "Identity hash"). Written by slow paths only.
+#[derive(Debug, Default)]
+pub struct ThinThread {
+    state: AtomicU32,
+}
+
 impl Thin {
-    /// The hash of an object whose word shows none yet, decided under the side table's mutex.
+    /// Enters the blocked state: until [`unblock`](Self::unblock) the caller writes none of
+    /// the thin words it holds.
+    fn block(t: &ThreadContext<Self>) {
+        t.local().state.store(BLOCKED, Ordering::SeqCst);
+    }
+
+    /// Leaves the blocked state, after a hasher's inflation on our behalf (a few hundred
+    /// instructions, no blocking) has finished.
+    fn unblock(t: &ThreadContext<Self>) {
+        let s = &t.local().state;
+        while s
+            .compare_exchange(BLOCKED, RUNNING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            spin_hint();
+        }
+    }
+
+    /// `f` in the blocked state (`f` writes no thin word the caller holds).
+    fn blocked<R>(t: &ThreadContext<Self>, f: impl FnOnce() -> R) -> R {
+        Self::block(t);
+        let r = f();
+        Self::unblock(t);
+        r
+    }
+
+    /// The hash of an object whose word shows none yet.
     #[cold]
     fn hash_slow(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<u32, MonitorError> {
-        let side: &SideHashes = rt.side_hashes();
-        let mut table = side.lock();
-        let a = addr(h);
         let me = t.core().id_shifted16();
+        let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
+        let mut spin = Spin::new();
         loop {
             let w = h.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
-                // Inflated (by us just now, or by an owner for contention / wait, which did
-                // not look at the table): the monitor takes a pending hash, or a new one.
-                let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
-                return Ok(table.adopt(monitor_of(rt, w), a, fresh));
+                // Inflated (by us just now, or by an owner): the monitor's hash, or one parked
+                // for it that its owner has not settled yet, or a fresh one.
+                let m = monitor_of(rt, w);
+                if let Some(v) = m.identity_hash() {
+                    return Ok(v);
+                }
+                return Ok(Self::adopt_parked(rt, h, m, Some(&fresh)));
             }
-            let v = match table.get(a) {
-                Some(v) => v,
-                None => hash::fresh(t.core(), Self::HASH_BITS),
-            };
             if w & LOCK_MASK == 0 {
                 // Free: nobody owns it, so a compare-and-swap straight to the inflated word
                 // with an unowned monitor that already holds the hash breaks no discipline
-                // (lockers CAS from the free word too, and fail).
-                let Ok(idx) = rt.monitors().allocate() else {
-                    table.insert(a, v);
-                    return Ok(v);
-                };
-                rt.monitors().bind(idx, a);
+                // (lockers CAS from the free word too, and fail). A full table: an error
+                // (the hash has nowhere to live that moves with the object).
+                let idx = rt.monitors().allocate()?;
+                rt.monitors().bind(idx, addr(h));
                 let m = rt.monitors().get(idx);
-                m.install_hash(v);
+                let v = m.install_hash(fresh());
                 if h.0
                     .compare_exchange(
                         w,
@@ -408,7 +578,6 @@ impl Thin {
                     )
                     .is_ok()
                 {
-                    table.remove(a);
                     rt.stats().inflated(InflationCause::IdentityHash);
                     return Ok(v);
                 }
@@ -417,40 +586,187 @@ impl Thin {
                 continue;
             }
             if w & OWNER_MASK == me {
-                // Ours: inflate it as for wait, then the loop's first branch stores the hash.
-                if Self::inflate(rt, t, h, w, thin_locks(w), InflationCause::IdentityHash).is_err()
-                {
-                    table.insert(a, v);
+                // Ours: inflate it as for wait; the next round reads the monitor.
+                Self::inflate(rt, t, h, w, thin_locks(w), InflationCause::IdentityHash)?;
+                continue;
+            }
+            if w & COUNT_MASK != 0 {
+                // Held nested by another thread: its next unlock is a slow path, which
+                // settles a parked hash. Park it.
+                if let Some(v) = Self::park(rt, h, &fresh)? {
                     return Ok(v);
                 }
                 continue;
             }
-            // Held by another thread: only it may write the word. Park the hash here.
-            table.insert(a, v);
-            return Ok(v);
+            // Held once by another thread, whose next unlock may be the plain-store fast
+            // path: nothing we write reaches it reliably (it may have compared already). If it
+            // is blocked in objmon or gone, inflate for it; else wait for it to let go.
+            if Self::inflate_for_blocked_owner(
+                rt,
+                h,
+                w,
+                Some(&fresh),
+                InflationCause::IdentityHash,
+            )? {
+                continue;
+            }
+            Self::blocked(t, || spin.snooze());
         }
     }
-}
 
-/// Back-off for the contender's spin (§2.3.4 points to Anderson's standard back-off):
-/// exponentially longer busy-waits, then yielding the processor.
-#[derive(Default)]
-struct Backoff {
-    step: u32,
-}
-
-impl Backoff {
-    const SPIN_STEPS: u32 = 6;
-
-    fn snooze(&mut self) {
-        if self.step < Self::SPIN_STEPS {
-            for _ in 0..(1u32 << self.step) {
-                spin_hint();
-            }
-            self.step += 1;
-        } else {
-            yield_now();
+    /// Parks a hash for `h`, held nested by another thread (under the table's mutex, with a
+    /// monitor that holds it). `None`: the word changed, look again.
+    fn park(
+        rt: &Runtime<Self>,
+        h: &LockWord,
+        fresh: &dyn Fn() -> u32,
+    ) -> Result<Option<u32>, MonitorError> {
+        let a = addr(h);
+        let mut table = rt.side_hashes().lock();
+        let w = h.0.load(Ordering::Acquire);
+        if w & SHAPE != 0 || w & COUNT_MASK == 0 {
+            return Ok(None);
         }
+        let owner = owner_raw(w);
+        if let Some(p) = table.get(a) {
+            if p.owner == owner {
+                return Ok(Some(p.hash));
+            }
+            // Parked for a header that moved away while a forgotten guard held it.
+            table.remove(a);
+            rt.monitors().free(p.monitor);
+        }
+        let idx = rt.monitors().allocate()?;
+        rt.monitors().bind(idx, a);
+        let hash = rt.monitors().get(idx).install_hash(fresh());
+        table.insert(
+            a,
+            Parked {
+                hash,
+                monitor: idx,
+                owner,
+            },
+        );
+        // The hasher's half of the Dekker (hash.rs `owner_must_look`): entry, barrier, word.
+        SideHashes::hasher_barrier(*rt.state());
+        if held_nested_by(h.0.load(Ordering::Acquire), owner) {
+            // Its decrement to one level (or an inflation) comes later and will see it.
+            return Ok(Some(hash));
+        }
+        // It went down to one level, or inflated, meanwhile: it may have missed the entry.
+        table.remove(a);
+        rt.monitors().free(idx);
+        Ok(None)
+    }
+
+    /// `m` (named by `h`'s word) has no hash: it takes the one parked for `h` if that entry is
+    /// live (its owner holds `m`: it inflated while the hash was parked), else `fresh()`
+    /// (`None`: leave it without). Under the table's mutex: a monitor's hash is installed
+    /// only there, so a parked hash and the monitor's never disagree.
+    fn adopt_parked(
+        rt: &Runtime<Self>,
+        h: &LockWord,
+        m: &FatMonitor,
+        fresh: Option<&dyn Fn() -> u32>,
+    ) -> u32 {
+        let mut table = rt.side_hashes().lock();
+        if let Some(v) = m.identity_hash() {
+            return v;
+        }
+        let parked = table.remove(addr(h)).and_then(|p| {
+            rt.monitors().free(p.monitor);
+            (m.owner_raw() == p.owner).then_some(p.hash)
+        });
+        match parked.or_else(|| fresh.map(|f| f())) {
+            Some(v) => m.install_hash(v),
+            None => 0,
+        }
+    }
+
+    /// We hold `h` once now, after a decrement: if a hash was parked for it, inflate into the
+    /// entry's monitor (it holds the hash) so that the header carries it.
+    #[cold]
+    fn settle_parked(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
+        let mut table = rt.side_hashes().lock();
+        let Some(p) = table.remove(addr(h)) else {
+            return;
+        };
+        let w = h.0.load(Ordering::Relaxed);
+        debug_assert_eq!(w & LOCK_MASK, t.core().id_shifted16());
+        if p.owner != t.core().raw_id() {
+            // Stale (hash.rs `Parked::owner`).
+            rt.monitors().free(p.monitor);
+            return;
+        }
+        let m = rt.monitors().get(p.monitor);
+        m.enter_inflated(t.core_arc(), 1)
+            .expect("a parked monitor is fresh and one level is not zero");
+        // We hold the thin lock: only we write the word.
+        h.0.store(
+            SHAPE | (p.monitor.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
+            Ordering::Release,
+        );
+        rt.stats().inflated(InflationCause::IdentityHash);
+    }
+
+    /// `w`: `h` held once by another thread. If that thread is blocked in objmon (claimed
+    /// here, so that it cannot leave the state meanwhile) or detached, inflate the lock on its
+    /// behalf with a monitor holding the hash: `Ok(true)`, look again. `Ok(false)`: it runs.
+    fn inflate_for_blocked_owner(
+        rt: &Runtime<Self>,
+        h: &LockWord,
+        w: u32,
+        fresh: Option<&dyn Fn() -> u32>,
+        cause: InflationCause,
+    ) -> Result<bool, MonitorError> {
+        let owner = owner_raw(w);
+        let cx = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id));
+        // No context: the id was retired with this lock held (handle.rs); it never runs again.
+        let claim = match &cx {
+            None => None,
+            Some(cx) => {
+                let s = &cx.local().state;
+                match s.compare_exchange(BLOCKED, CLAIMED, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => Some(s),
+                    Err(EXITED) => None,
+                    Err(_) => return Ok(false),
+                }
+            }
+        };
+        let r = (|| {
+            let idx = rt.monitors().allocate()?;
+            rt.monitors().bind(idx, addr(h));
+            let m = rt.monitors().get(idx);
+            m.enter_inflated_for(owner, thin_locks(w))?;
+            if let Some(f) = fresh {
+                m.install_hash(f());
+            }
+            // The owner writes nothing while blocked; lockers and other hashers CAS too.
+            if h.0
+                .compare_exchange(
+                    w,
+                    SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                rt.stats().inflated(cause);
+                // A hash parked while it held `h` nested goes into the monitor, as at the
+                // owner's own inflation.
+                if m.identity_hash().is_none() && rt.side_hashes().owner_must_look(*rt.state()) {
+                    Self::adopt_parked(rt, h, m, None);
+                }
+            } else {
+                m.abandon_fresh();
+                rt.monitors().free(idx);
+            }
+            Ok(true)
+        })();
+        if let Some(s) = claim {
+            s.store(BLOCKED, Ordering::SeqCst);
+        }
+        r
     }
 }
 
@@ -549,10 +865,11 @@ mod tests {
     }
 
     /// Hashing a free object inflates it with one CAS (the monitor holds the hash, host bits
-    /// stay); a lock held by another thread parks the hash in the side table, and the next
-    /// hash after the release moves it into a monitor. Either way the object stays fat.
+    /// stay); a lock another thread holds *nested* parks the hash with a monitor of its own,
+    /// and the owner's decrement to one level inflates into that monitor, so that the hash is
+    /// in the header before the owner's plain-store unlock can free it.
     #[test]
-    fn hash_inflates_or_parks() {
+    fn hash_inflates_or_parks_until_the_owner_settles() {
         let rt = Runtime::<Thin>::with_defaults();
         let me = rt.attach().unwrap();
         let h = LockWord::new(0x5a);
@@ -566,6 +883,7 @@ mod tests {
 
         let h2 = LockWord::new(0xa5);
         let g = me.enter(&h2).unwrap();
+        let g2 = me.enter(&h2).unwrap();
         let w = std::thread::scope(|s| {
             s.spawn(|| rt.attach().unwrap().identity_hash(&h2).unwrap())
                 .join()
@@ -576,14 +894,114 @@ mod tests {
             0,
             "held by another thread: the word is not touched"
         );
-        assert_eq!(rt.side_hashes().lock().get(addr(&h2)), Some(w));
+        let p = rt.side_hashes().lock().get(addr(&h2)).expect("parked");
+        assert_eq!((p.hash, p.owner), (w, me.context().core().raw_id()));
         assert_eq!(rt.peek_identity_hash(&h2), Some(w));
-        drop(g);
-        assert_eq!(h2.raw(), 0xa5, "the owner's plain-store unlock");
-        assert_eq!(me.identity_hash(&h2), Ok(w));
-        assert_eq!(h2.raw() >> 31, 1);
+        drop(g2);
+        assert_eq!(h2.raw() >> 31, 1, "settled by the owner's decrement");
         assert!(rt.side_hashes().lock().is_empty(), "moved into the monitor");
+        assert_eq!(me.lock_count(&h2), 1);
+        drop(g);
+        assert_eq!(h2.raw() & 0xff, 0xa5);
+        assert_eq!(rt.owner_of(&h2), None);
+        assert_eq!(me.identity_hash(&h2), Ok(w));
         assert_eq!(rt.peek_identity_hash(&h2), Some(w));
+    }
+
+    /// A lock another thread holds once: the hasher waits for the release (the owner's
+    /// unlock may be the fast path, which only looks at the word), unless the owner is
+    /// blocked in objmon, where the hasher inflates for it.
+    #[test]
+    fn hash_of_a_single_hold_waits_or_inflates_for_a_blocked_owner() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (o, p) = (LockWord::new(0x11), LockWord::new(0x22));
+        let g = me.enter(&o).unwrap();
+        let gp = me.enter(&p).unwrap();
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let b = rt.attach().unwrap();
+                let g = b.enter(&o).unwrap();
+                let v = b.identity_hash(&p).unwrap();
+                drop(g);
+                v
+            });
+            // `other` blocks on `o` until we release it; hashing `p` (held once by us)
+            // meanwhile must wait for us, so release `o` while still holding `p`, which
+            // the hasher then waits for.
+            drop(g);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            drop(gp);
+            let v = other.join().unwrap();
+            assert_eq!(me.identity_hash(&p), Ok(v));
+        });
+        // An owner blocked in objmon: `b` holds `o` once and blocks on `p`, which we hold;
+        // our hash of `o` inflates `o` for it.
+        let gp = me.enter(&p).unwrap();
+        let o2 = LockWord::new(0x33);
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (rt, o2, p) = (&rt, &o2, &p);
+            s.spawn(move || {
+                let b = rt.attach().unwrap();
+                let g = b.enter(o2).unwrap();
+                tx.send(()).unwrap();
+                drop(b.enter(p).unwrap());
+                assert_eq!(b.lock_count(o2), 1);
+                drop(g);
+            });
+            rx.recv().unwrap();
+            let v = me.identity_hash(o2).unwrap();
+            assert_eq!(o2.raw() >> 31, 1, "inflated for its owner");
+            assert_eq!(o2.raw() & 0xff, 0x33);
+            drop(gp);
+            assert_eq!(me.identity_hash(o2), Ok(v));
+        });
+        assert_eq!(rt.owner_of(&o2), None);
+    }
+
+    /// Issue 11 item 17: a contender that has waited long for a thin lock whose owner is
+    /// blocked in objmon inflates it for that owner and queues on the monitor (where the
+    /// hand-off bounds overtaking) instead of spinning until the owner comes back.
+    #[test]
+    fn starving_contender_inflates_for_a_blocked_owner() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (o, p) = (LockWord::new(0x44), LockWord::new(0));
+        let gp = me.enter(&p).unwrap();
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (rt, o, p) = (&rt, &o, &p);
+            let owner = s.spawn(move || {
+                let a = rt.attach().unwrap();
+                let g = a.enter(o).unwrap();
+                tx.send(a.id()).unwrap();
+                drop(a.enter(p).unwrap()); // blocks: we hold `p`
+                assert_eq!(a.lock_count(o), 1);
+                drop(g);
+            });
+            let owner_id = rx.recv().unwrap();
+            let contender = s.spawn(move || {
+                let b = rt.attach().unwrap();
+                drop(b.enter(o).unwrap());
+            });
+            let since = std::time::Instant::now();
+            while o.raw() >> 31 == 0 && since.elapsed().as_secs() < 20 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert_eq!(o.raw() >> 31, 1, "still thin while its owner is blocked");
+            assert_eq!(o.raw() & 0xff, 0x44);
+            assert_eq!(rt.owner_of(o), Some(owner_id), "inflated for its owner");
+            drop(gp);
+            owner.join().unwrap();
+            contender.join().unwrap();
+        });
+        assert_eq!(rt.owner_of(&o), None);
+        assert_eq!(
+            rt.stats_snapshot().inflations_contention,
+            2,
+            "`o` for its owner, `p`"
+        );
     }
 
     /// A parked hash follows its object when a moving GC reports the move.
@@ -592,18 +1010,28 @@ mod tests {
         let rt = Runtime::<Thin>::with_defaults();
         let me = rt.attach().unwrap();
         let old = LockWord::new(0x11);
-        let g = me.enter(&old).unwrap();
+        // SAFETY (the direct calls): `me` is this thread's handle; the move of `old` while
+        // held is reported with `relocate`, as the contract asks.
+        unsafe {
+            Thin::enter(&rt, me.context(), &old).unwrap();
+            Thin::enter(&rt, me.context(), &old).unwrap();
+        }
         let v = std::thread::scope(|s| {
             s.spawn(|| rt.attach().unwrap().identity_hash(&old).unwrap())
                 .join()
                 .unwrap()
         });
-        drop(g);
         let new = LockWord::new(0);
         new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
         rt.relocate(&old, &new);
         assert_eq!(rt.peek_identity_hash(&new), Some(v));
+        assert_eq!(rt.peek_identity_hash(&old), None);
+        unsafe {
+            Thin::exit(&rt, me.context(), &new).unwrap();
+            Thin::exit(&rt, me.context(), &new).unwrap();
+        }
         assert_eq!(me.identity_hash(&new), Ok(v));
         assert_eq!(new.raw() & 0xff, 0x11);
+        assert_eq!(rt.owner_of(&new), None);
     }
 }
