@@ -80,7 +80,7 @@ fn round<P: Protocol>(threads: usize, ms: u64) -> Stats {
                     let me = rt.attach().unwrap();
                     let mut st = Stats::default();
                     while !stop.load(Ordering::Relaxed) {
-                        let thin = rt.monitors().live() == 0;
+                        let thin = rt.stats_snapshot().live_monitors == 0;
                         let a0 = acq.load(Ordering::SeqCst);
                         let t0 = Instant::now();
                         let g = me.enter(h).unwrap();

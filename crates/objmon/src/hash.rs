@@ -215,10 +215,15 @@ impl SideHashes {
 
     /// The hasher's half of [`owner_must_look`](Self::owner_must_look)'s Dekker, between its
     /// insert and its re-load of the word.
+    ///
+    /// If `membarrier` fails after the process registered (never seen; `revoke.rs` then makes
+    /// every later runtime symmetric), the hasher falls back to a `SeqCst` fence, which orders
+    /// only its own side: an owner's nested unlock racing this park may then miss the entry,
+    /// which stays in the side table until the next hash call (the behaviour before issue 11),
+    /// a wrong answer only if the header also moves in that window — never undefined
+    /// behaviour, never a hang.
     pub(crate) fn hasher_barrier(asymmetric: bool) {
-        if asymmetric {
-            crate::revoke::process_barrier();
-        } else {
+        if !asymmetric || !crate::revoke::process_barrier() {
             fence(Ordering::SeqCst);
         }
     }

@@ -34,7 +34,9 @@
 //!   waiter is overtaken for at most `fair_handoff` plus one critical section.
 //!   `fair_handoff: None` gives the seed's unfair lock.
 
-use crate::sync::{fence, lock, spin_hint, waited_at_least, Arc, AtomicU32, Mutex, Ordering};
+use crate::sync::{
+    fence, lock, spin_hint, waited_at_least, yield_now, Arc, AtomicU32, Mutex, Ordering,
+};
 use crate::thread::ThreadCore;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -104,6 +106,14 @@ pub struct TasukiLock {
     figure7: bool,
     waiters: Mutex<Waiters>,
 }
+
+/// Pauses a contender spends waiting for an `UNLOCKING` holder's second store before it
+/// yields the processor (with the waiters mutex released) between checks.
+#[cfg(not(loom))]
+const UNLOCKING_SPINS: u32 = 64;
+/// Under loom: one, so that the models go through the yield with the mutex released.
+#[cfg(loom)]
+const UNLOCKING_SPINS: u32 = 1;
 
 impl TasukiLock {
     /// An unlocked lock.
@@ -225,10 +235,21 @@ impl TasukiLock {
                     return;
                 }
                 Err(UNLOCKING) => {
-                    // The holder is between its two stores: it will be done in a moment.
+                    // The holder is between its two stores: it will be done in a moment —
+                    // unless it was preempted there. So spin a bounded while (Figure 7), then
+                    // yield with the waiters mutex released, so that a preempted holder does
+                    // not keep every other contender off the mutex for a time slice.
                     self.wcount.fetch_sub(1, Ordering::Relaxed);
+                    let mut spins = 0;
                     while self.lock.load(Ordering::Relaxed) == UNLOCKING {
-                        spin_hint();
+                        if spins < UNLOCKING_SPINS {
+                            spins += 1;
+                            spin_hint();
+                        } else {
+                            drop(w);
+                            yield_now();
+                            w = lock(&self.waiters);
+                        }
                     }
                 }
                 Err(_) => {

@@ -18,7 +18,9 @@ use objmon::{
 use std::time::Duration;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    common::builder(3).check(f);
+    let mut b = common::builder(3);
+    b.max_branches = 20_000;
+    b.check(f);
 }
 
 fn config(system_lock: SystemLockConfig) -> Config {

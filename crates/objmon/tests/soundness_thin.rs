@@ -35,10 +35,8 @@ macro_rules! plain_store_protocols {
 plain_store_protocols!(
     hash_taken_under_a_single_hold_follows_a_move => single_hold_then_move,
     hash_with_a_full_table_follows_a_move_or_fails => full_table_then_move,
-    /// The biased protocols settle a hash parked under a nested hold in their owner's unlock,
-    /// which lives in `biased.rs` (see `biased_hash.rs`, "Owner hooks"): un-ignore this
-    /// with those two calls in place (`thin`'s own row is `thin_...` below).
-    #[ignore = "needs the biased.rs owner hooks of biased_hash.rs (the lead applies them)"]
+    /// The biased protocols settle a hash parked under a nested hold in their owner's unlock
+    /// (`biased_hash.rs`, "Owner hooks"); `thin`'s own row is `thin_...` below.
     hash_taken_under_a_nested_hold_follows_a_move => nested_hold_then_move,
 );
 

@@ -1054,6 +1054,8 @@ impl<F: Flavor> Biasing<F> {
             t.local().rec.bury(addr(h));
         }
         rt.stats().inflated(cause);
+        // A hash parked while we held `h` nested goes into the monitor (`biased_hash.rs`).
+        Self::after_owner_inflation(rt, h, m);
         t.local().count(match state {
             BIASED => Transition::BiasedToFat,
             LEARN => Transition::LearnToFat,
@@ -1520,6 +1522,9 @@ impl<F: Flavor> Biasing<F> {
                     };
                     // Held by us: nobody else writes it (module docs), so a store will do.
                     h.0.store(new, Ordering::Release);
+                    // Down to one level: settle a hash parked meanwhile (`biased_hash.rs`),
+                    // before the last unlock, which is inline and looks only at the word.
+                    Self::settle_parked_hash_after(rt, t, h, new);
                     return Ok(());
                 }
                 _ => return Self::monitor_of(rt, w).exit(t.core()),

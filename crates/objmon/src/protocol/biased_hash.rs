@@ -22,12 +22,10 @@
 //! Parking (issue 11 item 7, see `hash.rs`): the owner's last-level unlock is the inline
 //! releasing store, which looks at nothing but the word, so a hash may be parked only while
 //! the owner still has an out-of-line unlock ahead (rc ≥ 2), and that unlock must settle it.
-//! **Owner hooks** (in `biased.rs`, which the lead edits):
-//! `Biasing::settle_parked_hash_after` right after `exit_slow`'s
-//! learn / thin store, and `Biasing::after_owner_inflation` at the
-//! end of a successful `inflate_own`, then `OWNER_SETTLES = true`. Until then an entry is
-//! adopted wherever it is found, as before (a hash parked under a nested hold is still lost
-//! if the header then moves: `tests/soundness_thin.rs`, ignored test).
+//! **Owner hooks** (called from `biased.rs`): `Biasing::settle_parked_hash_after` right after
+//! `exit_slow`'s learn / thin store, and `Biasing::after_owner_inflation` at the end of every
+//! successful `inflate_own`; with them in place `OWNER_SETTLES` is `true`, and an entry found
+//! at a free or foreign word can only belong to a header that moved away.
 //! With rc 1 the hasher waits for the owner's release: an owner that holds the lock once and
 //! blocks outside objmon until the hash returns makes it wait for good. `thin` avoids that
 //! for owners blocked *inside* objmon by inflating for them; here that needs the owner's
@@ -66,7 +64,7 @@ use crate::MonitorError;
 /// still be the object's own: it is adopted as before issue 11 item 7 (and lost if the
 /// header moves). With the hooks, such an entry can only belong to a header that moved away,
 /// and is discarded. **The lead sets this to `true` when wiring the hooks.**
-const OWNER_SETTLES: bool = false;
+const OWNER_SETTLES: bool = true;
 
 /// Whether parked entry `p` still belongs to the object whose word is `w` (thin / learn).
 fn live_thin(p: &Parked, w: u64) -> bool {
@@ -139,11 +137,8 @@ impl<F: Flavor> Biasing<F> {
             if held && w & OWNER_MASK == Self::my_owner(t) {
                 // Ours: inflate as for wait (a CAS, which fails against a revoker's mark);
                 // the next round finds it fat. A full table: `MonitorTableFull`.
-                if let Some(m) =
-                    Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::IdentityHash)?
-                {
-                    Self::after_owner_inflation(rt, h, m);
-                }
+                // (`inflate_own` settles a parked hash itself.)
+                Self::inflate_own(rt, t, h, w, rc(w) as u32, InflationCause::IdentityHash)?;
                 continue;
             }
             if held && rc(w) >= 2 {
@@ -279,8 +274,6 @@ impl<F: Flavor> Biasing<F> {
     /// *after* the owner's store that took `h` from two levels to one (`new`, the word it
     /// stored). If a hash was parked for `h` meanwhile, inflates `h` into the entry's monitor
     /// (it holds the hash, so this never needs a free slot), with one level.
-    // Until biased.rs calls it (the lead wires it in; see the module documentation).
-    #[allow(dead_code)]
     pub(crate) fn settle_parked_hash_after(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
