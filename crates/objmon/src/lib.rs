@@ -36,14 +36,17 @@
 //! ([`Lightweight::locked_objects`], [`Stack::locked_objects`],
 //! [`Biasing::locked_objects`](protocol::biased::Biasing::locked_objects)). `fat` and `thin` keep no
 //! per-thread record of guard-held locks and need nothing but the verbatim copy. Identity
-//! hashes move with the word, except in `thin`, `biased` and `fable`, where a hash taken while
-//! another thread held the lock waits in a table keyed by address: report every move of such
-//! an object with [`Runtime::relocate`] too. In every
-//! protocol an object locked *unstructured* must not move at all: the handle dereferences
-//! its recorded address when the thread detaches. (After `mem::forget` of a guard a locked
-//! header can move or die; no protocol ever dereferences a lock-stack entry or a record's
-//! object address, so that is a wrong answer, never undefined behaviour, and the records a
-//! `stack` header points into are kept allocated while in use, even past detach.)
+//! hashes move with the header: in `thin`, `biased` and `fable` a hash taken while another
+//! thread holds the lock nested waits in a table keyed by address only until that owner's
+//! next out-of-line unlock, which settles it into a monitor before the header can move
+//! (`hash.rs`); a moving GC reports moves of locked objects with [`Runtime::relocate`], which
+//! moves such an entry too. In every protocol an object locked *unstructured* through a Rust
+//! handle must not move at all: the handle dereferences its recorded address when the thread
+//! detaches (the C library moves its handles' records in `objmon_relocate`). After
+//! `mem::forget` of a guard a locked header can move or die; no protocol dereferences a
+//! lock-stack entry or a record's object address, the records a `stack` header can point
+//! into are never freed, and the thread's id is retired: a wrong answer at worst, never
+//! undefined behaviour (`docs/soundness.md`).
 //!
 //! Counters: [`Runtime::stats_snapshot`] — inflations by cause, deflations, live monitors.
 //! Introspection ([`introspect`]): [`Runtime::thread_dump`] (jstack's monitor lines),
@@ -53,7 +56,10 @@
 //! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
 //! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
 //! index → monitor), [`thread`] (attach / detach, small ids, per-thread context),
-//! [`protocol`] (header encodings and fast / slow paths) and [`runtime`] (the API).
+//! [`protocol`] (header encodings and fast / slow paths), [`runtime`] (one runtime's state)
+//! and the API over them ([`Runtime::attach`], [`ThreadHandle`], [`MonitorGuard`]). The
+//! protocols' entry points are `unsafe fn` (they trust the caller to be the thread whose
+//! context it passes); the handle is what makes them safe to use (`docs/soundness.md`).
 //!
 //! ```
 //! use objmon::{Runtime, Thin, LockWord};

@@ -18,9 +18,7 @@ use objmon::{
 use std::time::Duration;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = common::builder(3);
-    b.max_branches = 20_000;
-    b.check(f);
+    common::builder(3).check(f);
 }
 
 fn config(system_lock: SystemLockConfig) -> Config {
