@@ -557,16 +557,20 @@ mod barrier {
         false
     }
 
+    #[inline]
     pub fn init() -> bool {
         match REGISTERED.load(Ordering::Acquire) {
             1 => true,
             2 => false,
-            _ => {
-                let ok = sys(CMD_REGISTER_PRIVATE_EXPEDITED);
-                REGISTERED.store(if ok { 1 } else { 2 }, Ordering::Release);
-                ok
-            }
+            _ => register(),
         }
+    }
+
+    #[cold]
+    fn register() -> bool {
+        let ok = sys(CMD_REGISTER_PRIVATE_EXPEDITED);
+        REGISTERED.store(if ok { 1 } else { 2 }, Ordering::Release);
+        ok
     }
 
     /// `false` if the kernel refused (a seccomp filter installed after the registration):
@@ -595,6 +599,7 @@ mod barrier {
 /// cached answer). Call it at start-up, before spawning threads: registration with many
 /// threads alive can take tens of milliseconds. `false` if the kernel refuses (not Linux,
 /// kernel < 4.14, seccomp); the biased runtimes then bias nothing ([`Revocation::NoBias`]).
+#[inline]
 pub fn init() -> bool {
     barrier::init()
 }

@@ -274,15 +274,21 @@ impl<F: Flavor> Biasing<F> {
     /// *after* the owner's store that took `h` from two levels to one (`new`, the word it
     /// stored). If a hash was parked for `h` meanwhile, inflates `h` into the entry's monitor
     /// (it holds the hash, so this never needs a free slot), with one level.
+    #[inline(always)]
     pub(crate) fn settle_parked_hash_after(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &BiasWord,
         new: u64,
     ) {
-        if rc(new) != 1 || !rt.side_hashes().owner_must_look(crate::revoke::init()) {
-            return;
+        // Inline: the owner's nested unlock pays a compare, a compiler barrier and a load.
+        if rc(new) == 1 && rt.side_hashes().owner_must_look(crate::revoke::init()) {
+            Self::settle_parked_hash(rt, t, h, new);
         }
+    }
+
+    #[cold]
+    fn settle_parked_hash(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &BiasWord, new: u64) {
         let mut table = rt.side_hashes().lock();
         let Some(p) = table.remove(addr(h)) else {
             return;
