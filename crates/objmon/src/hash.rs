@@ -129,7 +129,23 @@ pub(crate) struct Parked {
     /// this owner holds, between its inflation and its look here); otherwise it belongs to a
     /// header that moved away while a forgotten guard held it, and is discarded.
     pub(crate) owner: u32,
+    /// Parked under a *single* hold, after the hasher waited [`HASH_WAIT_BOUND`] for the
+    /// owner's release in vain: that owner's last unlock is the inline store, which never
+    /// settles it, so a loose entry is live whatever the word says and is adopted by the next
+    /// hash call that finds it (the behaviour before issue 11). Its one wrong answer: a
+    /// header moved (or freed and its address reused) between that release and the next hash
+    /// call loses (or inherits) the hash. The price of never waiting for good: an owner that
+    /// holds the lock once and waits for the hasher would otherwise deadlock with it.
+    pub(crate) loose: bool,
 }
+
+/// How long a hasher waits for an owner holding the lock once (and running, so that nothing
+/// the hasher writes reaches its inline unlock) before it parks a [`Parked::loose`] entry.
+/// Long, because a loose entry can give a wrong answer (a header moved without
+/// `Runtime::relocate` after the release); bounded, because the owner may be waiting for the
+/// hasher (Java: `synchronized (o) { pool.submit(() -> map.put(o, x)).get(); }`), which would
+/// otherwise be a deadlock. Under loom time never passes, so the models never park loose.
+pub(crate) const HASH_WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Hashes parked by header address (see the module documentation).
 pub(crate) struct SideHashes {

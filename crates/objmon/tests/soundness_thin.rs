@@ -33,6 +33,7 @@ macro_rules! plain_store_protocols {
 }
 
 plain_store_protocols!(
+    hash_never_waits_for_good_on_an_owner_waiting_for_it => owner_waits_for_the_hasher,
     hash_taken_under_a_single_hold_follows_a_move => single_hold_then_move,
     hash_with_a_full_table_follows_a_move_or_fails => full_table_then_move,
     /// The biased protocols settle a hash parked under a nested hold in their owner's unlock
@@ -114,6 +115,29 @@ mod checks {
             v
         });
         move_and_check(&rt, &mut h, v);
+    }
+
+    /// The owner holds the object once and waits for the thread that hashes it (Java:
+    /// `synchronized (o) { pool.submit(() -> map.put(o, x)).get(); }`). Waiting for the
+    /// owner's release would deadlock (it did, with the wait unbounded): the hash returns after
+    /// `HASH_WAIT_BOUND` and stays the object's while it stays put.
+    pub fn owner_waits_for_the_hasher<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let h = P::Header::default();
+        let owner = rt.attach().unwrap();
+        let g = owner.enter(&h).unwrap();
+        let v = thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&h).unwrap())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(rt.peek_identity_hash(&h), Some(v), "{}", P::NAME);
+        assert_eq!(owner.identity_hash(&h), Ok(v), "{}", P::NAME);
+        drop(g);
+        assert_eq!(rt.peek_identity_hash(&h), Some(v), "{}", P::NAME);
+        assert_eq!(owner.identity_hash(&h), Ok(v), "{}", P::NAME);
+        drop(owner.enter(&h).unwrap());
+        assert_eq!(owner.identity_hash(&h), Ok(v), "{}", P::NAME);
     }
 
     /// The owner holds the object once; another thread hashes it meanwhile; the owner lets go

@@ -26,8 +26,10 @@
 //! `exit_slow`'s learn / thin store, and `Biasing::after_owner_inflation` at the end of every
 //! successful `inflate_own`; with them in place `OWNER_SETTLES` is `true`, and an entry found
 //! at a free or foreign word can only belong to a header that moved away.
-//! With rc 1 the hasher waits for the owner's release: an owner that holds the lock once and
-//! blocks outside objmon until the hash returns makes it wait for good. `thin` avoids that
+//! With rc 1 the hasher waits for the owner's release, at most `HASH_WAIT_BOUND` (1 s): an
+//! owner that holds the lock once may block outside objmon until the hash returns, so the
+//! hasher then parks a *loose* entry (`hash.rs`, `Parked::loose`), adopted by the next hash
+//! call whatever the word says. `thin` avoids that
 //! for owners blocked *inside* objmon by inflating for them; here that needs the owner's
 //! safepoint state (`revoke.rs`): under the owner's revoker mutex, with the owner
 //! `quiescent()`, a non-stale learn / thin word may be CASed to fat with a monitor entered
@@ -68,12 +70,12 @@ const OWNER_SETTLES: bool = true;
 
 /// Whether parked entry `p` still belongs to the object whose word is `w` (thin / learn).
 fn live_thin(p: &Parked, w: u64) -> bool {
-    !OWNER_SETTLES || held_nested_by(w, p.owner)
+    p.loose || !OWNER_SETTLES || held_nested_by(w, p.owner)
 }
 
 /// Whether parked entry `p` still belongs to the object whose monitor is `m`.
 fn live_fat(p: &Parked, m: &FatMonitor) -> bool {
-    !OWNER_SETTLES || m.owner_raw() == p.owner
+    p.loose || !OWNER_SETTLES || m.owner_raw() == p.owner
 }
 
 /// The raw thread id in a learn or thin word's owner field.
@@ -114,6 +116,7 @@ impl<F: Flavor> Biasing<F> {
     ) -> Result<u32, MonitorError> {
         let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
         let mut spins = 0u32;
+        let mut waited_since: Option<std::time::Instant> = None;
         loop {
             // Anything that writes a biased header revokes first, our own bias included: in
             // the lock-records variant the bias owner's holds are counted in its records, not
@@ -144,14 +147,23 @@ impl<F: Flavor> Biasing<F> {
             if held && rc(w) >= 2 {
                 // Held nested by another thread: its next unlock of it is out of line, where
                 // it settles a parked hash (`settle_parked_hash`). Park it.
-                if let Some(v) = Self::park(rt, h, &fresh)? {
+                if let Some(v) = Self::park(rt, h, &fresh, false)? {
                     return Ok(v);
                 }
                 continue;
             }
             if held {
                 // Held once by another thread, whose next unlock may be the releasing-store
-                // fast path, which nothing we write reaches reliably: wait for it.
+                // fast path, which nothing we write reaches reliably: wait for it — for a
+                // while: the owner may be waiting for us (a join, a channel), so after
+                // `HASH_WAIT_BOUND` park a loose entry (`hash.rs`, `Parked::loose`).
+                let since = *waited_since.get_or_insert_with(std::time::Instant::now);
+                if crate::sync::deadline_passed(Some(since + hash::HASH_WAIT_BOUND)) {
+                    if let Some(v) = Self::park(rt, h, &fresh, true)? {
+                        return Ok(v);
+                    }
+                    continue;
+                }
                 backoff(&mut spins);
                 continue;
             }
@@ -159,13 +171,14 @@ impl<F: Flavor> Biasing<F> {
             // revokers' marks; our own bias fast path is not running — we are here), so one
             // CAS to fat with an unowned monitor that already holds the hash is safe. A full
             // table: `MonitorTableFull` (nowhere to keep it that moves with the object).
-            if !OWNER_SETTLES && rt.side_hashes().may_hold_any() {
-                // An owner that did not settle its parked hash (see `OWNER_SETTLES`).
+            if rt.side_hashes().may_hold_any() {
+                // A loose entry (its owner released with the inline store, which does not
+                // settle: `Parked::loose`), or an owner that did not settle (`OWNER_SETTLES`).
                 let mut table = rt.side_hashes().lock();
                 if h.0.load(Ordering::Acquire) != w {
                     continue;
                 }
-                if let Some(p) = table.get(addr(h)) {
+                if let Some(p) = table.get(addr(h)).filter(|p| p.loose || !OWNER_SETTLES) {
                     let fat = (w & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
                     if h.0
                         .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
@@ -197,20 +210,24 @@ impl<F: Flavor> Biasing<F> {
 
     /// Parks a hash for `h`, held nested by another thread (under the table's mutex, with a
     /// monitor that holds it). `None`: the word changed, look again.
+    /// With `loose` (after [`hash::HASH_WAIT_BOUND`]), a learn / thin lock held once will do,
+    /// and the entry is live whatever the word says (`Parked::loose`).
     fn park(
         rt: &Runtime<Self>,
         h: &BiasWord,
         fresh: &dyn Fn() -> u32,
+        loose: bool,
     ) -> Result<Option<u32>, MonitorError> {
         let a = addr(h);
         let mut table = rt.side_hashes().lock();
         let w = h.0.load(Ordering::Acquire);
         let owner = owner_raw(w);
-        if !held_nested_by(w, owner) {
+        let held_thin = w & STATE_MASK != BIASED && w & STATE_MASK != FAT && rc(w) > 0;
+        if !(held_nested_by(w, owner) || (loose && held_thin)) {
             return Ok(None);
         }
         if let Some(p) = table.get(a) {
-            if p.owner == owner || !OWNER_SETTLES {
+            if p.owner == owner || p.loose || !OWNER_SETTLES {
                 return Ok(Some(p.hash));
             }
             // Parked for a header that moved away while a forgotten guard held it.
@@ -226,8 +243,12 @@ impl<F: Flavor> Biasing<F> {
                 hash,
                 monitor: idx,
                 owner,
+                loose,
             },
         );
+        if loose {
+            return Ok(Some(hash));
+        }
         // The hasher's half of the Dekker (hash.rs `owner_must_look`): entry, barrier, word.
         SideHashes::hasher_barrier(crate::revoke::init());
         if held_nested_by(h.0.load(Ordering::Acquire), owner) {
@@ -293,7 +314,7 @@ impl<F: Flavor> Biasing<F> {
         let Some(p) = table.remove(addr(h)) else {
             return;
         };
-        if p.owner != t.core().raw_id() {
+        if p.owner != t.core().raw_id() && !p.loose {
             // Stale (hash.rs `Parked::owner`).
             rt.monitors().free(p.monitor);
             return;

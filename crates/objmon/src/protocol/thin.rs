@@ -57,7 +57,7 @@
 //! | free                              | one CAS to the inflated word with a fresh, unowned monitor holding the hash |
 //! | held by itself                    | inflates as for wait                                  |
 //! | held by another thread, nested    | parks the hash (with a monitor holding it) in the side table, returns at once |
-//! | held once by another thread       | inflates for it if it is blocked in objmon or detached; else waits for the release |
+//! | held once by another thread       | inflates for it if it is blocked in objmon or detached; else waits for the release, at most `HASH_WAIT_BOUND` (1 s), then parks a *loose* entry |
 //!
 //! Why (issue 11 item 7). A hasher may not write a held thin word, and its owner unlocks with
 //! seed 000 §2.3.2's load / compare / store, which looks at nothing but the word: the owner
@@ -79,9 +79,14 @@
 //! each other's objects, or a hasher and a contender, let each other through) and never
 //! costs a fast path anything. **What it may wait for**: an owner holding the lock exactly
 //! once and running or blocked *outside* objmon (a channel, a join, I/O) — the hash returns
-//! when that owner releases the lock or next blocks in objmon. Java's `hashCode` never
-//! waits; closing that last gap would take an atomic read-modify-write in the unlock fast
-//! path (seed 000's design point is that it has none), so it is left, documented.
+//! when that owner releases the lock or next blocks in objmon, or after `HASH_WAIT_BOUND`
+//! (1 s): that owner may be waiting for the hasher, so the hasher then parks a *loose* entry
+//! (`hash.rs`, `Parked::loose`), live whatever the word says and adopted by the next hash
+//! call — the one case where a hash can still be lost (or inherited) by a header moved
+//! without [`Runtime::relocate`] (or freed and its address reused) between the owner's
+//! release and that call. Java's `hashCode` never waits; closing that last gap would take an
+//! atomic read-modify-write in the unlock fast path (seed 000's design point is that it has
+//! none), so it is left, documented.
 //! Once the monitor holds the hash, reading it is one load of the word and one of the
 //! monitor. The fast paths do not change. A moving GC reports moves with
 //! [`Runtime::relocate`] (parked hashes are keyed by address).
@@ -469,11 +474,12 @@ impl Protocol for Thin {
         let p = side.get(addr(h));
         if w & SHAPE != 0 {
             let m = monitor_of(rt, w);
-            return m
-                .identity_hash()
-                .or(p.filter(|p| m.owner_raw() == p.owner).map(|p| p.hash));
+            return m.identity_hash().or(p
+                .filter(|p| p.loose || m.owner_raw() == p.owner)
+                .map(|p| p.hash));
         }
-        p.filter(|p| held_nested_by(w, p.owner)).map(|p| p.hash)
+        p.filter(|p| p.loose || held_nested_by(w, p.owner))
+            .map(|p| p.hash)
     }
 }
 
@@ -549,6 +555,7 @@ impl Thin {
         let me = t.core().id_shifted16();
         let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
         let mut spin = Spin::new();
+        let mut waited_since: Option<Instant> = None;
         loop {
             let w = h.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
@@ -565,6 +572,12 @@ impl Thin {
                 // with an unowned monitor that already holds the hash breaks no discipline
                 // (lockers CAS from the free word too, and fail). A full table: an error
                 // (the hash has nowhere to live that moves with the object).
+                if let Some(adopted) = Self::adopt_loose(rt, h, w) {
+                    match adopted {
+                        Some(v) => return Ok(v),
+                        None => continue,
+                    }
+                }
                 let idx = rt.monitors().allocate()?;
                 rt.monitors().bind(idx, addr(h));
                 let m = rt.monitors().get(idx);
@@ -593,7 +606,16 @@ impl Thin {
             if w & COUNT_MASK != 0 {
                 // Held nested by another thread: its next unlock is a slow path, which
                 // settles a parked hash. Park it.
-                if let Some(v) = Self::park(rt, h, &fresh)? {
+                if let Some(v) = Self::park(rt, h, &fresh, false)? {
+                    return Ok(v);
+                }
+                continue;
+            }
+            let since = *waited_since.get_or_insert_with(Instant::now);
+            if crate::sync::deadline_passed(Some(since + hash::HASH_WAIT_BOUND)) {
+                // Waited long enough: the owner may be waiting for us (a join, a channel).
+                // Never wait for good; park a loose entry (`hash.rs`, `Parked::loose`).
+                if let Some(v) = Self::park(rt, h, &fresh, true)? {
                     return Ok(v);
                 }
                 continue;
@@ -616,20 +638,23 @@ impl Thin {
 
     /// Parks a hash for `h`, held nested by another thread (under the table's mutex, with a
     /// monitor that holds it). `None`: the word changed, look again.
+    /// With `loose` (after [`hash::HASH_WAIT_BOUND`]), a lock held once will do, and the
+    /// entry is live whatever the word says (`Parked::loose`).
     fn park(
         rt: &Runtime<Self>,
         h: &LockWord,
         fresh: &dyn Fn() -> u32,
+        loose: bool,
     ) -> Result<Option<u32>, MonitorError> {
         let a = addr(h);
         let mut table = rt.side_hashes().lock();
         let w = h.0.load(Ordering::Acquire);
-        if w & SHAPE != 0 || w & COUNT_MASK == 0 {
+        if w & SHAPE != 0 || w & LOCK_MASK == 0 || (!loose && w & COUNT_MASK == 0) {
             return Ok(None);
         }
         let owner = owner_raw(w);
         if let Some(p) = table.get(a) {
-            if p.owner == owner {
+            if p.owner == owner || p.loose {
                 return Ok(Some(p.hash));
             }
             // Parked for a header that moved away while a forgotten guard held it.
@@ -645,8 +670,12 @@ impl Thin {
                 hash,
                 monitor: idx,
                 owner,
+                loose,
             },
         );
+        if loose {
+            return Ok(Some(hash));
+        }
         // The hasher's half of the Dekker (hash.rs `owner_must_look`): entry, barrier, word.
         SideHashes::hasher_barrier(*rt.state());
         if held_nested_by(h.0.load(Ordering::Acquire), owner) {
@@ -657,6 +686,28 @@ impl Thin {
         table.remove(a);
         rt.monitors().free(idx);
         Ok(None)
+    }
+
+    /// The free word `w` of `h` and a loose entry parked for `h` (`Parked::loose`: its owner
+    /// released with the inline store, which never settles): one CAS to the inflated word with
+    /// the entry's monitor, which holds the hash. `None`: no loose entry, go on; `Some(None)`:
+    /// the word changed, look again.
+    fn adopt_loose(rt: &Runtime<Self>, h: &LockWord, w: u32) -> Option<Option<u32>> {
+        if !rt.side_hashes().may_hold_any() {
+            return None;
+        }
+        let mut table = rt.side_hashes().lock();
+        let p = table.get(addr(h)).filter(|p| p.loose)?;
+        let fat = SHAPE | (p.monitor.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK);
+        if h.0
+            .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return Some(None);
+        }
+        table.remove(addr(h));
+        rt.stats().inflated(InflationCause::IdentityHash);
+        Some(Some(p.hash))
     }
 
     /// `m` (named by `h`'s word) has no hash: it takes the one parked for `h` if that entry is
@@ -675,7 +726,7 @@ impl Thin {
         }
         let parked = table.remove(addr(h)).and_then(|p| {
             rt.monitors().free(p.monitor);
-            (m.owner_raw() == p.owner).then_some(p.hash)
+            (p.loose || m.owner_raw() == p.owner).then_some(p.hash)
         });
         match parked.or_else(|| fresh.map(|f| f())) {
             Some(v) => m.install_hash(v),
@@ -693,7 +744,7 @@ impl Thin {
         };
         let w = h.0.load(Ordering::Relaxed);
         debug_assert_eq!(w & LOCK_MASK, t.core().id_shifted16());
-        if p.owner != t.core().raw_id() {
+        if p.owner != t.core().raw_id() && !p.loose {
             // Stale (hash.rs `Parked::owner`).
             rt.monitors().free(p.monitor);
             return;
