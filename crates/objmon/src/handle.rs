@@ -44,6 +44,9 @@ impl<P: Protocol> Drop for Attachment<P> {
     fn drop(&mut self) {
         #[cfg(not(loom))]
         current::forget(Arc::as_ptr(&self.rt) as usize);
+        if P::KNOWS_HOLDS && P::may_hold_any(&self.rt, &self.cx) {
+            self.leaked.set(true);
+        }
         // SAFETY: this is the calling thread's own context (the attachment never leaves the
         // thread that made it: `Rc`), it is not in native (`in_native` borrows a handle, so
         // the attachment cannot drop inside it), and nothing uses `cx` after this.
@@ -266,7 +269,9 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
 
     #[inline(always)]
     fn guard<'a>(&'a self, h: &'a P::Header) -> MonitorGuard<'a, P> {
-        self.core.guards.set(self.core.guards.get().wrapping_add(1));
+        if !P::KNOWS_HOLDS {
+            self.core.guards.set(self.core.guards.get().wrapping_add(1));
+        }
         MonitorGuard { th: &self.core, h }
     }
 
@@ -518,7 +523,9 @@ impl<P: Protocol> Drop for MonitorGuard<'_, P> {
     // the spills around it on every unlock (seen with callgrind: +10 instructions).
     #[inline(always)]
     fn drop(&mut self) {
-        self.th.guards.set(self.th.guards.get().wrapping_sub(1));
+        if !P::KNOWS_HOLDS {
+            self.th.guards.set(self.th.guards.get().wrapping_sub(1));
+        }
         let r = self.th.exit(self.h);
         // A guard's lock level is its own: the only way to lose it is a bug in a protocol.
         debug_assert!(r.is_ok(), "guard exit failed: {r:?}");

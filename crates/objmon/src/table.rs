@@ -169,6 +169,12 @@ impl MonitorTable {
     pub(crate) fn high_water(&self) -> u32 {
         lock(&self.free).high_water
     }
+
+    /// Whether some monitor is owned by the thread with raw id `raw` (a scan of every index
+    /// handed out, for a detaching thread's last question; racy for other threads' ids).
+    pub(crate) fn any_owned_by(&self, raw: u32) -> bool {
+        (1..=self.high_water()).any(|i| self.get(MonitorIndex(i)).owner_raw() == raw)
+    }
 }
 
 impl Drop for MonitorTable {

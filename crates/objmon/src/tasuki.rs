@@ -108,16 +108,8 @@ pub struct TasukiLock {
 }
 
 /// Pauses a contender spends waiting for an `UNLOCKING` holder's second store before it
-/// yields the processor (with the waiters mutex released) between checks.
-#[cfg(not(loom))]
+/// yields the processor between checks (under loom a pause is already a yield).
 const UNLOCKING_SPINS: u32 = 64;
-/// Under loom the pause is already a yield, and the models do not reach the second phase:
-/// with it, the three-thread models' state space grew past 20 minutes (CI budget). The second
-/// phase only releases the waiters mutex between two loads of the lock word, and no invariant
-/// spans that mutex there (nothing of ours is enqueued and our count is withdrawn), so the
-/// loop re-enters the top of the suspend loop exactly as on its first iteration.
-#[cfg(loom)]
-const UNLOCKING_SPINS: u32 = u32::MAX;
 
 impl TasukiLock {
     /// An unlocked lock.
@@ -241,8 +233,10 @@ impl TasukiLock {
                 Err(UNLOCKING) => {
                     // The holder is between its two stores: it will be done in a moment —
                     // unless it was preempted there. So spin a bounded while (Figure 7), then
-                    // yield with the waiters mutex released, so that a preempted holder does
-                    // not keep every other contender off the mutex for a time slice.
+                    // yield the processor between checks, so that a preempted holder gets it
+                    // back. The waiters mutex stays held: a hand-off requester must be in the
+                    // slot before the holder's `hand_off` can look there (releasing it here
+                    // lost hand-offs: conformance `mutual_exclusion` hung).
                     self.wcount.fetch_sub(1, Ordering::Relaxed);
                     let mut spins = 0;
                     while self.lock.load(Ordering::Relaxed) == UNLOCKING {
@@ -250,9 +244,7 @@ impl TasukiLock {
                             spins += 1;
                             spin_hint();
                         } else {
-                            drop(w);
                             yield_now();
-                            w = lock(&self.waiters);
                         }
                     }
                 }

@@ -864,6 +864,15 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     fn held_records(_rt: &Runtime<Self>, t: &ThreadContext<Self>) -> Vec<(usize, u32)> {
         crate::introspect::count_runs(t.local().entries().into_iter().map(|p| p as usize))
     }
+
+    /// Every hold is on the lock stack (fast-locked, also after a contender inflated with
+    /// the anonymous owner, until we claim it) or in a monitor we own, so a detaching thread
+    /// can tell whether it still holds one, and handles need not count their guards.
+    const KNOWS_HOLDS: bool = true;
+
+    fn may_hold_any(rt: &Runtime<Self>, t: &ThreadContext<Self>) -> bool {
+        t.local().top() > 0 || rt.monitors().any_owned_by(t.core().raw_id())
+    }
 }
 
 impl<const R: bool, const T: bool> FastLocking<R, T> {

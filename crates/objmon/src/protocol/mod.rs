@@ -236,6 +236,20 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// missed call is a wrong owner answer, never undefined behaviour. Nothing by default
     /// (the protocol keeps no header address in per-thread records).
     fn relocate_records(_rt: &Runtime<Self>, _from: *const Self::Header, _to: &Self::Header) {}
+
+    /// Whether the protocol can tell, at detach, that a thread still holds a lock (see
+    /// [`may_hold_any`](Self::may_hold_any)). If so, handles do not count their guards'
+    /// levels (a count whose upkeep changes what the compiler inlines into a user's loop);
+    /// `false` by default.
+    const KNOWS_HOLDS: bool = false;
+
+    /// Asked by a detaching thread of a protocol with [`KNOWS_HOLDS`](Self::KNOWS_HOLDS),
+    /// after its unstructured holds were released: whether `t` may still hold a lock (a
+    /// guard passed to `mem::forget`), in which case its id is retired, never reused. It must
+    /// not answer `false` while `t` holds one. `true` by default.
+    fn may_hold_any(_rt: &Runtime<Self>, _t: &ThreadContext<Self>) -> bool {
+        true
+    }
 }
 
 /// A protocol's tunable heuristic (see [`Protocol::KNOB`]).
