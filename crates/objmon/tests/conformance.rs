@@ -13,26 +13,8 @@ use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Fails the test if `f` does not finish within `secs` (a hung protocol must not hang CI).
-fn within(secs: u64, name: &'static str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let h = thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            f();
-            let _ = tx.send(());
-        })
-        .unwrap();
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => h.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p)
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{name}: no progress after {secs} s"),
-    }
-}
+mod watchdog;
+use watchdog::within;
 
 macro_rules! conformance {
     ($($check:ident),* $(,)?) => {$(
