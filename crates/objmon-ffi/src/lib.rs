@@ -484,9 +484,9 @@ impl<P: Protocol> DynRuntime for Rt<P> {
         self.0.peek_identity_hash(unsafe { hdr::<P>(h) })
     }
     unsafe fn relocate(&self, from: *const objmon_header, to: *const objmon_header) {
-        // SAFETY: forwarded contract (`to` an initialised header; `from` only compared).
-        self.0
-            .relocate(from as *const P::Header, unsafe { hdr::<P>(to) })
+        // SAFETY: forwarded contract (`objmon_relocate`: at a safepoint, `to` a verbatim copy
+        // of the header at `from`, an initialised header; `from` only compared).
+        unsafe { self.0.relocate(from as *const P::Header, hdr::<P>(to)) }
     }
 }
 

@@ -225,15 +225,21 @@ impl<P: Protocol> Runtime<P> {
 
     /// GC hook for a moving collector, the same for every protocol: the object whose header
     /// was at `from` now has its header at `to` (the host copied the word verbatim). Call it
-    /// at a safepoint (no attached thread inside this crate's calls) for every moved object
-    /// that is locked, or that `thin`, `biased` or `fable` may have hashed (see the crate
-    /// documentation, "Moving objects"). It rewrites the per-thread records that name the
-    /// object ([`Protocol::relocate_records`]: lock stacks, lock records) and moves an
-    /// identity hash waiting in the side table (an object first hashed while another thread
-    /// held its plain-store-unlocked lock keeps the hash there, keyed by address, until its
-    /// next hash call). Nearly free for an unlocked object of the other protocols. A monitor
-    /// keeps reporting the object's old address in dumps and profiles until it is bound again.
-    pub fn relocate(&self, from: *const P::Header, to: &P::Header) {
+    /// for every moved object that is locked, or that `thin`, `biased` or `fable` may have
+    /// hashed (see the crate documentation, "Moving objects"). It rewrites the per-thread
+    /// records that name the object ([`Protocol::relocate_records`]: lock stacks, lock
+    /// records, `lightweight-table`'s entry) and moves an identity hash waiting in the side
+    /// table. Nearly free for an unlocked object of the other protocols. A monitor keeps
+    /// reporting the object's old address in dumps and profiles until it is bound again.
+    ///
+    /// # Safety
+    /// Called at a safepoint: no attached thread of this runtime is inside one of its calls
+    /// (the records it rewrites are other threads' own), and `to` holds a verbatim copy of the
+    /// word that was at `from`, which is not used as a header of this runtime any more
+    /// without a `reclaim`. Broken, these are wrong owners and waits that never end (an
+    /// owner's exit looking for an entry under the wrong address), so the compiler cannot be
+    /// left to trust them.
+    pub unsafe fn relocate(&self, from: *const P::Header, to: &P::Header) {
         P::relocate_records(self, from, to);
         self.side_hashes
             .relocate(from as usize, to as *const P::Header as usize);

@@ -233,7 +233,9 @@ fn table_relocate_moves_the_monitor_entry() {
         // public API has no raw constructor, so copy the bytes as a GC would).
         // SAFETY: a `MarkWord` is one `AtomicU64`, 8 bytes; every `u64` is a valid value.
         let new: MarkWord = unsafe { std::mem::transmute::<u64, MarkWord>(old.raw()) };
-        rt.relocate(&old, &new);
+        // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
+        // copied verbatim.
+        unsafe { rt.relocate(&old, &new) };
         assert_eq!(rt.owner_of(&new), Some(me.id()));
         assert_eq!(me.lock_count(&new), 1);
         // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.

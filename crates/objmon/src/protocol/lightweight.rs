@@ -1214,7 +1214,9 @@ mod tests {
         let me = rt.attach().unwrap();
         me.monitor_enter(&old).unwrap();
         new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
-        rt.relocate(&old, &new);
+                                                   // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
+                                                   // copied verbatim.
+        unsafe { rt.relocate(&old, &new) };
         assert_eq!(
             Lightweight::locked_objects(me.context()),
             vec![&new as *const _]
@@ -1259,7 +1261,9 @@ mod tests {
             me.monitor_enter(&h).unwrap();
             let new = MarkWord::default();
             new.0.store(h.raw(), Ordering::Relaxed);
-            rt.relocate(&h, &new);
+            // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
+            // copied verbatim.
+            unsafe { rt.relocate(&h, &new) };
             assert_eq!(me.identity_hash(&new), Ok(v));
             assert_eq!(rt.peek_identity_hash(&new), Some(v));
             // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.

@@ -1228,7 +1228,9 @@ mod tests {
         me.monitor_enter(&h).unwrap();
         let new = StackWord::default();
         new.0.store(h.raw(), Ordering::Relaxed);
-        rt.relocate(&h, &new);
+        // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
+        // copied verbatim.
+        unsafe { rt.relocate(&h, &new) };
         assert_eq!(me.identity_hash(&new), Ok(v));
         // SAFETY: `me` is this thread's handle; the move was reported with `relocate`.
         assert_eq!(unsafe { Stack::exit(&rt, me.context(), &new) }, Ok(()));

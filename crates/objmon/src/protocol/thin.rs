@@ -1074,7 +1074,9 @@ mod tests {
         });
         let new = LockWord::new(0);
         new.0.store(old.raw(), Ordering::Relaxed); // the GC copies the word verbatim
-        rt.relocate(&old, &new);
+                                                   // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
+                                                   // copied verbatim.
+        unsafe { rt.relocate(&old, &new) };
         assert_eq!(rt.peek_identity_hash(&new), Some(v));
         assert_eq!(rt.peek_identity_hash(&old), None);
         unsafe {

@@ -574,7 +574,9 @@ fn records_relocate() {
     let from: *const BiasWord = &*old;
     assert_eq!(Biased::locked_objects(me.context()), vec![from, from]);
     let new = BiasWord(AtomicU64::new(old.raw()));
-    rt.relocate(from, &new);
+    // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
+    // copied verbatim.
+    unsafe { rt.relocate(from, &new) };
     drop(old);
     assert_eq!(me.lock_count(&new), 2);
     unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
