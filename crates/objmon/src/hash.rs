@@ -33,14 +33,17 @@
 //! while the word still names its owner with a nested count, or names a monitor that owner
 //! holds; anything else is a header that moved away under a forgotten guard, and the entry
 //! is discarded (and its monitor freed) when met — a fresh object at the old address never
-//! sees it. A lock held *once* by another thread is not parked at all: the protocols wait
-//! for it or inflate it for a blocked owner (see `thin.rs`). Every decision about a parked
+//! sees it. A lock held *once* by another thread is not parked at first: the protocols wait
+//! for it or inflate it for a blocked owner (see `thin.rs`), and only after
+//! [`HASH_WAIT_BOUND`] park a [`Parked::loose`] entry. Every decision about a parked
 //! hash is taken under this table's mutex, and so is every install of a monitor hash of
 //! these protocols; a header that already shows its hash is read without it.
 
-use crate::sync::{fence, lock, AtomicU32, AtomicUsize, Mutex, MutexGuard, Ordering};
-use crate::table::MonitorIndex;
+use crate::monitor::FatMonitor;
+use crate::sync::{fence, lock, Arc, AtomicU32, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::table::{MonitorIndex, MonitorTable};
 use crate::thread::ThreadCore;
+use crate::MonitorError;
 use std::collections::HashMap;
 
 /// HotSpot's initial Y, Z and W (`Thread::Thread()`: `_hashStateY = 842502087`,
@@ -181,6 +184,103 @@ impl SideGuard<'_> {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+
+    /// The hasher's park, once it has read `a`'s word under this guard and found it held by
+    /// `owner` (nested; or once, with `loose`): an entry already there answers if `live`
+    /// (else it is discarded with its monitor); otherwise a fresh monitor holding `fresh()`
+    /// is parked, and — unless `loose` — the hasher's half of the Dekker runs: barrier, then
+    /// `still_nested()` re-reads the word. `None`: the owner may have missed the entry (it
+    /// went down to one level or inflated), which is withdrawn: look again.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn park(
+        &mut self,
+        monitors: &MonitorTable,
+        a: usize,
+        owner: u32,
+        loose: bool,
+        live: impl Fn(&Parked) -> bool,
+        fresh: &dyn Fn() -> u32,
+        asymmetric: bool,
+        still_nested: impl FnOnce() -> bool,
+    ) -> Result<Option<u32>, MonitorError> {
+        if let Some(p) = self.get(a) {
+            if live(&p) {
+                return Ok(Some(p.hash));
+            }
+            // Parked for a header that moved away while a forgotten guard held it.
+            self.remove(a);
+            monitors.free(p.monitor);
+        }
+        let monitor = monitors.allocate()?;
+        monitors.bind(monitor, a);
+        let hash = monitors.get(monitor).install_hash(fresh());
+        self.insert(
+            a,
+            Parked {
+                hash,
+                monitor,
+                owner,
+                loose,
+            },
+        );
+        if loose {
+            return Ok(Some(hash));
+        }
+        // The hasher's half of the Dekker (`SideHashes::owner_must_look`): entry, barrier, word.
+        SideHashes::hasher_barrier(asymmetric);
+        if still_nested() {
+            // Its decrement to one level (or an inflation) comes later and will see it.
+            return Ok(Some(hash));
+        }
+        self.remove(a);
+        monitors.free(monitor);
+        Ok(None)
+    }
+
+    /// `m`, the monitor `a`'s word names, has no hash (checked here, under the guard, where
+    /// every monitor hash of these protocols is installed): it takes the hash parked for `a`
+    /// if that entry is `live`, else `fresh()` (`None`: leave it without; 0). The entry goes
+    /// either way, with its monitor.
+    pub(crate) fn adopt_into(
+        &mut self,
+        monitors: &MonitorTable,
+        a: usize,
+        m: &FatMonitor,
+        live: impl Fn(&Parked) -> bool,
+        fresh: Option<&dyn Fn() -> u32>,
+    ) -> u32 {
+        if let Some(v) = m.identity_hash() {
+            return v;
+        }
+        let parked = self.remove(a).and_then(|p| {
+            monitors.free(p.monitor);
+            live(&p).then_some(p.hash)
+        });
+        match parked.or_else(|| fresh.map(|f| f())) {
+            Some(v) => m.install_hash(v),
+            None => 0,
+        }
+    }
+
+    /// The owner settling `a` (it holds the lock once, after a decrement): the entry parked
+    /// for it, with its monitor entered once for `t`, ready for the owner to publish. A stale
+    /// entry (parked for another owner and not loose: a header that moved away) is discarded.
+    pub(crate) fn take_for_owner<'m>(
+        &mut self,
+        monitors: &'m MonitorTable,
+        a: usize,
+        t: &Arc<ThreadCore>,
+    ) -> Option<(Parked, &'m FatMonitor)> {
+        let p = self.remove(a)?;
+        if p.owner != t.raw_id() && !p.loose {
+            monitors.free(p.monitor);
+            return None;
+        }
+        let m = monitors.get(p.monitor);
+        m.enter_inflated(t, 1)
+            .expect("a parked monitor is fresh and one level is not zero");
+        Some((p, m))
     }
 }
 

@@ -11,16 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-static const char *protocol;
+#include "expect.h"
 
-#define EXPECT(cond)                                                                        \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s: %s:%d: expected %s\n", protocol, __FILE__, __LINE__, #cond); \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
 
 static objmon_runtime *rt;
 

@@ -14,19 +14,11 @@
 #define N_THREADS 3
 #define ROUNDS 2000
 
-static int failures;
-static const char *protocol;
+#include "expect.h"
+
 static objmon_runtime *rt;
 static objmon_header *heap; /* calloc'd: all zero, never initialised */
 static int64_t counters[N_HEADERS];
-
-#define EXPECT(cond)                                                                        \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s: %s:%d: expected %s\n", protocol, __FILE__, __LINE__, #cond); \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
 
 static void step(const char *what) { printf("%s: %s\n", protocol, what); }
 

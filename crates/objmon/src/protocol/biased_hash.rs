@@ -52,7 +52,7 @@ use super::biased::{
     addr, rc, BiasWord, Biasing, Flavor, BIASED, FAT, HOST, INDEX_SHIFT, OWNER_MASK, STATE_MASK,
 };
 use super::Protocol;
-use crate::hash::{self, Parked, SideHashes};
+use crate::hash::{self, Parked};
 use crate::monitor::FatMonitor;
 use crate::revoke::backoff;
 use crate::runtime::{InflationCause, Runtime};
@@ -226,37 +226,16 @@ impl<F: Flavor> Biasing<F> {
         if !(held_nested_by(w, owner) || (loose && held_thin)) {
             return Ok(None);
         }
-        if let Some(p) = table.get(a) {
-            if p.owner == owner || p.loose || !OWNER_SETTLES {
-                return Ok(Some(p.hash));
-            }
-            // Parked for a header that moved away while a forgotten guard held it.
-            table.remove(a);
-            rt.monitors().free(p.monitor);
-        }
-        let idx = rt.monitors().allocate()?;
-        rt.monitors().bind(idx, a);
-        let hash = rt.monitors().get(idx).install_hash(fresh());
-        table.insert(
+        table.park(
+            rt.monitors(),
             a,
-            Parked {
-                hash,
-                monitor: idx,
-                owner,
-                loose,
-            },
-        );
-        if loose {
-            return Ok(Some(hash));
-        }
-        // The hasher's half of the Dekker (hash.rs `owner_must_look`): entry, barrier, word.
-        SideHashes::hasher_barrier(crate::revoke::init());
-        if held_nested_by(h.0.load(Ordering::Acquire), owner) {
-            return Ok(Some(hash));
-        }
-        table.remove(a);
-        rt.monitors().free(idx);
-        Ok(None)
+            owner,
+            loose,
+            |p| p.owner == owner || p.loose || !OWNER_SETTLES,
+            fresh,
+            crate::revoke::init(),
+            || held_nested_by(h.0.load(Ordering::Acquire), owner),
+        )
     }
 
     /// `m` (named by `h`'s fat word) has no hash: it takes the one parked for `h` if that
@@ -268,18 +247,9 @@ impl<F: Flavor> Biasing<F> {
         m: &FatMonitor,
         fresh: Option<&dyn Fn() -> u32>,
     ) -> u32 {
-        let mut table = rt.side_hashes().lock();
-        if let Some(v) = m.identity_hash() {
-            return v;
-        }
-        let parked = table.remove(addr(h)).and_then(|p| {
-            rt.monitors().free(p.monitor);
-            live_fat(&p, m).then_some(p.hash)
-        });
-        match parked.or_else(|| fresh.map(|f| f())) {
-            Some(v) => m.install_hash(v),
-            None => 0,
-        }
+        rt.side_hashes()
+            .lock()
+            .adopt_into(rt.monitors(), addr(h), m, |p| live_fat(p, m), fresh)
     }
 
     /// **Owner hook** (for `biased.rs`): call right after the owner published a fat word for
@@ -311,17 +281,9 @@ impl<F: Flavor> Biasing<F> {
     #[cold]
     fn settle_parked_hash(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &BiasWord, new: u64) {
         let mut table = rt.side_hashes().lock();
-        let Some(p) = table.remove(addr(h)) else {
+        let Some((p, m)) = table.take_for_owner(rt.monitors(), addr(h), t.core_arc()) else {
             return;
         };
-        if p.owner != t.core().raw_id() && !p.loose {
-            // Stale (hash.rs `Parked::owner`).
-            rt.monitors().free(p.monitor);
-            return;
-        }
-        let m = rt.monitors().get(p.monitor);
-        m.enter_inflated(t.core_arc(), 1)
-            .expect("a parked monitor is fresh and one level is not zero");
         let fat = (new & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
         // We hold the learn / thin lock: nobody else writes it (biased.rs, "Fast paths").
         if h.0

@@ -92,7 +92,7 @@
 //! [`Runtime::relocate`] (parked hashes are keyed by address).
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
-use crate::hash::{self, Parked, SideHashes};
+use crate::hash;
 use crate::introspect::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
@@ -653,39 +653,16 @@ impl Thin {
             return Ok(None);
         }
         let owner = owner_raw(w);
-        if let Some(p) = table.get(a) {
-            if p.owner == owner || p.loose {
-                return Ok(Some(p.hash));
-            }
-            // Parked for a header that moved away while a forgotten guard held it.
-            table.remove(a);
-            rt.monitors().free(p.monitor);
-        }
-        let idx = rt.monitors().allocate()?;
-        rt.monitors().bind(idx, a);
-        let hash = rt.monitors().get(idx).install_hash(fresh());
-        table.insert(
+        table.park(
+            rt.monitors(),
             a,
-            Parked {
-                hash,
-                monitor: idx,
-                owner,
-                loose,
-            },
-        );
-        if loose {
-            return Ok(Some(hash));
-        }
-        // The hasher's half of the Dekker (hash.rs `owner_must_look`): entry, barrier, word.
-        SideHashes::hasher_barrier(*rt.state());
-        if held_nested_by(h.0.load(Ordering::Acquire), owner) {
-            // Its decrement to one level (or an inflation) comes later and will see it.
-            return Ok(Some(hash));
-        }
-        // It went down to one level, or inflated, meanwhile: it may have missed the entry.
-        table.remove(a);
-        rt.monitors().free(idx);
-        Ok(None)
+            owner,
+            loose,
+            |p| p.owner == owner || p.loose,
+            fresh,
+            *rt.state(),
+            || held_nested_by(h.0.load(Ordering::Acquire), owner),
+        )
     }
 
     /// The free word `w` of `h` and a loose entry parked for `h` (`Parked::loose`: its owner
@@ -720,18 +697,13 @@ impl Thin {
         m: &FatMonitor,
         fresh: Option<&dyn Fn() -> u32>,
     ) -> u32 {
-        let mut table = rt.side_hashes().lock();
-        if let Some(v) = m.identity_hash() {
-            return v;
-        }
-        let parked = table.remove(addr(h)).and_then(|p| {
-            rt.monitors().free(p.monitor);
-            (p.loose || m.owner_raw() == p.owner).then_some(p.hash)
-        });
-        match parked.or_else(|| fresh.map(|f| f())) {
-            Some(v) => m.install_hash(v),
-            None => 0,
-        }
+        rt.side_hashes().lock().adopt_into(
+            rt.monitors(),
+            addr(h),
+            m,
+            |p| p.loose || m.owner_raw() == p.owner,
+            fresh,
+        )
     }
 
     /// We hold `h` once now, after a decrement: if a hash was parked for it, inflate into the
@@ -739,19 +711,11 @@ impl Thin {
     #[cold]
     fn settle_parked(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
         let mut table = rt.side_hashes().lock();
-        let Some(p) = table.remove(addr(h)) else {
+        let Some((p, _)) = table.take_for_owner(rt.monitors(), addr(h), t.core_arc()) else {
             return;
         };
         let w = h.0.load(Ordering::Relaxed);
         debug_assert_eq!(w & LOCK_MASK, t.core().id_shifted16());
-        if p.owner != t.core().raw_id() && !p.loose {
-            // Stale (hash.rs `Parked::owner`).
-            rt.monitors().free(p.monitor);
-            return;
-        }
-        let m = rt.monitors().get(p.monitor);
-        m.enter_inflated(t.core_arc(), 1)
-            .expect("a parked monitor is fresh and one level is not zero");
         // We hold the thin lock: only we write the word.
         h.0.store(
             SHAPE | (p.monitor.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
