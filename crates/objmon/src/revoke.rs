@@ -52,7 +52,8 @@
 //! protocols call it on creation). Under loom the barrier is modelled as what it implies: a
 //! `SeqCst` fence on the revoker side *and* at the owner's compiler barrier.
 
-use crate::sync::{lock, spin_hint, yield_now, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::spin::Spin;
+use crate::sync::{lock, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 use std::time::Instant;
 
 /// `Safepoint::state`: may be inside a fast path.
@@ -298,9 +299,9 @@ impl Safepoint {
                 // Wait on the state, not the request: the revoker clears the request
                 // first and then resets the state, so a later revoker's fresh request is
                 // never mistaken for this one.
-                let mut spins = 0u32;
+                let mut spins = Spin::new();
                 while self.state.load(Ordering::SeqCst) == STOPPED {
-                    backoff(&mut spins);
+                    spins.snooze();
                 }
             }
             REQ_ASYNC
@@ -386,12 +387,12 @@ impl Safepoint {
     /// [`enter_safe`](Self::enter_safe)) while it revokes, so that revokers waiting on each
     /// other never form a cycle: each sees the other `SAFE` and proceeds in place.
     pub(crate) fn lock_for_revoke(&self) -> crate::sync::MutexGuard<'_, ()> {
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         loop {
             if let Some(g) = try_lock(&self.mutex) {
                 return g;
             }
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 
@@ -437,7 +438,7 @@ impl Safepoint {
         };
         self.request.store(req, Ordering::SeqCst);
         let posted = std::time::Instant::now();
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         loop {
             let s = self.state.load(Ordering::SeqCst);
             // Read after the state: an owner that finished the callback cleared the request
@@ -488,7 +489,7 @@ impl Safepoint {
                 }
                 _ => {}
             }
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 }
@@ -511,24 +512,6 @@ fn try_lock(m: &Mutex<()>) -> Option<crate::sync::MutexGuard<'_, ()>> {
         #[cfg(not(loom))]
         Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
         Err(_) => None,
-    }
-}
-
-/// Spin briefly, then yield the processor.
-#[inline]
-pub(crate) fn backoff(spins: &mut u32) {
-    if cfg!(loom) {
-        // One scheduling point per round keeps loom's models small.
-        yield_now();
-        return;
-    }
-    if *spins < 6 {
-        for _ in 0..(1u32 << *spins) {
-            spin_hint();
-        }
-        *spins += 1;
-    } else {
-        yield_now();
     }
 }
 

@@ -186,9 +186,10 @@ use super::fable::LEARN_LIMIT;
 use super::{KnobError, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::revoke::{
-    backoff, owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
+    owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
 };
 use crate::runtime::{Config, InflationCause, Runtime};
+use crate::spin::Spin;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
@@ -562,7 +563,7 @@ impl<F: Flavor> Biasing<F> {
     /// first"), such as an identity hash. The header may be biased again afterwards only by
     /// KKO's clear → biased or FABLE's learn → biased, never from thin (never rebias).
     pub fn revoke_now(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) {
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
@@ -570,7 +571,7 @@ impl<F: Flavor> Biasing<F> {
                 return;
             }
             if w & REVOKING != 0 {
-                backoff(&mut spins);
+                spins.snooze();
                 continue;
             }
             if w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t) {
@@ -999,9 +1000,9 @@ impl<F: Flavor> Biasing<F> {
                 rt.state().count(Transition::BiasedToThin);
                 return Some(true);
             }
-            let mut spins = 0;
+            let mut spins = Spin::new();
             while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
-                backoff(&mut spins);
+                spins.snooze();
             }
             let cur = h.0.load(Ordering::Acquire);
             if cur == w | REVOKING {
@@ -1378,7 +1379,7 @@ impl<F: Flavor> Biasing<F> {
             rec.bias.store(Self::my_bias(t), Ordering::SeqCst);
         }
         let mut contended = false;
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         let mut spin = None; // introspection: published while we spin on another's thin lock
         loop {
             Self::poll_self(rt, t);
@@ -1412,7 +1413,7 @@ impl<F: Flavor> Biasing<F> {
                     0
                 });
             }
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 
@@ -1469,7 +1470,7 @@ impl<F: Flavor> Biasing<F> {
     }
 
     fn exit_slow_running(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
@@ -1529,7 +1530,7 @@ impl<F: Flavor> Biasing<F> {
                 }
                 _ => return Self::monitor_of(rt, w).exit(t.core()),
             }
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 
@@ -1542,7 +1543,7 @@ impl<F: Flavor> Biasing<F> {
         if t.local().sp.in_native() {
             return Err(MonitorError::InNative); // see `enter_slow`
         }
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
@@ -1575,7 +1576,7 @@ impl<F: Flavor> Biasing<F> {
                     return Ok(m);
                 }
             }
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 }

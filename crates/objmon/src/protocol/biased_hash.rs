@@ -54,8 +54,8 @@ use super::biased::{
 use super::Protocol;
 use crate::hash::{self, Parked};
 use crate::monitor::FatMonitor;
-use crate::revoke::backoff;
 use crate::runtime::{InflationCause, Runtime};
+use crate::spin::Spin;
 use crate::sync::Ordering;
 use crate::thread::ThreadContext;
 use crate::MonitorError;
@@ -115,7 +115,7 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
     ) -> Result<u32, MonitorError> {
         let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         let mut waited_since: Option<std::time::Instant> = None;
         loop {
             // Anything that writes a biased header revokes first, our own bias included: in
@@ -126,7 +126,7 @@ impl<F: Flavor> Biasing<F> {
             let state = w & STATE_MASK;
             if state == BIASED && w & OWNER_MASK != 0 {
                 // Biased again meanwhile (KKO clear → biased, FABLE learn → biased).
-                backoff(&mut spins);
+                spins.snooze();
                 continue;
             }
             if state == FAT {
@@ -164,7 +164,7 @@ impl<F: Flavor> Biasing<F> {
                     }
                     continue;
                 }
-                backoff(&mut spins);
+                spins.snooze();
                 continue;
             }
             // Free: everybody else writes a free word with a compare-and-swap (lockers,
@@ -204,7 +204,7 @@ impl<F: Flavor> Biasing<F> {
                 return Ok(v);
             }
             rt.monitors().free(idx);
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 

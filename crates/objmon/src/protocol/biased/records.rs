@@ -3,7 +3,7 @@
 //! Dekker lives here (see the engine's module documentation, "Revocation").
 
 use super::{OWNER_SHIFT, RC_ONE, STATE_LOW, THIN};
-use crate::revoke::backoff;
+use crate::spin::Spin;
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 use crate::thread::ThreadId;
 
@@ -107,7 +107,7 @@ impl LockRecords {
     /// consistent: a slot at the top holding `a` is a push in flight, a slot below it marked
     /// releasing is a pop in flight, and we wait for either to commit or back out.
     pub(super) fn settled_count(&self, a: usize) -> u32 {
-        let mut spins = 0u32;
+        let mut spins = Spin::new();
         loop {
             let top = self.top.load(Ordering::Acquire).min(LOCK_RECORDS);
             let (mut n, mut busy) = (0, false);
@@ -124,7 +124,7 @@ impl LockRecords {
             if !busy && self.top.load(Ordering::Acquire) == top {
                 return n;
             }
-            backoff(&mut spins);
+            spins.snooze();
         }
     }
 
