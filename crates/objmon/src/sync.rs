@@ -80,3 +80,16 @@ pub(crate) fn waited_at_least(since: std::time::Instant, nanos: u32) -> bool {
         true
     }
 }
+
+/// Declares a constructor that is a `const fn` in the shipped build and a plain `fn` under loom
+/// (whose atomics cannot be built in a constant). Headers use it so that a
+/// [`Monitor`](crate::Monitor) can live in a `static`.
+macro_rules! const_unless_loom {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty $body:block) => {
+        #[cfg(not(loom))]
+        $(#[$m])* $vis const fn $name($($arg: $ty),*) -> $ret $body
+        #[cfg(loom)]
+        $(#[$m])* $vis fn $name($($arg: $ty),*) -> $ret $body
+    };
+}
+pub(crate) use const_unless_loom;

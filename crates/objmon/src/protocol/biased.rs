@@ -238,9 +238,11 @@ impl Default for BiasWord {
 }
 
 impl BiasWord {
-    /// A clear header carrying `host_bits` in its low byte.
-    pub fn new(host_bits: u8) -> Self {
-        Self(AtomicU64::new(u64::from(host_bits)))
+    crate::sync::const_unless_loom! {
+        /// A clear header carrying `host_bits` in its low byte.
+        pub fn new(host_bits: u8) -> Self {
+            Self(AtomicU64::new(host_bits as u64))
+        }
     }
 
     /// The host's 8 bits (never changed by the protocols).

@@ -117,10 +117,12 @@ impl Default for HostWord {
 }
 
 impl HostWord {
+    crate::sync::const_unless_loom! {
     /// A header carrying `bits` for the host; bits outside [`HOST_WORD_HOST_BITS`] are
     /// ignored (they hold the identity hash).
     pub fn new(bits: u32) -> Self {
         Self(AtomicU32::new(bits & HOST_WORD_HOST_BITS))
+    }
     }
 
     /// The host's bits.

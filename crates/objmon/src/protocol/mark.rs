@@ -90,9 +90,11 @@ impl Default for MarkWord {
 }
 
 impl MarkWord {
-    /// An unlocked header carrying `host_bits`; bits outside [`MARK_HOST_BITS`] are ignored.
-    pub fn new(host_bits: u64) -> Self {
-        Self(AtomicU64::new((host_bits & MARK_HOST_BITS) | FAST_UNLOCKED))
+    crate::sync::const_unless_loom! {
+        /// An unlocked header carrying `host_bits`; bits outside [`MARK_HOST_BITS`] are ignored.
+        pub fn new(host_bits: u64) -> Self {
+            Self(AtomicU64::new((host_bits & MARK_HOST_BITS) | FAST_UNLOCKED))
+        }
     }
 
     /// The host bits (in place in every state of this word).

@@ -133,10 +133,12 @@ impl Default for StackWord {
 }
 
 impl StackWord {
+    crate::sync::const_unless_loom! {
     /// An unlocked header carrying `host_bits`; bits outside [`super::mark::MARK_HOST_BITS`]
     /// are ignored.
     pub fn new(host_bits: u64) -> Self {
         Self(AtomicU64::new((host_bits & MARK_HOST_BITS) | 0b01))
+    }
     }
 
     /// The host bits, or `None` while they are displaced into a lock record (stack-locked or

@@ -108,13 +108,15 @@ impl Default for TasukiHeader {
 }
 
 impl TasukiHeader {
+    crate::sync::const_unless_loom! {
     /// An unlocked header with `lock_host` in the lock word's low byte and `aux_host` in the
     /// aux word's low byte (both constant while the object lives).
     pub fn new(lock_host: u8, aux_host: u8) -> Self {
         Self {
             lock: LockWord::new(lock_host),
-            aux: AtomicU32::new(u32::from(aux_host)),
+            aux: AtomicU32::new(aux_host as u32),
         }
+    }
     }
 
     /// The lock word.

@@ -22,9 +22,11 @@ impl Default for LockWord {
 }
 
 impl LockWord {
-    /// An unlocked header carrying `host_bits` in its low byte.
-    pub fn new(host_bits: u8) -> Self {
-        Self(AtomicU32::new(u32::from(host_bits)))
+    crate::sync::const_unless_loom! {
+        /// An unlocked header carrying `host_bits` in its low byte.
+        pub fn new(host_bits: u8) -> Self {
+            Self(AtomicU32::new(host_bits as u32))
+        }
     }
 
     /// The host's 8 bits.
