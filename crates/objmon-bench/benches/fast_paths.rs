@@ -1,5 +1,5 @@
 //! `cargo bench -p objmon-bench`: criterion timings of every protocol's uncontended fast
-//! paths, through `objmon::visit_all` (a new protocol is benchmarked with no change here).
+//! paths, through `objmon::vm::visit_all` (a new protocol is benchmarked with no change here).
 //!
 //! Per protocol: `enter+exit` on an unlocked object (seed 000 Sync), a nested `enter+exit`
 //! with the object already held (NestedSync), `try_enter+exit`, and `enter+exit` of a freshly
@@ -7,7 +7,7 @@
 //! compare-and-swap + release store is the floor.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use objmon::{Protocol, ProtocolVisitor, Runtime};
+use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 struct FastPaths<'a>(&'a mut Criterion);
@@ -75,7 +75,7 @@ fn fast_paths(c: &mut Criterion) {
             let _ = w.compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed);
         })
     });
-    objmon::visit_all(&mut FastPaths(c));
+    objmon::vm::visit_all(&mut FastPaths(c));
 }
 
 criterion_group!(benches, fast_paths);

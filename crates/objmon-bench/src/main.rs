@@ -11,7 +11,7 @@
 //!   checked (see `stress.rs`).
 //!
 //! Benchmarks are generic over [`subject::Subject`]; protocols come only through
-//! `objmon::visit_all`, so a new protocol is measured with no change here.
+//! `objmon::vm::visit_all`, so a new protocol is measured with no change here.
 
 #![warn(missing_docs)]
 

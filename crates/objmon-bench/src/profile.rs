@@ -6,7 +6,7 @@
 //! operation in 64 waits 20 µs on its object. So the profile must name object 0 first.
 
 use crate::doc::Block;
-use objmon::{Config, ObjectProfile, ObjectRef, Protocol, ProtocolVisitor, Runtime};
+use objmon::vm::{Config, ObjectProfile, ObjectRef, Protocol, ProtocolVisitor, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -99,7 +99,7 @@ pub fn run(time: Duration, only: Option<&str>) -> Vec<ProtocolProfile> {
         }
     }
     let mut v = V(time, only.map(str::to_string), Vec::new());
-    objmon::visit_all(&mut v);
+    objmon::vm::visit_all(&mut v);
     v.2
 }
 

@@ -12,7 +12,7 @@ use crate::record::Record;
 use crate::runner::{Outcome, Selection};
 use crate::subject::{self, Kind};
 use crate::syslock;
-use objmon::{Protocol, ProtocolVisitor};
+use objmon::vm::{Protocol, ProtocolVisitor};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -118,14 +118,14 @@ pub fn space(time: Duration) -> Vec<Space> {
                 name: P::NAME,
                 lock_bits: P::HEADER_LOCK_BITS,
                 header_bytes: std::mem::size_of::<P::Header>(),
-                monitor_bytes: objmon::table::MonitorTable::monitor_bytes(),
+                monitor_bytes: objmon::lab::fat_monitor_bytes(),
                 live_after,
                 live_after_reclaim,
             });
         }
     }
     let mut v = V(Vec::new(), time);
-    objmon::visit_all(&mut v);
+    objmon::vm::visit_all(&mut v);
     v.0
 }
 
@@ -319,7 +319,7 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
         }
     }
     let mut p = P(Vec::new());
-    objmon::visit_all(&mut p);
+    objmon::vm::visit_all(&mut p);
     v.extend(p.0);
     for (name, k) in subject::knobs() {
         v.push(format!(
@@ -367,7 +367,7 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
     d.push(Block::P(
         "Left: the paper's words and numbers (quoted, not used in any computation). Right: the \
          same ratio from this run's medians. 'not measured' means a row is not in this build \
-         (protocols appear here as they are added to objmon::visit_all)."
+         (protocols appear here as they are added to objmon::vm::visit_all)."
             .into(),
     ));
     let mut rows = Vec::new();
@@ -859,7 +859,7 @@ fn slowdown_table(
     r: &Results,
     bench: &str,
     base: &str,
-    knobs: &[(&'static str, objmon::Knob)],
+    knobs: &[(&'static str, objmon::vm::Knob)],
 ) {
     let params = r.params_of(bench);
     let mut rows_wanted: Vec<String> = vec!["biased".into()];

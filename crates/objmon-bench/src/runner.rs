@@ -241,7 +241,7 @@ mod tests {
     /// progress bar counts exactly the figures measured.
     #[test]
     fn knob_sweep_rows() {
-        struct Knobbed(Vec<(&'static str, objmon::Knob)>);
+        struct Knobbed(Vec<(&'static str, objmon::vm::Knob)>);
         impl SubjectVisitor for Knobbed {
             fn visit<S: Subject>(&mut self) {
                 if let Some(k) = S::KNOB {

@@ -19,7 +19,7 @@
 //! Every run is determined by its seed (per-thread random streams; the interleaving is the OS's),
 //! and a violation report names the command that repeats it.
 
-use objmon::{MonitorError, Protocol, ProtocolVisitor, Runtime, ThreadId, WaitOutcome};
+use objmon::vm::{MonitorError, Protocol, ProtocolVisitor, Runtime, ThreadId, WaitOutcome};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -629,7 +629,7 @@ pub fn run(config: &StressConfig) -> Result<Vec<(&'static str, StressReport)>, V
         config,
         out: Vec::new(),
     };
-    objmon::visit_all(&mut v);
+    objmon::vm::visit_all(&mut v);
     if v.out.is_empty() {
         return Err(Violation {
             kind: "usage",

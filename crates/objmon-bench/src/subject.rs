@@ -2,11 +2,11 @@
 //! the speed-of-light rows — all behind one small trait, so each benchmark is written once.
 //!
 //! A [`Subject`] is a kind of lockable object plus the per-runtime and per-thread state needed
-//! to lock it. Protocols come in through [`objmon::visit_all`] (one generic adapter,
+//! to lock it. Protocols come in through [`objmon::vm::visit_all`] (one generic adapter,
 //! [`Proto`]); nothing here names a protocol, so a protocol added to the catalog is measured
 //! with no change to this crate.
 
-use objmon::{Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle};
+use objmon::vm::{Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -111,7 +111,7 @@ pub trait SubjectVisitor {
     fn visit<S: Subject>(&mut self);
 }
 
-/// Visits the speed-of-light rows, then every protocol of [`objmon::visit_all`] in catalog
+/// Visits the speed-of-light rows, then every protocol of [`objmon::vm::visit_all`] in catalog
 /// order, then the anchors.
 pub fn visit_subjects(v: &mut impl SubjectVisitor) {
     v.visit::<SolEmpty>();
@@ -123,7 +123,7 @@ pub fn visit_subjects(v: &mut impl SubjectVisitor) {
             self.0.visit::<Proto<P>>();
         }
     }
-    objmon::visit_all(&mut Adapter(v));
+    objmon::vm::visit_all(&mut Adapter(v));
     v.visit::<StdMutex>();
     v.visit::<ParkingLot>();
 }

@@ -7,7 +7,9 @@
 //! (`SystemLockConfig::default().spin_limit`) before sleeping, so the two differ only in the
 //! atomic operations of the release — the seed's point.
 
-use objmon::{Fat, Runtime, SystemLockConfig, SystemLockVariant, TasukiLock};
+use objmon::lab::TasukiLock;
+use objmon::vm::{Runtime, SystemLockConfig, SystemLockVariant};
+use objmon::Fat;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;

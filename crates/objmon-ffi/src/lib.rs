@@ -39,7 +39,7 @@
 //!   `OBJMON_E_FOREIGN_HEADER` for a header of another runtime; elsewhere it is the host's rule.
 #![allow(non_camel_case_types)]
 
-use objmon::{
+use objmon::vm::{
     Config, MonitorError, Protocol, ProtocolVisitor, Runtime, StatsSnapshot, ThreadHandle,
     ThreadId, WaitOutcome,
 };
@@ -719,7 +719,7 @@ pub unsafe extern "C" fn objmon_runtime_new(
             config: cfg,
             out: None,
         };
-        objmon::visit_all(&mut make);
+        objmon::vm::visit_all(&mut make);
         match make.out {
             None => OBJMON_E_UNKNOWN_PROTOCOL,
             Some(Err(s)) => s,
@@ -1380,13 +1380,13 @@ pub struct objmon_profile_entry {
 }
 
 trait DynIntrospect {
-    fn deadlocks(&self) -> Vec<objmon::Deadlock>;
+    fn deadlocks(&self) -> Vec<objmon::vm::Deadlock>;
     unsafe fn dump(&self, objects: &[*const objmon_header]) -> String;
-    fn profile(&self) -> Vec<objmon::ObjectProfile>;
+    fn profile(&self) -> Vec<objmon::vm::ObjectProfile>;
 }
 
 impl<P: Protocol> DynIntrospect for Rt<P> {
-    fn deadlocks(&self) -> Vec<objmon::Deadlock> {
+    fn deadlocks(&self) -> Vec<objmon::vm::Deadlock> {
         self.0.find_deadlocks()
     }
     unsafe fn dump(&self, objects: &[*const objmon_header]) -> String {
@@ -1395,7 +1395,7 @@ impl<P: Protocol> DynIntrospect for Rt<P> {
         let hs = objects.iter().map(|&h| unsafe { hdr::<P>(h) });
         self.0.thread_dump_with(hs).to_string()
     }
-    fn profile(&self) -> Vec<objmon::ObjectProfile> {
+    fn profile(&self) -> Vec<objmon::vm::ObjectProfile> {
         self.0.contention_profile()
     }
 }

@@ -16,7 +16,7 @@
 
 use objmon::protocol::biased::{BiasMode, BiasWord, Biasing, Flavor, Kko, KkoSeed, Transition};
 use objmon::protocol::fable::{FableHeuristics, FableSeedHeuristics};
-use objmon::{Protocol, Runtime, Thin, ThreadHandle};
+use objmon::vm::{Protocol, Runtime, Thin, ThreadHandle};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -342,7 +342,7 @@ fn run_cloud(reps: usize) {
 }
 
 fn main() {
-    objmon::revoke::init();
+    objmon::vm::init_revocation();
     let reps = env("REPS", 8usize);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let all = args.is_empty();

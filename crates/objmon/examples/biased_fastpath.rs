@@ -14,7 +14,7 @@
 
 use objmon::protocol::biased::{BiasWord, Biasing, Flavor, Kko, KkoSeed};
 use objmon::protocol::fable::FableHeuristics;
-use objmon::{Protocol, Runtime};
+use objmon::vm::{Protocol, Runtime};
 use std::hint::black_box;
 
 fn run<F: Flavor>(bench: &str, n: u64) {

@@ -20,8 +20,8 @@
 
 use objmon::protocol::biased::{Biasing, Flavor, Kko, Transition};
 use objmon::protocol::fable::FableHeuristics;
-use objmon::revoke::RevocationKind;
-use objmon::{BiasConfig, Protocol, Revocation, Runtime, Thin};
+use objmon::vm::RevocationKind;
+use objmon::vm::{BiasConfig, Protocol, Revocation, Runtime, Thin};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -255,7 +255,7 @@ fn main() {
     if let Some(n) = std::env::var("THREADS").ok().and_then(|v| v.parse().ok()) {
         p.threads = n;
     }
-    objmon::revoke::init();
+    objmon::vm::init_revocation();
     let mut rows = vec![run::<Thin>("thin", &p, |_| {})];
     for (label, mode) in [
         ("sync", Revocation::SyncHandshake),

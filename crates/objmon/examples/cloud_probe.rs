@@ -18,7 +18,7 @@
 //! first is 1.2–1.4× `thin`, the thin test first close to it.
 
 use objmon::protocol::fable::Fable;
-use objmon::{Protocol, Runtime, Thin};
+use objmon::vm::{Protocol, Runtime, Thin};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};

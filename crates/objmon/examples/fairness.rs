@@ -18,7 +18,7 @@
 //! (default `thin biased fable`; `all` for every protocol; env `THREADS=3 MS=200 ROUNDS=5
 //! LOAD=0`).
 
-use objmon::{Protocol, ProtocolVisitor, Runtime};
+use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -188,7 +188,7 @@ fn main() {
         "thin: longest",
         "thin: total"
     );
-    objmon::visit_all(&mut Run {
+    objmon::vm::visit_all(&mut Run {
         names,
         threads,
         ms,

@@ -12,7 +12,7 @@
 //! Run twice with different iteration counts and divide the difference in instructions by
 //! the difference in iterations: set-up cost cancels.
 
-use objmon::{Protocol, ProtocolVisitor, Runtime};
+use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
 
 struct Run {
@@ -40,7 +40,7 @@ impl ProtocolVisitor for Run {
 /// The user's loop, out of line so that what the compiler inlines into it is decided for
 /// this loop alone (as in a user's function), not for a function holding all protocols.
 #[inline(never)]
-fn user_loop<P: Protocol>(me: &objmon::ThreadHandle<'_, P>, h: &P::Header, n: u64) {
+fn user_loop<P: Protocol>(me: &objmon::vm::ThreadHandle<'_, P>, h: &P::Header, n: u64) {
     for _ in 0..n {
         drop(me.enter(black_box(h)).unwrap());
     }
@@ -58,6 +58,6 @@ fn main() {
         n,
         found: false,
     };
-    objmon::visit_all(&mut run);
+    objmon::vm::visit_all(&mut run);
     assert!(run.found, "no protocol named {}", run.name);
 }

@@ -44,7 +44,7 @@ use crate::table::MonitorIndex;
 use crate::thread::ThreadContext;
 use crate::MonitorError;
 
-/// When an idle fat monitor goes back to its object (see [`Config`](crate::Config)).
+/// When an idle fat monitor goes back to its object (see [`Config`](crate::vm::Config)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeflationPolicy {
     /// Never: a fat lock stays fat until the object is reclaimed (as seed 000's thin locks).
@@ -310,7 +310,7 @@ pub(crate) fn monitor_owner<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::{Config, DeflationPolicy, Lightweight, Protocol, Runtime, Stack};
+    use crate::vm::{Config, DeflationPolicy, Lightweight, Protocol, Runtime, Stack};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Duration;
 
@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn stale_deflater_never_locks_a_reallocated_monitor() {
         use crate::protocol::mark::index_of;
-        use crate::MarkWord;
+        use crate::vm::MarkWord;
         let rt = Runtime::<Lightweight>::new(Config {
             deflation: DeflationPolicy::OnRequest,
             ..Config::default()

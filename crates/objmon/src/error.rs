@@ -26,7 +26,7 @@ pub enum MonitorError {
     /// No attached thread has this id.
     NoSuchThread,
     /// A lock operation was made inside
-    /// [`ThreadHandle::in_native`](crate::ThreadHandle::in_native), where a protocol whose
+    /// [`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native), where a protocol whose
     /// revocation counts on native threads not locking (`biased`, `fable`) refuses it.
     InNative,
 }

@@ -1,5 +1,5 @@
 //! The safe face of a protocol: attaching a thread ([`Runtime::attach`]), its
-//! [`ThreadHandle`], and the [`MonitorGuard`] of a held lock.
+//! [`ThreadHandle`], and the [`HeaderGuard`] of a held lock.
 //!
 //! This file owns the promises that make the protocols' `unsafe fn` entry points safe to reach
 //! (see [`Protocol`]'s "Safety of the operations" and `docs/soundness.md`):
@@ -31,8 +31,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// One OS thread's identity on one runtime, shared by all the handles that thread attached
-/// there. Dropped with the last of them: that is the detach.
-struct Attachment<P: Protocol> {
+/// there (and by its automatic attachment, `user/attach.rs`). Dropped with the last of them:
+/// that is the detach.
+pub(crate) struct Attachment<P: Protocol> {
     rt: Arc<Runtime<P>>,
     cx: Arc<ThreadContext<P>>,
     /// A handle of this identity was dropped while lock levels taken through its guards were
@@ -108,21 +109,26 @@ impl<P: Protocol> Runtime<P> {
     /// releases them.
     ///
     /// ```
-    /// use objmon::{Runtime, Thin};
+    /// use objmon::vm::{Runtime, Thin};
     /// let rt = Runtime::<Thin>::with_defaults();
     /// let a = rt.attach().unwrap();
     /// let b = rt.attach().unwrap();
     /// assert_eq!(a.id(), b.id()); // one OS thread, one identity
     /// ```
     pub fn attach<'env>(self: &Arc<Self>) -> Result<ThreadHandle<'env, P>, MonitorError> {
+        Ok(ThreadHandle::new(self.attachment()?))
+    }
+
+    /// The calling thread's identity on this runtime: the live one if it has one, else a new
+    /// one (`TooManyThreads` when every id is in use).
+    pub(crate) fn attachment(self: &Arc<Self>) -> Result<Rc<Attachment<P>>, MonitorError> {
         #[cfg(not(loom))]
         let key = Arc::as_ptr(self) as usize;
         #[cfg(not(loom))]
         if let Some(any) = current::find(key) {
-            let att = any
+            return Ok(any
                 .downcast::<Attachment<P>>()
-                .unwrap_or_else(|_| unreachable!("a runtime address names one runtime type"));
-            return Ok(ThreadHandle::new(att));
+                .unwrap_or_else(|_| unreachable!("a runtime address names one runtime type")));
         }
         let cx = self
             .threads()
@@ -134,26 +140,38 @@ impl<P: Protocol> Runtime<P> {
         });
         #[cfg(not(loom))]
         current::remember(key, &(att.clone() as Rc<dyn std::any::Any>));
-        Ok(ThreadHandle::new(att))
+        Ok(att)
     }
 }
 
-/// What a guard needs of its handle (everything but the handle's `'env`).
-struct HandleCore<P: Protocol> {
-    rt: Arc<Runtime<P>>,
-    cx: Arc<ThreadContext<P>>,
+/// What a guard needs of its handle (everything but the handle's `'env`); also the core of a
+/// thread's automatic attachment (`user/attach.rs`).
+pub(crate) struct HandleCore<P: Protocol> {
+    pub(crate) rt: Arc<Runtime<P>>,
+    pub(crate) cx: Arc<ThreadContext<P>>,
     /// Lock levels taken through this handle's guards and not yet released: a guard that
     /// drops takes one off; one passed to `mem::forget` never does.
-    guards: Cell<usize>,
+    pub(crate) guards: Cell<usize>,
 }
 
 impl<P: Protocol> HandleCore<P> {
+    /// The core of a new handle of identity `att`.
+    pub(crate) fn of(att: &Attachment<P>) -> Self {
+        Self {
+            rt: att.rt.clone(),
+            cx: att.cx.clone(),
+            guards: Cell::new(0),
+        }
+    }
+
     #[inline(always)]
-    fn exit(&self, h: &P::Header) -> Result<(), MonitorError> {
+    pub(crate) fn exit(&self, h: &P::Header) -> Result<(), MonitorError> {
         // SAFETY: `self.cx` is the calling thread's context: a `HandleCore` lives in a
         // `ThreadHandle`, which is neither `Send` nor `Sync`, and is reached only through it
-        // or a guard borrowing it (neither `Send` nor `Sync` either); in native, the protocol
-        // refuses what it must (`Protocol`'s safety contract); `h` is borrowed for the call.
+        // or a guard borrowing it (neither `Send` nor `Sync` either), or in an automatic
+        // attachment, reached only through its thread's thread-locals and guards that are
+        // neither `Send` nor `Sync` (`user/attach.rs`); in native, the protocol refuses what
+        // it must (`Protocol`'s safety contract); `h` is borrowed for the call.
         unsafe { P::exit(&self.rt, &self.cx, h) }
     }
 }
@@ -173,7 +191,7 @@ impl<P: Protocol> HandleCore<P> {
 /// it at detach. This does not compile:
 ///
 /// ```compile_fail,E0597
-/// use objmon::{LockWord, Runtime, Thin};
+/// use objmon::vm::{LockWord, Runtime, Thin};
 /// let rt = Runtime::<Thin>::with_defaults();
 /// let me = rt.attach().unwrap();
 /// {
@@ -185,7 +203,7 @@ impl<P: Protocol> HandleCore<P> {
 /// nor does sending a handle (or a guard) to another thread:
 ///
 /// ```compile_fail,E0277
-/// use objmon::{Runtime, Thin};
+/// use objmon::vm::{Runtime, Thin};
 /// let rt = Runtime::<Thin>::with_defaults();
 /// let me = rt.attach().unwrap();
 /// std::thread::scope(|s| {
@@ -211,11 +229,7 @@ type Invariant<'env, P> = (
 impl<'env, P: Protocol> ThreadHandle<'env, P> {
     fn new(att: Rc<Attachment<P>>) -> Self {
         Self {
-            core: HandleCore {
-                rt: att.rt.clone(),
-                cx: att.cx.clone(),
-                guards: Cell::new(0),
-            },
+            core: HandleCore::of(&att),
             att,
             unstructured: RefCell::new(Vec::new()),
             _marker: PhantomData,
@@ -245,7 +259,7 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     /// Locks `h` (monitorenter / `synchronized`), blocking while another thread owns it, and
     /// returns a guard that unlocks when dropped, also when the critical section panics.
     #[inline(always)]
-    pub fn enter<'a>(&'a self, h: &'a P::Header) -> Result<MonitorGuard<'a, P>, MonitorError> {
+    pub fn enter<'a>(&'a self, h: &'a P::Header) -> Result<HeaderGuard<'a, P>, MonitorError> {
         // SAFETY: see `HandleCore::exit`: our own context, `h` borrowed by the guard for as
         // long as the lock is held through it.
         unsafe { P::enter(&self.core.rt, &self.core.cx, h)? };
@@ -257,7 +271,7 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     pub fn try_enter<'a>(
         &'a self,
         h: &'a P::Header,
-    ) -> Result<Option<MonitorGuard<'a, P>>, MonitorError> {
+    ) -> Result<Option<HeaderGuard<'a, P>>, MonitorError> {
         // Not `then_some`: that would build (and drop, i.e. exit) a guard on failure too.
         // SAFETY: as in `enter`.
         if unsafe { P::try_enter(&self.core.rt, &self.core.cx, h)? } {
@@ -268,11 +282,11 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     }
 
     #[inline(always)]
-    fn guard<'a>(&'a self, h: &'a P::Header) -> MonitorGuard<'a, P> {
+    fn guard<'a>(&'a self, h: &'a P::Header) -> HeaderGuard<'a, P> {
         if !P::KNOWS_HOLDS {
             self.core.guards.set(self.core.guards.get().wrapping_add(1));
         }
-        MonitorGuard { th: &self.core, h }
+        HeaderGuard { th: &self.core, h }
     }
 
     /// Unstructured lock (JNI `MonitorEnter`): held until a matching
@@ -415,7 +429,7 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     /// guard dropped inside `f` releases its level), under the revokers' own mutex.
     ///
     /// ```
-    /// use objmon::{Runtime, Fable};
+    /// use objmon::vm::{Runtime, Fable};
     /// let rt = Runtime::<Fable>::with_defaults();
     /// let me = rt.attach().unwrap();
     /// let n = me.in_native(|| 42); // a blocking system call, say
@@ -484,12 +498,12 @@ impl<P: Protocol> std::fmt::Debug for ThreadHandle<'_, P> {
 
 /// A held lock (from [`ThreadHandle::enter`]); dropping it unlocks one level.
 #[must_use = "dropping the guard unlocks at once"]
-pub struct MonitorGuard<'a, P: Protocol> {
+pub struct HeaderGuard<'a, P: Protocol> {
     th: &'a HandleCore<P>,
     h: &'a P::Header,
 }
 
-impl<P: Protocol> MonitorGuard<'_, P> {
+impl<P: Protocol> HeaderGuard<'_, P> {
     /// Object.wait (see [`ThreadHandle::wait`]).
     pub fn wait(&self, timeout: Option<Duration>) -> Result<WaitOutcome, MonitorError> {
         let deadline = match timeout {
@@ -518,7 +532,7 @@ impl<P: Protocol> MonitorGuard<'_, P> {
     }
 }
 
-impl<P: Protocol> Drop for MonitorGuard<'_, P> {
+impl<P: Protocol> Drop for HeaderGuard<'_, P> {
     // `always`: the guard's drop is the user's monitorexit; out of line it costs a call and
     // the spills around it on every unlock (seen with callgrind: +10 instructions).
     #[inline(always)]

@@ -52,7 +52,7 @@
 //! are not. Waiting threads are not deadlock edges (as in jstack), but a notified waiter that
 //! re-enters is blocked on enter and is one.
 //!
-//! **Contention profiling** ([`Config::profiling`](crate::Config::profiling), off by default):
+//! **Contention profiling** ([`Config::profiling`](crate::vm::Config::profiling), off by default):
 //! off, the slow paths test one flag and do nothing else; fast paths are unchanged either way.
 //! On, each monitor counts contended enters, time blocked on enter, waits and time waiting;
 //! its figures are folded into a table keyed by object address when the monitor is freed
@@ -1026,7 +1026,7 @@ impl<P: Protocol> Runtime<P> {
     }
 
     /// Contention figures per object, most time blocked first (empty unless
-    /// [`Config::profiling`](crate::Config::profiling) is on).
+    /// [`Config::profiling`](crate::vm::Config::profiling) is on).
     pub fn contention_profile(&self) -> Vec<ObjectProfile> {
         self.monitors().profile()
     }

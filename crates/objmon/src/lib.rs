@@ -1,130 +1,120 @@
 //! # objmon — Java-style object monitors out of a few header bits
 //!
-//! Every object of a language runtime gets a monitor — a reentrant lock with wait, notify,
-//! notifyAll, interrupts and timeouts — from a few bits of its header word, with the locking
-//! protocols of the classic papers selectable side by side:
-//!
-//! | protocol | paper | idea |
-//! |---|---|---|
-//! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor |
-//! | [`Thin`] | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock |
-//! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker |
-//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack |
-//! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates |
-//! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table |
-//! | [`Biased`] | Kawachiya et al. (2002), as in Pizlo et al. §2.2 | bias on first acquire, never rebias |
-//! | [`BiasedSeed`] | the same, as the seed wrote it | count in the header (Figures 3-4) |
-//! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread |
-//! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up |
-//! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table |
-//! | [`Tasuki`] | Onodera and Kawachiya (1999) | thin lock + contention bit, deflation |
-//!
-//! [`Stack`] and the `Lightweight*` protocols give idle monitors back to their objects ([`deflate`],
-//! [`DeflationPolicy`] in [`Config`]).
-//!
-//! ## Moving objects (GC)
-//!
-//! Every protocol identifies an object by its header's address while it is locked: `fat` and
-//! `thin` in a thread's unstructured-lock list, `lightweight` in its lock stack, `stack` in its
-//! lock records; and `stack` puts a record's address into the header. In safe Rust a locked
-//! header cannot move — a guard borrows it, [`ThreadHandle::monitor_enter`] borrows it for the
-//! handle's `'env` — and an unlocked header may move freely (all protocols: its word holds
-//! host bits, lock bits and at most a monitor index, no address). A host that moves locked
-//! objects behind the borrow checker's back (a copying GC over raw memory) must copy the word
-//! verbatim and, at a safepoint, report the move with [`Runtime::relocate`] (one hook for
-//! every protocol; C: `objmon_relocate`); the lock stacks and records are the GC roots to scan
-//! ([`Lightweight::locked_objects`], [`Stack::locked_objects`],
-//! [`Biasing::locked_objects`](protocol::biased::Biasing::locked_objects)). `fat` and `thin` keep no
-//! per-thread record of guard-held locks and need nothing but the verbatim copy. Identity
-//! hashes move with the header: in `thin`, `biased` and `fable` a hash taken while another
-//! thread holds the lock nested waits in a table keyed by address only until that owner's
-//! next out-of-line unlock, which settles it into a monitor before the header can move
-//! (`hash.rs`); a moving GC reports moves of locked objects with [`Runtime::relocate`], which
-//! moves such an entry too. In every protocol an object locked *unstructured* through a Rust
-//! handle must not move at all: the handle dereferences its recorded address when the thread
-//! detaches (the C library moves its handles' records in `objmon_relocate`). After
-//! `mem::forget` of a guard a locked header can move or die; no protocol dereferences a
-//! lock-stack entry or a record's object address, the records a `stack` header can point
-//! into are never freed, and the thread's id is retired: a wrong answer at worst, never
-//! undefined behaviour (`docs/soundness.md`).
-//!
-//! Counters: [`Runtime::stats_snapshot`] — inflations by cause, deflations, live monitors.
-//! Introspection ([`introspect`]): [`Runtime::thread_dump`] (jstack's monitor lines),
-//! [`Runtime::find_deadlocks`] (confirmed cycles, found without stopping the world) and, with
-//! [`Config::profiling`], [`Runtime::contention_profile`] (which lock hurts).
-//!
-//! Layers, bottom up: [`park`] (futex parking), [`tasuki`] (the single-atomic system lock of
-//! Onodera, 2000), [`monitor`] (the fat monitor with JLS §17.2 semantics), [`table`] (monitor
-//! index → monitor), [`thread`] (attach / detach, small ids, per-thread context),
-//! [`protocol`] (header encodings and fast / slow paths), [`runtime`] (one runtime's state)
-//! and the API over them ([`Runtime::attach`], [`ThreadHandle`], [`MonitorGuard`]). The
-//! protocols' entry points are `unsafe fn` (they trust the caller to be the thread whose
-//! context it passes); the handle is what makes them safe to use (`docs/soundness.md`).
+//! A monitor is a reentrant lock with `wait`, `notify` and `notifyAll` (Java's
+//! `synchronized`). objmon builds one out of a few bits of a header word, with the locking
+//! protocols of the classic papers selectable side by side.
 //!
 //! ```
-//! use objmon::{Runtime, Thin, LockWord};
-//! use std::time::Duration;
+//! use objmon::Monitor;
+//! use std::cell::Cell;
+//! use std::sync::Arc;
 //!
-//! // One runtime per VM; each object embeds a header (here with host bits 0x2a).
-//! let rt = Runtime::<Thin>::with_defaults();
-//! let object = LockWord::new(0x2a);
-//!
-//! let me = rt.attach().unwrap(); // every locking thread attaches once
-//! {
-//!     let guard = me.enter(&object).unwrap(); // synchronized (object) {
-//!     let _nested = me.enter(&object).unwrap(); //   reentrant
-//!     assert_eq!(me.lock_count(&object), 2);
-//!     // Object.wait(1 ms): nobody notifies, so it times out.
-//!     guard.wait(Some(Duration::from_millis(1))).unwrap();
-//! } // } — unlocked here, also if the block panics
-//! assert_eq!(rt.owner_of(&object), None);
-//! assert_eq!(object.host_bits(), 0x2a); // host bits survive locking and inflation
+//! let tickets = Arc::new(Monitor::new(Cell::new(0u32))); // 16 bytes, no set-up
+//! let waiter = {
+//!     let tickets = tickets.clone();
+//!     std::thread::spawn(move || {
+//!         let mut t = tickets.lock();
+//!         t.wait_while(|n| n.get() == 0).unwrap(); // Object.wait in a loop
+//!         t.replace(0)
+//!     })
+//! };
+//! let t = tickets.lock(); // synchronized (tickets) {
+//! let again = tickets.lock(); //   reentrant
+//! t.set(t.get() + 3);
+//! again.notify_all(); //   notifyAll()
+//! drop((again, t)); // }
+//! assert_eq!(waiter.join().unwrap(), 3);
 //! ```
+//!
+//! ## Who needs what
+//!
+//! - **A Rust program** that wants a lock, and wait / notify, around each of many values:
+//!   [`Monitor<T>`](Monitor). Threads attach themselves on first use; a monitor costs its
+//!   header (4 or 8 bytes) until it is contended or waited on. For a non-reentrant mutex
+//!   giving `&mut T`: `lock_api::Mutex<`[`RawMonitor`]`, T>`.
+//! - **A language runtime or VM** embedding a header in its own objects: [`vm`] — a
+//!   [`Runtime`](vm::Runtime) per VM, a [`ThreadHandle`](vm::ThreadHandle) per thread,
+//!   unstructured locking, interrupts, GC hooks, identity hashes, thread dumps and deadlock
+//!   detection. C and C++ runtimes: the `objmon-ffi` crate (`objmon.h`).
+//! - **People who study locking protocols**: [`protocol`] has each protocol's header layout,
+//!   fast paths and seed section; the `objmon-bench` CLI reproduces the papers' experiments;
+//!   [`lab`] has the parts under the fat monitor.
+//!
+//! ## Which protocol
+//!
+//! | protocol | paper | idea | header |
+//! |---|---|---|---|
+//! | [`Thin`] (default) | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock | 4 B |
+//! | [`Tasuki`] | Onodera and Kawachiya (1999) | thin lock + contention bit, deflation | 8 B |
+//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack | 8 B |
+//! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates | 8 B |
+//! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table | 8 B |
+//! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker | 8 B |
+//! | [`Biased`] | Kawachiya et al. (2002), as in Pizlo et al. §2.2 | bias on first acquire, never rebias | 8 B |
+//! | [`BiasedSeed`] | the same, as the seed wrote it | count in the header (Figures 3-4) | 8 B |
+//! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread | 8 B |
+//! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor | 4 B |
+//! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up | 4 B |
+//! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table | 4 B |
+//!
+//! [`DefaultProtocol`] says why `thin` is the default, with the measurements. In short: pick
+//! `thin` (the smallest header, the fastest uncontended path) unless one thread locks the
+//! same objects over and over with nobody else (`fable`, `biased`), or contention is the
+//! common case (`tasuki`, whose contention bit lets an unlock hand over without a fat
+//! monitor's queue). `docs/architecture.md` has the full catalog and layer map.
+//!
+//! ## Safety
+//!
+//! Misuse is an error or a panic, never undefined behaviour, never a hang that a correct
+//! Java program would not have: `docs/soundness.md` has the argument and the tests that try
+//! to break it. The protocols' entry points are `unsafe fn` (they trust the caller to be the
+//! thread whose context it passes); [`Monitor`], [`RawMonitor`] and
+//! [`ThreadHandle`](vm::ThreadHandle) are what make them safe to use.
+//!
+//! Layers, bottom up: `park` (futex parking), `tasuki` (the single-atomic system lock of
+//! Onodera, 2000), `monitor` (the fat monitor with JLS §17.2 semantics), `table` (monitor
+//! index → monitor), `thread` (attach / detach, small ids, per-thread context),
+//! [`protocol`] (header encodings and fast / slow paths), `runtime` (one runtime's state),
+//! `handle` (the embedder's safe face, [`vm`]) and `user` ([`Monitor`], [`RawMonitor`]).
 #![warn(missing_docs)]
 
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-pub mod deflate;
+mod deflate;
 mod error;
 mod handle;
 mod hash;
-pub mod introspect;
-pub mod monitor;
-pub mod park;
+mod introspect;
+pub mod lab;
+mod monitor;
+mod park;
 pub mod protocol;
-pub mod revoke;
-pub mod runtime;
+mod revoke;
+mod runtime;
 mod spin;
 mod sync;
-pub mod table;
-pub mod tasuki;
-pub mod thread;
+mod table;
+mod tasuki;
+mod thread;
+#[cfg(not(loom))]
+mod user;
+pub mod vm;
 
-pub use deflate::DeflationPolicy;
 pub use error::MonitorError;
-pub use handle::{MonitorGuard, ThreadHandle};
-pub use introspect::{
-    BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor,
-    ThreadDump, ThreadInfo,
-};
-pub use monitor::{FatMonitor, WaitOutcome};
-pub use protocol::biased::{BiasConfig, BiasWord, Biased, BiasedSeed};
-pub use protocol::cacao::{Cacao, HostWord};
+pub use monitor::WaitOutcome;
+pub use protocol::biased::{Biased, BiasedSeed};
+pub use protocol::cacao::Cacao;
 pub use protocol::fable::Fable;
 pub use protocol::monitor_cache::MonitorCache;
-pub use protocol::tasuki_bimodal::{Tasuki, TasukiHeader};
+pub use protocol::tasuki_bimodal::Tasuki;
 pub use protocol::{
     fat::Fat,
     lightweight::{Lightweight, LightweightSeed, LightweightTable},
-    mark::MarkWord,
     stack::Stack,
     thin::Thin,
-    visit_all, LockWord, Protocol, ProtocolVisitor,
+    Protocol,
 };
-pub use protocol::{Knob, KnobError};
-pub use revoke::Revocation;
-pub use runtime::{Config, InflationCause, Runtime, StatsSnapshot};
-pub use tasuki::{SystemLockConfig, SystemLockVariant, TasukiLock};
-pub use thread::{ThreadContext, ThreadCore, ThreadId};
+#[cfg(not(loom))]
+pub use user::{DefaultProtocol, Global, Monitor, MonitorGuard, ProcessWide, RawMonitor, RuntimeRef};

@@ -33,7 +33,7 @@ const NOTIFIED: u32 = 2;
 /// Not in any wait set.
 const IDLE: u32 = 0;
 
-/// How a [`wait`](crate::ThreadHandle::wait) ended, when it did not fail.
+/// How a [`wait`](crate::vm::ThreadHandle::wait) ended, when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WaitOutcome {
     /// Another thread's notify or notifyAll picked this waiter.

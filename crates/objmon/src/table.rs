@@ -141,13 +141,9 @@ impl MonitorTable {
     }
 
     /// Monitors allocated since the table was made (inflations, for most protocols).
+    #[cfg(test)]
     pub fn allocations(&self) -> u64 {
         self.allocations.load(Ordering::Relaxed)
-    }
-
-    /// The largest index this table hands out.
-    pub fn capacity(&self) -> u32 {
-        self.capacity
     }
 
     /// Bytes of one monitor (not counting its queues' heap blocks while threads wait).

@@ -134,7 +134,7 @@ impl TasukiLock {
     /// Acquires the lock: one compare-and-swap when uncontended (Figure 4, line 2).
     ///
     /// # Safety
-    /// `t` is the calling thread's own core (from its [`ThreadHandle`](crate::ThreadHandle)):
+    /// `t` is the calling thread's own core (from its [`ThreadHandle`](crate::vm::ThreadHandle)):
     /// a contender suspends on `t`'s parker and the unlocker wakes `t`, so another thread's
     /// core would put the wrong thread to sleep (a hang, and stolen wake-ups for `t`).
     #[inline]

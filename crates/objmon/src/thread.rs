@@ -1,6 +1,6 @@
 //! Attached threads: small ids, per-thread contexts, and the registry that maps one to the other.
 //!
-//! Every thread that locks objects is *attached* to a [`Runtime`](crate::Runtime) and gets a
+//! Every thread that locks objects is *attached* to a [`Runtime`](crate::vm::Runtime) and gets a
 //! [`ThreadId`] in `1..=max_threads` (at most 32767, the 15-bit thread index of seed 000 §2.3).
 //! Ids are reused after detach. The [`ThreadContext`] is what the fast paths take as an
 //! argument: everything they need about the current thread is one load away from it (seed 000

@@ -1,10 +1,10 @@
-//! The conformance suite: every protocol in `objmon::visit_all` must pass all of it.
+//! The conformance suite: every protocol in `objmon::vm::visit_all` must pass all of it.
 //!
 //! Each `#[test]` runs one check against every protocol in turn (naming the protocol on
 //! failure) under a watchdog, so a hang fails the test instead of stalling CI.
 #![cfg(not(loom))]
 
-use objmon::{
+use objmon::vm::{
     Config, MonitorError, Protocol, ProtocolVisitor, Runtime, SystemLockConfig, ThreadId,
     WaitOutcome,
 };
@@ -28,7 +28,7 @@ macro_rules! conformance {
                     within(60, P::NAME, checks::$check::<P>);
                 }
             }
-            objmon::visit_all(&mut V);
+            objmon::vm::visit_all(&mut V);
         }
     )*};
 }
@@ -784,7 +784,7 @@ mod checks {
     /// unlocked and no other thread is using it (`quiet`); otherwise peek may also say `None`
     /// (`stack` cannot read a stack-locked object's hash from outside its lock records).
     fn hash_unchanged<P: Protocol>(
-        me: &objmon::ThreadHandle<'_, P>,
+        me: &objmon::vm::ThreadHandle<'_, P>,
         h: &P::Header,
         v: u32,
         quiet: bool,
@@ -1124,7 +1124,7 @@ mod checks {
         );
         let two = leak_cycle(&rt, &hs[0..2]);
         let three = leak_cycle(&rt, &hs[2..5]);
-        let obj = |i: usize| objmon::ObjectRef::of(&hs[i]);
+        let obj = |i: usize| objmon::vm::ObjectRef::of(&hs[i]);
         let start = Instant::now();
         let found = loop {
             let mut d = rt.find_deadlocks();
@@ -1167,10 +1167,10 @@ mod checks {
             for (i, id) in ids.iter().enumerate() {
                 let t = dump.threads.iter().find(|t| t.id == *id).expect("attached");
                 let b = t.blocked_on.expect("blocked");
-                assert_eq!(b.kind, objmon::BlockKind::Enter, "{dump}");
+                assert_eq!(b.kind, objmon::vm::BlockKind::Enter, "{dump}");
                 assert_eq!(b.object, obj(first + (i + 1) % n), "{dump}");
                 assert_eq!(b.owner, Some(ids[(i + 1) % n]), "{dump}");
-                let own = objmon::OwnedMonitor {
+                let own = objmon::vm::OwnedMonitor {
                     object: obj(first + i),
                     count: 2,
                 };
@@ -1193,7 +1193,7 @@ mod checks {
     /// all seen by the dump with the host's objects; without them, everything but the
     /// thin-shaped holds.
     pub fn thread_dump_shows_owners_counts_blocked_and_waiting<P: Protocol>() {
-        use objmon::{BlockKind, ObjectRef};
+        use objmon::vm::{BlockKind, ObjectRef};
         let rt = rt::<P>();
         let [x, y, w, tw] = std::array::from_fn(|_| P::Header::default());
         let (ready, release) = (Barrier::new(4), AtomicBool::new(false));
@@ -1236,24 +1236,24 @@ mod checks {
                 id.insert(k, v);
             }
             let objs = [&x, &y, &w, &tw];
-            let info = |d: &objmon::ThreadDump, k| {
+            let info = |d: &objmon::vm::ThreadDump, k| {
                 d.threads
                     .iter()
                     .find(|t| t.id == id[&k])
                     .cloned()
                     .expect("attached")
             };
-            let want_a = |d: &objmon::ThreadDump| {
+            let want_a = |d: &objmon::vm::ThreadDump| {
                 let a = info(d, 'a');
                 a.blocked_on.map(|b| (b.kind, b.object))
                     == Some((BlockKind::Wait, ObjectRef::of(&w)))
             };
-            let want_b = |d: &objmon::ThreadDump| {
+            let want_b = |d: &objmon::vm::ThreadDump| {
                 let b = info(d, 'b');
                 b.blocked_on.map(|b| (b.kind, b.object))
                     == Some((BlockKind::TimedWait, ObjectRef::of(&tw)))
             };
-            let want_c = |d: &objmon::ThreadDump| {
+            let want_c = |d: &objmon::vm::ThreadDump| {
                 let c = info(d, 'c');
                 c.blocked_on.map(|b| (b.kind, b.object, b.owner))
                     == Some((BlockKind::Enter, ObjectRef::of(&y), Some(id[&'b'])))
@@ -1267,7 +1267,7 @@ mod checks {
             );
             let d = rt.thread_dump_with(objs);
             let owned = |k| info(&d, k).owned;
-            let o = |h: &P::Header, count| objmon::OwnedMonitor {
+            let o = |h: &P::Header, count| objmon::vm::OwnedMonitor {
                 object: ObjectRef::of(h),
                 count,
             };
@@ -1395,7 +1395,7 @@ mod checks {
         let prof = rt.contention_profile();
         let p = prof
             .iter()
-            .find(|p| p.object == objmon::ObjectRef::of(&h))
+            .find(|p| p.object == objmon::vm::ObjectRef::of(&h))
             .unwrap_or_else(|| panic!("no entry for the object: {prof:?}"));
         assert!(p.contended_enters >= 1, "{p}");
         assert!(p.blocked > Duration::ZERO, "{p}");
@@ -1403,7 +1403,7 @@ mod checks {
         assert!(p.waited > Duration::ZERO, "{p}");
         assert!(
             prof.iter()
-                .all(|p| p.object != objmon::ObjectRef::of(&quiet)),
+                .all(|p| p.object != objmon::vm::ObjectRef::of(&quiet)),
             "uncontended objects have no entry: {prof:?}"
         );
         rt.reset_contention_profile();
@@ -1480,8 +1480,8 @@ mod checks {
             .collect();
         cycle.sort();
         let mut want = vec![
-            (t1, objmon::ObjectRef::of(a), t2),
-            (t2, objmon::ObjectRef::of(b), t1),
+            (t1, objmon::vm::ObjectRef::of(a), t2),
+            (t2, objmon::vm::ObjectRef::of(b), t1),
         ];
         want.sort();
         assert_eq!(cycle, want, "{d}");

@@ -11,7 +11,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::{
+use objmon::vm::{
     Config, Fat, MonitorError, Runtime, SystemLockConfig, SystemLockVariant, TasukiLock, Thin,
     WaitOutcome,
 };
@@ -128,7 +128,7 @@ fn tasuki_handoff_relock() {
 fn monitor_notify_vs_timeout() {
     model(|| {
         let rt = Runtime::<Fat>::new(config(sys(SystemLockVariant::Figure7, None)));
-        let obj = Arc::new(objmon::LockWord::default());
+        let obj = Arc::new(objmon::vm::LockWord::default());
         let ready = Arc::new(AtomicBool::new(false));
         let (rt2, obj2, ready2) = (rt.clone(), obj.clone(), ready.clone());
         let waiter = thread::spawn(move || {
@@ -157,7 +157,7 @@ fn monitor_notify_vs_timeout() {
 fn monitor_notify_and_interrupt() {
     model(|| {
         let rt = Runtime::<Fat>::new(config(sys(SystemLockVariant::Figure7, None)));
-        let obj = Arc::new(objmon::LockWord::default());
+        let obj = Arc::new(objmon::vm::LockWord::default());
         let me = rt.attach().unwrap(); // id 1, so the waiter is id 2
         let (rt2, obj2) = (rt.clone(), obj.clone());
         let waiter = thread::spawn(move || {
@@ -172,7 +172,7 @@ fn monitor_notify_and_interrupt() {
             let g = me.enter(&obj).unwrap();
             g.notify().unwrap();
             // NoSuchThread if the waiter has not attached yet: then nothing to interrupt.
-            let _ = rt.interrupt(objmon::ThreadId::new(2).unwrap());
+            let _ = rt.interrupt(objmon::vm::ThreadId::new(2).unwrap());
         }
         match waiter.join().unwrap() {
             (Ok(_), _) => {}
@@ -188,7 +188,7 @@ fn monitor_notify_and_interrupt() {
 fn thin_contention_inflates() {
     model(|| {
         let rt = Runtime::<Thin>::new(config(sys(SystemLockVariant::Figure7, None)));
-        let obj = Arc::new(objmon::LockWord::default());
+        let obj = Arc::new(objmon::vm::LockWord::default());
         let inside = Arc::new(AtomicBool::new(false));
         let hs: Vec<_> = (0..2)
             .map(|_| {
@@ -214,7 +214,7 @@ fn thin_contention_inflates() {
 fn thin_wait_inflation_vs_contender() {
     model(|| {
         let rt = Runtime::<Thin>::new(config(sys(SystemLockVariant::Figure7, None)));
-        let obj = Arc::new(objmon::LockWord::default());
+        let obj = Arc::new(objmon::vm::LockWord::default());
         let (rt2, obj2) = (rt.clone(), obj.clone());
         let other = thread::spawn(move || {
             let me = rt2.attach().unwrap();

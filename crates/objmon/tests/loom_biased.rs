@@ -22,7 +22,7 @@ use loom::sync::Arc;
 use loom::thread;
 use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoSeed, LOCK_RECORDS};
 use objmon::protocol::fable::FableHeuristics;
-use objmon::{
+use objmon::vm::{
     BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
 };
 
@@ -648,10 +648,10 @@ fn owner_goes_native_with_request_posted<F: Flavor>(mode: Revocation) {
         assert_eq!(count.load(Ordering::Relaxed), 2);
         let rv = rt.state().revocations();
         assert_eq!(
-            rv.count(objmon::revoke::RevocationKind::OwnerSafe),
+            rv.count(objmon::vm::RevocationKind::OwnerSafe),
             1,
             "a request was claimed in native ({} async)",
-            rv.count(objmon::revoke::RevocationKind::Async)
+            rv.count(objmon::vm::RevocationKind::Async)
         );
     });
 }

@@ -12,7 +12,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::{
+use objmon::vm::{
     Cacao, Config, HostWord, MonitorCache, Protocol, Runtime, SystemLockConfig, SystemLockVariant,
     Tasuki,
 };
@@ -41,7 +41,7 @@ fn config() -> Config {
 /// Locks `obj` (unstructured, so that a failing exit is seen even in release builds), checks
 /// that nobody else is inside and that the protocol names us as the owner, unlocks.
 fn critical_section<'e, P: Protocol>(
-    me: &objmon::ThreadHandle<'e, P>,
+    me: &objmon::vm::ThreadHandle<'e, P>,
     obj: &'e P::Header,
     inside: &AtomicBool,
 ) {
@@ -87,7 +87,7 @@ fn tasuki_flc_vs_plain_store_unlock() {
 fn tasuki_deflation_vs_enter() {
     model(|| {
         let rt = Runtime::<Tasuki>::new(config());
-        let obj = Arc::new(objmon::TasukiHeader::default());
+        let obj = Arc::new(objmon::vm::TasukiHeader::default());
         let inside = Arc::new(AtomicBool::new(false));
         let me = rt.attach().unwrap();
         me.monitor_enter(&obj).unwrap();
@@ -113,7 +113,7 @@ fn tasuki_deflation_vs_enter() {
 fn tasuki_wait_return_vs_deflation() {
     model(|| {
         let rt = Runtime::<Tasuki>::new(config());
-        let obj = Arc::new(objmon::TasukiHeader::default());
+        let obj = Arc::new(objmon::vm::TasukiHeader::default());
         let inside = Arc::new(AtomicBool::new(false));
         let (rt2, obj2, inside2) = (rt.clone(), obj.clone(), inside.clone());
         let waiter = thread::spawn(move || {

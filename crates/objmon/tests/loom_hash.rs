@@ -18,7 +18,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use objmon::protocol::biased::{BiasMode, Biasing, Kko};
-use objmon::{
+use objmon::vm::{
     BiasConfig, Cacao, Config, DeflationPolicy, Lightweight, Protocol, Revocation, Runtime, Stack,
     SystemLockConfig, SystemLockVariant, Tasuki, Thin,
 };
@@ -159,7 +159,7 @@ fn biased_hash_revokes_first() {
                 learn_limit: 1,
             },
         );
-        let h = Arc::new(objmon::BiasWord::default());
+        let h = Arc::new(objmon::vm::BiasWord::default());
         let me = rt.attach().unwrap();
         drop(me.enter(&h).unwrap());
         assert_eq!(h.mode(), BiasMode::Biased);
@@ -202,7 +202,7 @@ fn biased_hash_revokes_first() {
 fn thin_parked_hash_vs_owner_decrement_and_move() {
     common::builder(3).check(|| {
         let rt = Runtime::<Thin>::new(config());
-        let h = Arc::new(objmon::LockWord::default());
+        let h = Arc::new(objmon::vm::LockWord::default());
         let me = rt.attach().unwrap();
         let g = me.enter(&h).unwrap();
         let g2 = me.enter(&h).unwrap();
@@ -246,8 +246,8 @@ fn thin_hash_inflates_for_a_blocked_owner() {
     b.check(|| {
         let rt = Runtime::<Thin>::new(config());
         let (o, p) = (
-            Arc::new(objmon::LockWord::default()),
-            Arc::new(objmon::LockWord::default()),
+            Arc::new(objmon::vm::LockWord::default()),
+            Arc::new(objmon::vm::LockWord::default()),
         );
         let me = rt.attach().unwrap();
         let gp = me.enter(&p).unwrap();

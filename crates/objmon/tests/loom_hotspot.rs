@@ -14,7 +14,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::{
+use objmon::vm::{
     Config, DeflationPolicy, Lightweight, LightweightSeed, LightweightTable, MarkWord, Protocol,
     Runtime, Stack, SystemLockConfig, SystemLockVariant, WaitOutcome,
 };

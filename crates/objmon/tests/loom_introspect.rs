@@ -10,7 +10,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::{BlockKind, Config, Fat, ObjectRef, Runtime, SystemLockConfig, SystemLockVariant};
+use objmon::vm::{BlockKind, Config, Fat, ObjectRef, Runtime, SystemLockConfig, SystemLockVariant};
 
 fn config() -> Config {
     Config {
@@ -35,8 +35,8 @@ fn edges_from_different_moments_are_not_a_deadlock() {
     common::builder(2).check(|| {
         let rt = Runtime::<Fat>::new(config());
         let (a, b) = (
-            Arc::new(objmon::LockWord::default()),
-            Arc::new(objmon::LockWord::default()),
+            Arc::new(objmon::vm::LockWord::default()),
+            Arc::new(objmon::vm::LockWord::default()),
         );
         let t1 = {
             let (rt, a, b) = (rt.clone(), a.clone(), b.clone());
@@ -83,8 +83,8 @@ fn scripted_stale_cycle_is_not_reported() {
     common::builder(2).check(|| {
         let rt = Runtime::<Fat>::new(config());
         let (a, b) = (
-            Arc::new(objmon::LockWord::default()),
-            Arc::new(objmon::LockWord::default()),
+            Arc::new(objmon::vm::LockWord::default()),
+            Arc::new(objmon::vm::LockWord::default()),
         );
         let flags: Arc<[AtomicBool; 3]> = Arc::new(Default::default());
         let (t2_holds_b, t2_done_a, detector_done) = (0, 1, 2);
@@ -132,7 +132,7 @@ fn scripted_stale_cycle_is_not_reported() {
 fn dump_never_shows_a_wrong_owner() {
     common::builder(3).check(|| {
         let rt = Runtime::<Fat>::new(config());
-        let a = Arc::new(objmon::LockWord::default());
+        let a = Arc::new(objmon::vm::LockWord::default());
         let me = rt.attach().unwrap();
         let g = me.enter(&a).unwrap();
         let t2 = {

@@ -6,7 +6,7 @@
 
 mod watchdog;
 
-use objmon::{Config, Runtime};
+use objmon::vm::{Config, Runtime};
 
 every_protocol!(
     forgotten_guard_is_not_inherited_by_id_reuse,
@@ -18,7 +18,7 @@ every_protocol!(
 
 mod checks {
     use super::*;
-    use objmon::{MonitorError, Protocol};
+    use objmon::vm::{MonitorError, Protocol};
     use std::thread;
 
     /// Finding 6: a guard passed to `mem::forget` keeps its lock forever; the thread that gets

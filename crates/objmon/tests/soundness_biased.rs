@@ -16,7 +16,7 @@ mod watchdog;
 
 use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoSeed};
 use objmon::protocol::fable::{FableHeuristics, FableSeedHeuristics};
-use objmon::{BiasConfig, BiasWord, MonitorError, Revocation, Runtime};
+use objmon::vm::{BiasConfig, BiasWord, MonitorError, Revocation, Runtime};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::Duration;
@@ -77,7 +77,7 @@ mod checks {
     use super::*;
 
     /// Makes `h` biased to the calling thread (FABLE: learn limit 1, two acquisitions).
-    fn bias<F: Flavor>(me: &objmon::ThreadHandle<'_, Biasing<F>>, h: &BiasWord) {
+    fn bias<F: Flavor>(me: &objmon::vm::ThreadHandle<'_, Biasing<F>>, h: &BiasWord) {
         for _ in 0..3 {
             drop(me.enter(h).unwrap());
         }

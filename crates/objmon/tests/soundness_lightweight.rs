@@ -8,7 +8,7 @@
 
 mod watchdog;
 
-use objmon::{
+use objmon::vm::{
     Config, DeflationPolicy, Lightweight, LightweightSeed, LightweightTable, MarkWord, Protocol,
     Runtime, WaitOutcome,
 };

@@ -8,7 +8,7 @@ mod watchdog;
 
 use objmon::protocol::mark::MARK_HOST_BITS;
 use objmon::protocol::stack::StackWord;
-use objmon::{Config, DeflationPolicy, Runtime, Stack};
+use objmon::vm::{Config, DeflationPolicy, Runtime, Stack};
 use std::time::Duration;
 use watchdog::within;
 

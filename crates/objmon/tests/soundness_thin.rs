@@ -10,7 +10,7 @@
 
 mod watchdog;
 
-use objmon::{Config, MonitorError, Protocol, Runtime};
+use objmon::vm::{Config, MonitorError, Protocol, Runtime};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;

@@ -34,7 +34,7 @@
 //! thread's bias bits; learn and thin share the low state bit, so one unlock path serves
 //! both. The all-zero lock field is *clear* (biased to nobody): an object starts there.
 //!
-//! A bias names the owner's id *and* the low 30 bits of its [`generation`](crate::ThreadCore::generation),
+//! A bias names the owner's id *and* the low 30 bits of its [`generation`](crate::vm::ThreadCore::generation),
 //! so an id recycled after a detach does not match the old bias (it would take 2^30 reuses of
 //! one id; even then the old owner is gone, so the match is a rebias, not a race).
 //!
@@ -109,7 +109,7 @@
 //! native) or has detached, the revoker rewrites the header in place with a CAS. Otherwise,
 //! by the runtime's [`Revocation`]:
 //! - `SyncHandshake` / `AsyncHandshake` (§3.3): T stops at its next poll / runs the CAS itself
-//!   there. T polls in every slow path and in [`ThreadHandle::poll`](crate::ThreadHandle::poll).
+//!   there. T polls in every slow path and in [`ThreadHandle::poll`](crate::vm::ThreadHandle::poll).
 //! - `Membarrier`, records variant — an asymmetric Dekker on each record:
 //!   the revoker CASes the header to *revoking*, calls `membarrier()` (every running thread
 //!   executes a full fence; a descheduled one passed one in the context switch), then reads
@@ -143,8 +143,8 @@
 //! wait (only while a push or pop of that very header is in flight), never breaks it.
 //!
 //! **Host contract for the handshakes.** A thread that blocks outside objmon (a channel, a
-//! sleep, I/O, a join) must do it inside [`ThreadHandle::in_native`](crate::ThreadHandle::in_native)
-//! and should call [`ThreadHandle::poll`](crate::ThreadHandle::poll) in long loops that take no
+//! sleep, I/O, a join) must do it inside [`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native)
+//! and should call [`ThreadHandle::poll`](crate::vm::ThreadHandle::poll) in long loops that take no
 //! lock — as JNI code and JIT-compiled loops do in a JVM — or a handshake revoker waits for it.
 //! The barrier revocation needs neither, which is why it is the default
 //! ([`BiasConfig::default`]): the conformance suite, like most Rust hosts, blocks in `std`
@@ -156,7 +156,7 @@
 //! filter installed later), the revoker withdraws its mark, the runtime switches to the
 //! handshake (visibly: [`BiasState::revocation`]) and this contract applies from then on.
 //!
-//! **In native.** [`ThreadHandle::in_native`](crate::ThreadHandle::in_native) makes the thread
+//! **In native.** [`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native) makes the thread
 //! `SAFE`, so its revokers rewrite its biases in place, with no barrier and no handshake. A
 //! biased fast path of its own there (plain stores) could then race an in-place revoker and
 //! make two owners. So `enter_native` poisons the cached bits its fast paths compare with
@@ -178,7 +178,7 @@
 //!
 //! **Moving objects.** The records hold header addresses. An unlocked header may move
 //! freely; a host that moves a locked one (a copying GC behind the borrow checker's back)
-//! must report it at a safepoint with [`Runtime::relocate`](crate::Runtime::relocate); the records are GC
+//! must report it at a safepoint with [`Runtime::relocate`](crate::vm::Runtime::relocate); the records are GC
 //! roots ([`locked_objects`](Biasing::locked_objects)). Records are never dereferenced: a
 //! missed relocation is a wrong count, never undefined behaviour.
 

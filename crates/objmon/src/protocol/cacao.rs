@@ -917,7 +917,7 @@ impl Protocol for Cacao {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::Runtime;
+    use crate::vm::Runtime;
 
     /// Two headers of `hs` that hash to the same bucket.
     fn colliding(hs: &[HostWord]) -> (usize, usize) {

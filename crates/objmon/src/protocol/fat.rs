@@ -16,7 +16,7 @@
 //!
 //! The first enter allocates a monitor and installs its index with one compare-and-swap (the
 //! loser of a race frees its monitor and uses the winner's); the monitor stays until
-//! [`reclaim`](crate::Runtime::reclaim).
+//! [`reclaim`](crate::vm::Runtime::reclaim).
 //!
 //! Atomic operations per fast path (monitor installed): enter = one load of the header, one
 //! compare-and-swap (the tasuki lock); nested enter = none; exit = no read-modify-write, one

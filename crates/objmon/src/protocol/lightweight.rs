@@ -307,7 +307,7 @@ fn addr(h: &MarkWord) -> usize {
 
 impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
-    /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
+    /// [`DeflationPolicy::OnRequest`](crate::vm::DeflationPolicy::OnRequest), usable under any
     /// policy). `true` if it did.
     pub fn deflate_idle(rt: &Runtime<Self>, h: &MarkWord) -> bool {
         deflate::deflate_idle(rt, &h.0)
@@ -912,7 +912,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{DeflationPolicy, Runtime};
+    use crate::vm::{DeflationPolicy, Runtime};
     use std::time::Duration;
 
     const HOST: u64 = 0x8000_0000_0000_00a4;

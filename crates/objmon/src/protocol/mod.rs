@@ -42,10 +42,10 @@ pub use word::{LockWord, HOST_BITS_MASK};
 /// caller promises that
 ///
 /// 1. `t` is the calling OS thread's own context: the one carried by the
-///    [`ThreadHandle`](crate::ThreadHandle) it attached with, used on the thread that attached
+///    [`ThreadHandle`](crate::vm::ThreadHandle) it attached with, used on the thread that attached
 ///    (a handle is neither `Send` nor `Sync`, so every call through a handle keeps this);
 /// 2. `enter_native` / `leave_native` come in pairs on that thread
-///    ([`ThreadHandle::in_native`](crate::ThreadHandle::in_native)), and after `on_detach` no
+///    ([`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native)), and after `on_detach` no
 ///    call uses `t` again;
 /// 3. `h` stays valid for the call and, while `t` holds it, is not moved or freed unless the
 ///    host reports the move ([`Runtime::relocate`]) or the death ([`Runtime::reclaim`]).
@@ -55,7 +55,7 @@ pub use word::{LockWord, HOST_BITS_MASK};
 /// sees it in native revokes in place. A lock operation made in native is the protocol's to
 /// refuse (`Err(InNative)`). Everything else a caller can get wrong — exit / wait / notify
 /// without owning, a timeout out of range — is an error, never undefined behaviour. Safe code calls these through
-/// [`ThreadHandle`](crate::ThreadHandle) and [`MonitorGuard`](crate::MonitorGuard), which keep
+/// [`ThreadHandle`](crate::vm::ThreadHandle) and [`HeaderGuard`](crate::vm::HeaderGuard), which keep
 /// all three promises; `docs/soundness.md` has the whole argument.
 pub trait Protocol: Sized + Send + Sync + 'static {
     /// The catalog name (`fat`, `thin`, ...).
@@ -139,7 +139,7 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// thread still owns (only possible after `mem::forget` of a guard) is leaked, not freed.
     fn reclaim(rt: &Runtime<Self>, h: &mut Self::Header);
 
-    /// Safepoint poll: the host calls it (through [`ThreadHandle::poll`](crate::ThreadHandle::poll))
+    /// Safepoint poll: the host calls it (through [`ThreadHandle::poll`](crate::vm::ThreadHandle::poll))
     /// in long loops that take no lock, so that protocols whose revocation needs the owner's
     /// cooperation (the pair handshakes of seed 002 §3.3) make progress. No-op by default.
     ///

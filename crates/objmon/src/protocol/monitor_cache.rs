@@ -309,7 +309,7 @@ impl Protocol for MonitorCache {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::Runtime;
+    use crate::vm::Runtime;
 
     /// A monitor stays cached after the last unlock: relocking allocates nothing.
     #[test]
@@ -347,9 +347,9 @@ mod tests {
     /// A full monitor table is relieved by sweeping unused bindings before giving up.
     #[test]
     fn full_table_sweeps_before_failing() {
-        let rt = Runtime::<MonitorCache>::new(crate::Config {
+        let rt = Runtime::<MonitorCache>::new(crate::vm::Config {
             monitor_capacity: 2,
-            ..crate::Config::default()
+            ..crate::vm::Config::default()
         });
         let me = rt.attach().unwrap();
         let hs: Vec<HostWord> = (0..3).map(HostWord::new).collect();

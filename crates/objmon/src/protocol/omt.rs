@@ -13,7 +13,7 @@
 //! GC removes the entries of dead objects and re-keys moved ones. A library sees none of
 //! that: from safe Rust a [`MarkWord`](super::mark::MarkWord) whose idle monitor is installed
 //! can be moved (`mem::replace`, `mem::swap`) or dropped without
-//! [`reclaim`](crate::Runtime::reclaim), and another object can then live at the old address.
+//! [`reclaim`](crate::vm::Runtime::reclaim), and another object can then live at the old address.
 //! So an entry may outlive its object's stay at its address (a *stale* entry), and a header
 //! may say "monitor" at an address that has no entry (an *orphan*). Both happen only through
 //! `&mut` access to a header, which excludes every concurrent operation on it, and then only
@@ -39,7 +39,7 @@
 //!   swapped) uses that monitor: an idle monitor carries no state but its identity hash, which
 //!   this protocol keeps in the header.
 //!
-//! [`Runtime::relocate`](crate::Runtime::relocate) moves the entry with the header, so a GC
+//! [`Runtime::relocate`](crate::vm::Runtime::relocate) moves the entry with the header, so a GC
 //! may move a locked inflated object.
 
 use crate::sync::{lock, Mutex, MutexGuard};

@@ -361,7 +361,7 @@ fn addr(h: &StackWord) -> usize {
 
 impl Stack {
     /// Deflates `h`'s monitor if nobody owns, enters or waits on it (the host's hook for
-    /// [`DeflationPolicy::OnRequest`](crate::DeflationPolicy::OnRequest), usable under any
+    /// [`DeflationPolicy::OnRequest`](crate::vm::DeflationPolicy::OnRequest), usable under any
     /// policy). `true` if it did.
     pub fn deflate_idle(rt: &Runtime<Self>, h: &StackWord) -> bool {
         deflate::deflate_idle(rt, &h.0)
@@ -958,7 +958,7 @@ impl Protocol for Stack {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{DeflationPolicy, Runtime};
+    use crate::vm::{DeflationPolicy, Runtime};
     use std::time::Duration;
 
     const HOST: u64 = 0x8000_0000_0000_00a4;
@@ -1191,9 +1191,9 @@ mod tests {
     /// exit's deflation (or deflate_idle) keeps the hash; relocation moves it.
     #[test]
     fn hash_displaced_or_inflated() {
-        let rt = Runtime::<Stack>::new(crate::Config {
+        let rt = Runtime::<Stack>::new(crate::vm::Config {
             deflation: DeflationPolicy::OnRequest,
-            ..crate::Config::default()
+            ..crate::vm::Config::default()
         });
         let h = StackWord::new(HOST);
         let me = rt.attach().unwrap();

@@ -27,7 +27,7 @@
 //! names the owner, not a monitor, so a contender needs another way to the object's monitor.
 //! The paper is not among our seeds and seed 004 §6 does not say how \[19\] finds it; we keep
 //! its index in the aux word (a design choice, not the paper's), installed by the first
-//! contender with one compare-and-swap and kept until [`reclaim`](crate::Runtime::reclaim),
+//! contender with one compare-and-swap and kept until [`reclaim`](crate::vm::Runtime::reclaim),
 //! so the contended path does no table search and a re-inflation allocates nothing. Memory
 //! when many objects are locked at once: nothing beyond the header for flat locks; one
 //! monitor ([`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) per
@@ -632,7 +632,7 @@ impl Protocol for Tasuki {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::Runtime;
+    use crate::vm::Runtime;
     use std::time::Duration;
 
     /// The owner's flat lock, unlock and nesting touch only the lock word, like `thin`, and

@@ -788,7 +788,7 @@ impl Thin {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::Runtime;
+    use crate::vm::Runtime;
 
     fn parts(w: u32) -> (u32, u32, u32, u32) {
         (

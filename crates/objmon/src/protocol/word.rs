@@ -38,7 +38,7 @@ impl LockWord {
     /// Seed 000 §2.3.1, the whole uncontended lock: one load, one compare-and-swap of
     /// `host → host | id_shifted16` (the lock field must be 0: unlocked, not inflated).
     /// `id_shifted16` is the thread index already shifted into place
-    /// ([`ThreadCore::id_shifted16`](crate::ThreadCore::id_shifted16)). Shared by every
+    /// ([`ThreadCore::id_shifted16`](crate::vm::ThreadCore::id_shifted16)). Shared by every
     /// protocol whose lock word has the thin shape.
     #[inline]
     pub fn try_lock_unlocked(&self, id_shifted16: u32) -> bool {

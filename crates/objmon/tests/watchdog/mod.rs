@@ -2,7 +2,7 @@
 //!
 //! Every check that could hang runs under [`within`], so a hang fails the test (naming what
 //! hung) instead of stalling CI; [`every_protocol!`] runs a generic check over
-//! `objmon::visit_all`.
+//! `objmon::vm::visit_all`.
 #![allow(dead_code)]
 
 use std::sync::mpsc;
@@ -39,13 +39,13 @@ macro_rules! every_protocol {
         #[test]
         fn $check() {
             struct V;
-            impl objmon::ProtocolVisitor for V {
+            impl objmon::vm::ProtocolVisitor for V {
                 fn visit<P: objmon::Protocol>(&mut self) {
                     eprintln!(concat!(stringify!($check), " on {}"), P::NAME);
                     $crate::watchdog::within(60, P::NAME, checks::$check::<P>);
                 }
             }
-            objmon::visit_all(&mut V);
+            objmon::vm::visit_all(&mut V);
         }
     )*};
 }

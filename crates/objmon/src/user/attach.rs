@@ -1,0 +1,252 @@
+//! Automatic attachment: a thread is attached to a runtime on its first monitor operation and
+//! detached when it exits. This is what lets [`Monitor`](crate::Monitor) and
+//! [`RawMonitor`](crate::RawMonitor) need no [`ThreadHandle`](crate::vm::ThreadHandle).
+//!
+//! Owns [`Auto`], one thread's automatic attachment to one runtime, and the per-thread list
+//! of them. It shares the thread's identity on that runtime with any handle the thread got
+//! from [`Runtime::attach`] (one OS thread, one id), and counts the lock levels taken through
+//! it that are not yet released (`core.guards`).
+//!
+//! The rules that keep a guard's pointer to its `Auto` valid:
+//!
+//! - an `Auto` is reached only from the thread that made it: through this file's
+//!   thread-locals, and through guards that are neither `Send` nor `Sync`;
+//! - it is freed only when no lock level taken through it is outstanding (`guards == 0`);
+//! - at thread exit the reaper (a thread-local's destructor) frees every `Auto` with no
+//!   outstanding level and marks the others *orphans*, freed by the drop of their last guard
+//!   (a guard kept in another thread-local that is destroyed later). An orphan whose guard was
+//!   passed to `mem::forget` is never freed: its id stays taken, so no later thread inherits
+//!   the lock (as a handle's forgotten guard retires its id, `handle.rs`).
+//!
+//! Thread-locals are torn down in an order nobody controls, so a monitor may be locked from
+//! another thread-local's destructor after the reaper ran. The list is therefore a raw
+//! pointer in a thread-local *without* a destructor (usable until the thread is gone), and an
+//! `Auto` made after the reaper ran is an orphan from birth: freed when its levels are all
+//! released. Nested locks in such a destructor still find it, so reentrancy holds there too.
+
+use crate::handle::{Attachment, HandleCore};
+use crate::protocol::Protocol;
+use crate::runtime::Runtime;
+use crate::sync::Arc;
+use crate::MonitorError;
+use std::cell::Cell;
+use std::ptr::{self, NonNull};
+use std::rc::Rc;
+use std::thread::LocalKey;
+
+/// A thread-local cell caching one `Auto` for a fast path (a process-wide runtime's).
+pub type Cache<P> = LocalKey<Cell<*const Auto<P>>>;
+
+/// One thread's automatic attachment to one runtime.
+pub struct Auto<P: Protocol> {
+    /// The runtime, the context, and the outstanding lock levels taken through this.
+    pub(crate) core: HandleCore<P>,
+    /// The thread's identity: dropped with the `Auto` (the detach, unless a handle of the
+    /// same identity lives on).
+    _att: Rc<Attachment<P>>,
+    /// Freed by the release of the last outstanding level (the reaper has run).
+    orphan: Cell<bool>,
+    /// The fast-path cache that points here, cleared when this is freed.
+    cache: Option<&'static Cache<P>>,
+}
+
+/// One entry of the per-thread list, type-erased (a thread may use several protocols).
+struct Entry {
+    /// The runtime's address: the key.
+    rt: usize,
+    auto: *const (),
+    /// Frees the `Auto` if it has no outstanding level (true), else marks it an orphan.
+    reap: unsafe fn(*const ()) -> bool,
+}
+
+thread_local! {
+    /// This thread's automatic attachments (null until the first). No destructor, so it can be
+    /// used from other thread-locals' destructors: the reaper below does the clean-up.
+    static AUTOS: Cell<*mut Vec<Entry>> = const { Cell::new(ptr::null_mut()) };
+    /// Whether the reaper has run (the thread is exiting).
+    static REAPED: Cell<bool> = const { Cell::new(false) };
+    /// Its destructor is the thread-exit detach of every automatic attachment.
+    static REAPER: Reaper = const { Reaper };
+}
+
+struct Reaper;
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        REAPED.with(|r| r.set(true));
+        let list = AUTOS.with(Cell::get);
+        if list.is_null() {
+            return;
+        }
+        // Take the entries out first: freeing one edits the list (`release`).
+        // SAFETY: `list` was made by `Box::into_raw` in `list_mut` and is freed only here or
+        // in `release` when empty, on this thread; no reference into it is live across calls.
+        let entries: Vec<(*const (), unsafe fn(*const ()) -> bool)> =
+            unsafe { (*list).iter().map(|e| (e.auto, e.reap)).collect() };
+        for (auto, reap) in entries {
+            // SAFETY: `auto` is a live `Auto` of this thread: entries are removed when their
+            // `Auto` is freed, and `reap` is the function stored with it for its type.
+            unsafe { reap(auto) };
+        }
+        free_list_if_empty();
+    }
+}
+
+/// The per-thread list, made on first use.
+fn list_mut() -> *mut Vec<Entry> {
+    AUTOS.with(|l| {
+        if l.get().is_null() {
+            l.set(Box::into_raw(Box::new(Vec::new())));
+        }
+        l.get()
+    })
+}
+
+fn free_list_if_empty() {
+    AUTOS.with(|l| {
+        let list = l.get();
+        // SAFETY: as in `Reaper::drop`; freed only once the reaper has run (no later
+        // attachment would find it otherwise) and when empty.
+        if !list.is_null() && REAPED.with(Cell::get) && unsafe { (*list).is_empty() } {
+            l.set(ptr::null_mut());
+            // SAFETY: made by `Box::into_raw` in `list_mut`; the pointer was cleared above.
+            drop(unsafe { Box::from_raw(list) });
+        }
+    });
+}
+
+/// The calling thread's automatic attachment to `rt`, if it has one.
+#[inline]
+pub(crate) fn find<P: Protocol>(rt: &Arc<Runtime<P>>) -> Option<NonNull<Auto<P>>> {
+    let key = Arc::as_ptr(rt) as usize;
+    let list = AUTOS.with(Cell::get);
+    if list.is_null() {
+        return None;
+    }
+    // SAFETY: as in `Reaper::drop`.
+    let found = unsafe { (*list).iter().find(|e| e.rt == key).map(|e| e.auto) };
+    found.and_then(|a| NonNull::new(a as *mut Auto<P>))
+}
+
+/// The calling thread's automatic attachment to `rt`, made now if it has none (and recorded in
+/// `cache`, if given). Panics if every thread id of `rt` is taken: a monitor operation has no
+/// error to return for it.
+#[cold]
+#[inline(never)]
+pub(crate) fn find_or_attach<P: Protocol>(
+    rt: &Arc<Runtime<P>>,
+    cache: Option<&'static Cache<P>>,
+) -> NonNull<Auto<P>> {
+    let auto = match find(rt) {
+        Some(a) => a,
+        None => attach(rt, cache),
+    };
+    if let Some(c) = cache {
+        c.with(|c| c.set(auto.as_ptr()));
+    }
+    auto
+}
+
+fn attach<P: Protocol>(rt: &Arc<Runtime<P>>, cache: Option<&'static Cache<P>>) -> NonNull<Auto<P>> {
+    let att = match rt.attachment() {
+        Ok(att) => att,
+        Err(e) => attach_failed(e, rt),
+    };
+    // Registering the reaper fails once it has run: then this is an orphan from birth.
+    let reaper_armed = !REAPED.with(Cell::get) && REAPER.try_with(|_| ()).is_ok();
+    let auto = Box::new(Auto {
+        core: HandleCore::of(&att),
+        _att: att,
+        orphan: Cell::new(!reaper_armed),
+        cache,
+    });
+    let auto = NonNull::from(Box::leak(auto));
+    // SAFETY: `list_mut` is this thread's live list (see `Reaper::drop`).
+    unsafe {
+        (*list_mut()).push(Entry {
+            rt: Arc::as_ptr(rt) as usize,
+            auto: auto.as_ptr() as *const (),
+            reap: reap::<P>,
+        })
+    };
+    auto
+}
+
+#[cold]
+fn attach_failed<P: Protocol>(e: MonitorError, rt: &Runtime<P>) -> ! {
+    panic!(
+        "objmon: cannot attach this thread to the {} runtime: {e} (Config::max_threads = {})",
+        P::NAME,
+        rt.threads().max_threads()
+    )
+}
+
+/// The reaper's step for one `Auto`: free it if nothing is outstanding, else orphan it.
+///
+/// # Safety
+/// `auto` is a live `Auto<P>` of the calling thread.
+unsafe fn reap<P: Protocol>(auto: *const ()) -> bool {
+    let auto = auto as *const Auto<P>;
+    // SAFETY: the caller's promise.
+    let a = unsafe { &*auto };
+    if a.core.guards.get() == 0 {
+        // SAFETY: live, of this thread, nothing outstanding.
+        unsafe { release(auto) };
+        true
+    } else {
+        a.orphan.set(true);
+        false
+    }
+}
+
+/// Frees `auto`: out of the list and the cache, then dropped (which may detach the thread).
+///
+/// # Safety
+/// `auto` is a live `Auto<P>` of the calling thread with no outstanding level, made by
+/// `attach`; nothing uses it afterwards.
+unsafe fn release<P: Protocol>(auto: *const Auto<P>) {
+    let list = AUTOS.with(Cell::get);
+    if !list.is_null() {
+        // SAFETY: as in `Reaper::drop`.
+        unsafe { (*list).retain(|e| e.auto != auto as *const ()) };
+    }
+    // SAFETY: the caller's promise.
+    let a = unsafe { &*auto };
+    if let Some(c) = a.cache {
+        // `try_with`: the cache has no destructor, but be safe in any teardown order.
+        let _ = c.try_with(|c| {
+            if c.get() == auto {
+                c.set(ptr::null());
+            }
+        });
+    }
+    // SAFETY: made by `Box::leak` in `attach`; removed from every place that names it above.
+    drop(unsafe { Box::from_raw(auto as *mut Auto<P>) });
+    free_list_if_empty();
+}
+
+impl<P: Protocol> Auto<P> {
+    /// One more lock level outstanding (a guard was made).
+    #[inline(always)]
+    pub(crate) fn took(&self) {
+        self.core.guards.set(self.core.guards.get() + 1);
+    }
+
+    /// One lock level released (its guard dropped after the unlock): frees an orphan whose
+    /// last level this was.
+    ///
+    /// # Safety
+    /// `this` is a live `Auto` of the calling thread with an outstanding level (from `took`)
+    /// that this call gives back; nothing uses `this` afterwards unless it has levels left.
+    #[inline(always)]
+    pub(crate) unsafe fn gave_back(this: NonNull<Self>) {
+        // SAFETY: the caller's promise.
+        let a = unsafe { this.as_ref() };
+        let left = a.core.guards.get() - 1;
+        a.core.guards.set(left);
+        if a.orphan.get() && left == 0 {
+            // SAFETY: an orphan with nothing outstanding; the caller uses it no more.
+            unsafe { release(this.as_ptr()) };
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Where a [`Monitor`](crate::Monitor)'s runtime comes from: the process-wide runtime of its
+//! protocol ([`Global`], what `Monitor::new` uses), or one the host made
+//! (`Arc<Runtime<P>>`, what [`Monitor::with_runtime`](crate::Monitor::with_runtime) uses).
+//!
+//! Owns the process-wide runtimes (one per protocol, made on first use with the default
+//! [`Config`](crate::vm::Config)) and each thread's cached automatic attachment to them: the
+//! fast path of `Monitor::lock` is one thread-local load, then the protocol's own.
+
+use super::attach::{self, Auto, Cache};
+use crate::protocol::biased::{Biased, BiasedSeed};
+use crate::protocol::cacao::Cacao;
+use crate::protocol::fable::Fable;
+use crate::protocol::fat::Fat;
+use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
+use crate::protocol::monitor_cache::MonitorCache;
+use crate::protocol::stack::Stack;
+use crate::protocol::tasuki_bimodal::Tasuki;
+use crate::protocol::thin::Thin;
+use crate::protocol::Protocol;
+use crate::runtime::Runtime;
+use crate::sync::Arc;
+use std::ptr::NonNull;
+
+/// A protocol with a process-wide runtime, so that [`Monitor::new`](crate::Monitor::new)
+/// needs none: every protocol of this crate. Sealed.
+pub trait ProcessWide: Protocol + sealed::ProcessWide {}
+
+/// Where a monitor finds its runtime: [`Global`] (the protocol's process-wide runtime, a
+/// zero-sized marker) or an `Arc<Runtime<P>>` of the host's. Sealed.
+pub trait RuntimeRef<P: Protocol>: sealed::RuntimeRef<P> {}
+
+/// The process-wide runtime of a protocol: what [`Monitor::new`](crate::Monitor::new) uses.
+/// Zero-sized.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Global;
+
+/// The process-wide runtime of protocol `P`, made on first use with the default
+/// [`Config`](crate::vm::Config): the runtime behind every [`Monitor::new`](crate::Monitor::new)
+/// of that protocol. For its counters, thread dumps and deadlock detection.
+///
+/// ```
+/// use objmon::{Monitor, Thin};
+/// let m: Monitor<u32, Thin> = Monitor::new(7);
+/// drop(m.lock());
+/// let rt = objmon::vm::global_runtime::<Thin>();
+/// assert!(rt.stats_snapshot().attached_threads >= 1); // this thread, attached by `lock`
+/// ```
+pub fn global_runtime<P: ProcessWide>() -> &'static Arc<Runtime<P>> {
+    <P as sealed::ProcessWide>::runtime()
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    pub trait ProcessWide: Protocol {
+        /// An unlocked header without host bits, as a constant (for `const fn new`).
+        #[cfg(not(loom))]
+        const UNLOCKED: Self::Header;
+        /// The runtime, made on first call.
+        fn runtime() -> &'static Arc<Runtime<Self>>;
+        /// The runtime if it was made.
+        fn runtime_if_made() -> Option<&'static Arc<Runtime<Self>>>;
+        /// This thread's cached automatic attachment to it.
+        fn cache() -> &'static Cache<Self>;
+        /// Where the runtime lives.
+        fn cell() -> &'static std::sync::OnceLock<Arc<Runtime<Self>>>;
+    }
+
+    pub trait RuntimeRef<P: Protocol> {
+        /// The calling thread's automatic attachment, made now if it has none.
+        fn current(&self) -> NonNull<Auto<P>>;
+        /// The calling thread's automatic attachment, if it has one.
+        fn current_if_attached(&self) -> Option<NonNull<Auto<P>>>;
+        /// The runtime, unless it was never made (then no header of it was ever locked).
+        fn runtime(&self) -> Option<&Runtime<P>>;
+    }
+}
+
+impl<P: ProcessWide> RuntimeRef<P> for Global {}
+impl<P: ProcessWide> sealed::RuntimeRef<P> for Global {
+    #[inline(always)]
+    fn current(&self) -> NonNull<Auto<P>> {
+        // A thread-local without destructor: one load, valid in any teardown order.
+        match NonNull::new(P::cache().with(|c| c.get()) as *mut Auto<P>) {
+            Some(a) => a,
+            None => attach::find_or_attach(P::runtime(), Some(P::cache())),
+        }
+    }
+
+    #[inline]
+    fn current_if_attached(&self) -> Option<NonNull<Auto<P>>> {
+        NonNull::new(P::cache().with(|c| c.get()) as *mut Auto<P>)
+            .or_else(|| P::runtime_if_made().and_then(attach::find))
+    }
+
+    #[inline]
+    fn runtime(&self) -> Option<&Runtime<P>> {
+        P::runtime_if_made().map(|rt| &**rt)
+    }
+}
+
+impl<P: Protocol> RuntimeRef<P> for Arc<Runtime<P>> {}
+impl<P: Protocol> sealed::RuntimeRef<P> for Arc<Runtime<P>> {
+    #[inline]
+    fn current(&self) -> NonNull<Auto<P>> {
+        match attach::find(self) {
+            Some(a) => a,
+            None => attach::find_or_attach(self, None),
+        }
+    }
+
+    #[inline]
+    fn current_if_attached(&self) -> Option<NonNull<Auto<P>>> {
+        attach::find(self)
+    }
+
+    #[inline]
+    fn runtime(&self) -> Option<&Runtime<P>> {
+        Some(self)
+    }
+}
+
+/// Implements [`ProcessWide`] for each protocol: its unlocked header as a constant, and a
+/// runtime static and a thread-local cache of its own (statics of a generic function would
+/// be shared by every protocol; these are one per expansion).
+macro_rules! process_wide {
+    ($($p:ty => $unlocked:expr;)*) => {$(
+        impl ProcessWide for $p {}
+        impl sealed::ProcessWide for $p {
+            #[cfg(not(loom))]
+            const UNLOCKED: Self::Header = $unlocked;
+
+            fn runtime() -> &'static Arc<Runtime<Self>> {
+                Self::cell().get_or_init(Runtime::with_defaults)
+            }
+
+            #[inline]
+            fn runtime_if_made() -> Option<&'static Arc<Runtime<Self>>> {
+                Self::cell().get()
+            }
+
+            #[inline(always)]
+            fn cache() -> &'static Cache<Self> {
+                thread_local! {
+                    static CACHE: std::cell::Cell<*const Auto<$p>> =
+                        const { std::cell::Cell::new(std::ptr::null()) };
+                }
+                &CACHE
+            }
+
+            #[inline]
+            fn cell() -> &'static std::sync::OnceLock<Arc<Runtime<Self>>> {
+                static RUNTIME: std::sync::OnceLock<Arc<Runtime<$p>>> =
+                    std::sync::OnceLock::new();
+                &RUNTIME
+            }
+        }
+    )*};
+}
+
+process_wide! {
+    Fat => crate::protocol::LockWord::new(0);
+    Thin => crate::protocol::LockWord::new(0);
+    Stack => crate::protocol::stack::StackWord::new(0);
+    Lightweight => crate::protocol::mark::MarkWord::new(0);
+    LightweightSeed => crate::protocol::mark::MarkWord::new(0);
+    LightweightTable => crate::protocol::mark::MarkWord::new(0);
+    Biased => crate::protocol::biased::BiasWord::new(0);
+    BiasedSeed => crate::protocol::biased::BiasWord::new(0);
+    Fable => crate::protocol::biased::BiasWord::new(0);
+    MonitorCache => crate::protocol::cacao::HostWord::new(0);
+    Cacao => crate::protocol::cacao::HostWord::new(0);
+    Tasuki => crate::protocol::tasuki_bimodal::TasukiHeader::new(0, 0);
+}
