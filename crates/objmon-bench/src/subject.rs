@@ -6,7 +6,9 @@
 //! [`Proto`]); nothing here names a protocol, so a protocol added to the catalog is measured
 //! with no change to this crate.
 
-use objmon::vm::{Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle};
+use objmon::vm::{
+    Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle,
+};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -117,4 +117,6 @@ pub use protocol::{
     Protocol,
 };
 #[cfg(not(loom))]
-pub use user::{DefaultProtocol, Global, Monitor, MonitorGuard, ProcessWide, RawMonitor, RuntimeRef};
+pub use user::{
+    DefaultProtocol, Global, Monitor, MonitorGuard, ProcessWide, RawMonitor, RuntimeRef,
+};

@@ -103,7 +103,7 @@ pub enum Revocation {
     /// Asymmetric Dekker on `membarrier(PRIVATE_EXPEDITED)`: needs nothing from the owner,
     /// which may spin without polling or sit in a system call.
     Membarrier,
-    /// The asynchronous pair handshake for [`HYBRID_WAIT_NS`]; if the owner has not polled
+    /// The asynchronous pair handshake for `HYBRID_WAIT_NS`; if the owner has not polled
     /// by then, the request is withdrawn and the barrier revokes. Needs the barrier (falls
     /// back to `NoBias` where the kernel refuses it, as `Membarrier` does).
     Hybrid,

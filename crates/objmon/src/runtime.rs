@@ -9,7 +9,6 @@ use crate::tasuki::SystemLockConfig;
 use crate::thread::{Registry, ThreadId, MAX_THREAD_ID};
 use crate::MonitorError;
 
-
 /// Settings of a runtime, fixed at creation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {

@@ -62,9 +62,9 @@ pub use crate::protocol::tasuki_bimodal::TasukiHeader;
 pub use crate::protocol::{names, visit_all, Knob, KnobError, LockWord, ProtocolVisitor};
 pub use crate::revoke::{init as init_revocation, Revocation, RevocationKind, RevocationStats};
 pub use crate::runtime::{Config, InflationCause, Runtime, StatsSnapshot};
+pub use crate::table::MAX_MONITOR_INDEX;
 pub use crate::tasuki::{SystemLockConfig, SystemLockVariant};
 pub use crate::thread::{Registry, ThreadContext, ThreadCore, ThreadId, MAX_THREAD_ID};
-pub use crate::table::MAX_MONITOR_INDEX;
 #[cfg(not(loom))]
 pub use crate::user::global_runtime;
 pub use crate::{MonitorError, Protocol, WaitOutcome};

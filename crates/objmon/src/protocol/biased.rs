@@ -1,7 +1,7 @@
 //! `biased`: KKO biased locking as built in Jikes RVM (seed 002 §2.2) — bias on first
 //! acquire, never rebias — and the engine it shares with [`fable`](super::fable) (seed 002
 //! §3): the header, the fast paths, the thin and fat slow paths, and bias revocation three
-//! ways (see [`crate::revoke`]). Two places for a biased lock's recursion count, chosen by
+//! ways (see `crate::revoke`). Two places for a biased lock's recursion count, chosen by
 //! [`Flavor::RECORDS`]:
 //!
 //! - **lock records** (`biased`, `fable`; HotSpot 17's scheme): the bias owner keeps one
@@ -133,7 +133,7 @@
 //! - `Membarrier`, header variant: the same Dekker against `in_op`: CAS the mark, barrier,
 //!   wait while T's `in_op` names the header, re-read: if the mark survived, store thin(T,
 //!   rc); if T's in-flight store overwrote it, repeat.
-//! - `Hybrid`: the asynchronous handshake for [`HYBRID_WAIT_NS`](crate::revoke::HYBRID_WAIT_NS);
+//! - `Hybrid`: the asynchronous handshake for `HYBRID_WAIT_NS`;
 //!   if T has not claimed the request by then (T claims it with a CAS before running the
 //!   callback, so a withdrawn request is never run and a claimed one never withdrawn), the
 //!   revoker withdraws it with a CAS and revokes by the barrier. A polling owner is revoked
@@ -168,7 +168,7 @@
 //! for its whole revocation, so no revoker rewrites or counts the thread's records meanwhile,
 //! and the next one sees the release. `leave_native` waits for a revocation in progress and
 //! restores the bits; a bias revoked meanwhile is a thin word (marked stale if held), handled
-//! as after any revocation. `poll` in native is a no-op (see [`crate::revoke`]).
+//! as after any revocation. `poll` in native is a no-op (see `crate::revoke`).
 //!
 //! Anything else that writes a biased header is the owner itself (inflation for wait /
 //! notify, count or record overflow: a CAS, which fails against a concurrent revoker's mark)

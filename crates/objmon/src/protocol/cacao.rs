@@ -22,7 +22,7 @@
 //! least significant bits of the address above its alignment into n bits, "four RISC
 //! instructions": shift, shift, xor, and), external chaining through a preallocated pool of
 //! [`POOL_ENTRIES`] overflow entries on a free list, and `struct entry { obj; mutex; next }`
-//! where the mutex (holder, count, waiters) is a [`FatMonitor`] from the runtime's monitor
+//! where the mutex (holder, count, waiters) is a `FatMonitor` from the runtime's monitor
 //! table (owner, count, entry queue, and the wait set Java needs besides). The first chain
 //! entry keeps its monitor when its count drops to zero ("the decision is deferred until a
 //! mutex with the same hash code gets locked"), so the common monitorenter needs no free-slot
@@ -33,7 +33,7 @@
 //! lock and a 24-byte entry, padded), per pool entry 24 bytes, all preallocated (2^10 buckets
 //! and 1024 pool entries: 56 KiB, [`CacaoState::table_bytes`]; the pool grows in doubling,
 //! never-freed chunks when all 1024 are in use), plus one monitor (112 bytes
-//! on x86-64, [`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) per
+//! on x86-64, `MonitorTable::monitor_bytes`) per
 //! bucket ever used (kept until a reclaim) and per overflow entry in use. So k objects locked
 //! at once cost at most 56 KiB + 112 · (buckets used + k) bytes; objects that are never locked
 //! cost nothing beyond the host's word — the seed's point: javac would carry nearly 1 MB of

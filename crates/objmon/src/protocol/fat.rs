@@ -10,7 +10,7 @@
 //! | 7..0  | host bits (GC state, hash tag, ...), never touched              |
 //!
 //! Identity hash (32 bits, 0 = none): the word has no room, so it lives in the monitor
-//! ([`FatMonitor::identity_hash`]); hashing an object that has none installs one as the first
+//! (`FatMonitor::identity_hash`); hashing an object that has none installs one as the first
 //! enter does (one compare-and-swap, never waiting for the owner) and then stores the hash in
 //! it with one compare-and-swap. Cost: nothing beyond the monitor every locked object has.
 //!

@@ -52,7 +52,7 @@
 //! - the entries of one object form one adjacent run; its length is the recursion count
 //!   (recursive fast-locking; the seed itself inflated on recursion);
 //! - a fast-locked object's monitor, once a contender installed one, is owned by
-//!   [`ANONYMOUS_OWNER`] until the real owner — the thread with the run — claims it ("fixes the
+//!   `ANONYMOUS_OWNER` until the real owner — the thread with the run — claims it ("fixes the
 //!   owner to be itself", seed 001) with the run's length as count and drops the run.
 //!
 //! Transitions: a contender inflates a fast-locked object with one CAS of the monitor word
@@ -66,7 +66,7 @@
 //! addresses that are not GC roots of anything, and after `mem::forget` of a guard the header
 //! behind an entry may be gone, so no entry is ever dereferenced. Exits may come in any order: an exit of an
 //! object that is not on top removes one entry of its run and closes the gap.
-//! Deflation: [`crate::deflate`], per [`Config::deflation`].
+//! Deflation: `crate::deflate`, per [`Config::deflation`].
 //!
 //! Atomic operations per fast path:
 //! - lock an unlocked object: one load, one compare-and-swap (`01` → `00`; stored `00` →

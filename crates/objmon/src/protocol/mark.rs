@@ -39,7 +39,7 @@
 //!
 //! Deviation from HotSpot: HotSpot's monitor state holds a tagged `ObjectMonitor*` and keeps
 //! the displaced header inside the monitor. Here the monitor state holds the 23-bit index of the
-//! crate's [`MonitorTable`](crate::table::MonitorTable) (type-stable, so a stale index is never a
+//! crate's `MonitorTable` (type-stable, so a stale index is never a
 //! dangling pointer) and keeps the host bits in place, so hash and age are readable in every
 //! state but stack-locked / INFLATING, and deflation needs no displaced-header store.
 

@@ -16,7 +16,7 @@
 //!   table is full;
 //! - every operation, nested ones included, looks the monitor up under the cache lock (§3:
 //!   "The vanilla JDK111 is still much slower, because it must perform a lookup in the monitor
-//!   cache"); the monitor itself is the same [`FatMonitor`] every protocol uses (tasuki entry
+//!   cache"); the monitor itself is the same `FatMonitor` every protocol uses (tasuki entry
 //!   lock, JLS wait set), so the comparison isolates the cost of the cache.
 //!
 //! Header ([`HostWord`]): one 32-bit word the locking paths never read or write.
@@ -31,7 +31,7 @@
 //!
 //! Lock bits per object: 0. Memory when many objects are locked at once: per bound object one
 //! monitor (112 bytes on x86-64,
-//! [`MonitorTable::monitor_bytes`](crate::table::MonitorTable::monitor_bytes)) and one cache
+//! `MonitorTable::monitor_bytes`) and one cache
 //! slot (16 bytes, [`MonitorCacheState::slot_bytes`], plus the map's control byte, at a load
 //! factor of at most 7/8); unlocked objects stay bound until a sweep, so the cache holds up to
 //! `max(CACHE_SIZE, objects locked at once)` bindings: k objects locked at once cost about

@@ -52,7 +52,7 @@
 //! (whose count is 1 for all of them), as in HotSpot. No free record for a new object: it is
 //! locked straight through a fresh monitor. Exits may come in any order: the records of
 //! different objects are independent, and a freed record below the top is a hole until the
-//! records above it are freed. Deflation: [`crate::deflate`], per
+//! records above it are freed. Deflation: `crate::deflate`, per
 //! [`Config::deflation`].
 //!
 //! When a record may be freed (so that no header is left naming a free, and later reused,

@@ -46,7 +46,7 @@
 //! load, see "Identity hash"). The uncontended lock and unlock are untouched.
 //!
 //! Identity hash (32 bits, 0 = none): the 32-bit word has no room, so the hash lives in the
-//! fat monitor ([`FatMonitor::identity_hash`]) and hashing inflates the object, which then
+//! fat monitor (`FatMonitor::identity_hash`) and hashing inflates the object, which then
 //! stays fat (thin locks never deflate): **a hashed object costs a monitor**, and with the
 //! monitor table full hashing fails with `MonitorTableFull` (there is nowhere else to keep a
 //! hash that moves with the object). By the word the hasher finds:

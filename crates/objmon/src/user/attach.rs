@@ -39,25 +39,35 @@ pub type Cache<P> = LocalKey<Cell<*const Auto<P>>>;
 
 /// One thread's automatic attachment to one runtime.
 pub struct Auto<P: Protocol> {
-    /// The runtime, the context, and the outstanding lock levels taken through this.
+    /// The runtime and the context (its `guards` count is unused: see `levels`).
     pub(crate) core: HandleCore<P>,
     /// The thread's identity: dropped with the `Auto` (the detach, unless a handle of the
     /// same identity lives on).
     _att: Rc<Attachment<P>>,
-    /// Freed by the release of the last outstanding level (the reaper has run).
-    orphan: Cell<bool>,
+    /// Twice the lock levels taken through this and not yet released, plus [`ORPHAN`]. One
+    /// word, so that a guard's drop is a decrement and one compare. Protocols that know what
+    /// a thread holds (`P::KNOWS_HOLDS`: the lock stack tells) count nothing and are asked
+    /// instead, keeping the count's upkeep off their fast paths.
+    levels: Cell<usize>,
     /// The fast-path cache that points here, cleared when this is freed.
     cache: Option<&'static Cache<P>>,
 }
+
+/// In [`Auto::levels`]: the reaper has run; the `Auto` is freed when nothing is outstanding.
+const ORPHAN: usize = 1;
+/// In [`Auto::levels`]: one outstanding lock level.
+const LEVEL: usize = 2;
 
 /// One entry of the per-thread list, type-erased (a thread may use several protocols).
 struct Entry {
     /// The runtime's address: the key.
     rt: usize,
     auto: *const (),
-    /// Frees the `Auto` if it has no outstanding level (true), else marks it an orphan.
-    reap: unsafe fn(*const ()) -> bool,
+    reap: Reap,
 }
+
+/// Frees an `Auto` if it has no outstanding level (true), else marks it an orphan.
+type Reap = unsafe fn(*const ()) -> bool;
 
 thread_local! {
     /// This thread's automatic attachments (null until the first). No destructor, so it can be
@@ -81,7 +91,7 @@ impl Drop for Reaper {
         // Take the entries out first: freeing one edits the list (`release`).
         // SAFETY: `list` was made by `Box::into_raw` in `list_mut` and is freed only here or
         // in `release` when empty, on this thread; no reference into it is live across calls.
-        let entries: Vec<(*const (), unsafe fn(*const ()) -> bool)> =
+        let entries: Vec<(*const (), Reap)> =
             unsafe { (*list).iter().map(|e| (e.auto, e.reap)).collect() };
         for (auto, reap) in entries {
             // SAFETY: `auto` is a live `Auto` of this thread: entries are removed when their
@@ -157,7 +167,7 @@ fn attach<P: Protocol>(rt: &Arc<Runtime<P>>, cache: Option<&'static Cache<P>>) -
     let auto = Box::new(Auto {
         core: HandleCore::of(&att),
         _att: att,
-        orphan: Cell::new(!reaper_armed),
+        levels: Cell::new(if reaper_armed { 0 } else { ORPHAN }),
         cache,
     });
     let auto = NonNull::from(Box::leak(auto));
@@ -189,12 +199,12 @@ unsafe fn reap<P: Protocol>(auto: *const ()) -> bool {
     let auto = auto as *const Auto<P>;
     // SAFETY: the caller's promise.
     let a = unsafe { &*auto };
-    if a.core.guards.get() == 0 {
+    if !a.holds_any() {
         // SAFETY: live, of this thread, nothing outstanding.
         unsafe { release(auto) };
         true
     } else {
-        a.orphan.set(true);
+        a.levels.set(a.levels.get() | ORPHAN);
         false
     }
 }
@@ -226,10 +236,22 @@ unsafe fn release<P: Protocol>(auto: *const Auto<P>) {
 }
 
 impl<P: Protocol> Auto<P> {
+    /// Whether a lock level taken through this (or, for `KNOWS_HOLDS` protocols, any lock of
+    /// this thread) is outstanding.
+    fn holds_any(&self) -> bool {
+        if P::KNOWS_HOLDS {
+            P::may_hold_any(&self.core.rt, &self.core.cx)
+        } else {
+            self.levels.get() >= LEVEL
+        }
+    }
+
     /// One more lock level outstanding (a guard was made).
     #[inline(always)]
     pub(crate) fn took(&self) {
-        self.core.guards.set(self.core.guards.get() + 1);
+        if !P::KNOWS_HOLDS {
+            self.levels.set(self.levels.get() + LEVEL);
+        }
     }
 
     /// One lock level released (its guard dropped after the unlock): frees an orphan whose
@@ -242,11 +264,26 @@ impl<P: Protocol> Auto<P> {
     pub(crate) unsafe fn gave_back(this: NonNull<Self>) {
         // SAFETY: the caller's promise.
         let a = unsafe { this.as_ref() };
-        let left = a.core.guards.get() - 1;
-        a.core.guards.set(left);
-        if a.orphan.get() && left == 0 {
-            // SAFETY: an orphan with nothing outstanding; the caller uses it no more.
-            unsafe { release(this.as_ptr()) };
+        let left = if P::KNOWS_HOLDS {
+            a.levels.get()
+        } else {
+            let left = a.levels.get() - LEVEL;
+            a.levels.set(left);
+            left
+        };
+        if left == ORPHAN {
+            a.orphan_released();
+        }
+    }
+
+    /// The rare end of `gave_back`: an orphan (its thread is exiting) may have nothing left.
+    #[cold]
+    #[inline(never)]
+    fn orphan_released(&self) {
+        if !self.holds_any() {
+            // SAFETY: an orphan of this thread with nothing outstanding; `gave_back`'s caller
+            // uses it no more.
+            unsafe { release(self as *const Self) };
         }
     }
 }

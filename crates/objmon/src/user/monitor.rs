@@ -69,6 +69,33 @@ pub type DefaultProtocol = crate::protocol::thin::Thin;
 /// `Config::max_threads` threads use one runtime at once) or if called inside
 /// [`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native) of `biased` / `fable`.
 ///
+/// **What the types forbid.** A guard stays on its thread (the lock is its thread's):
+///
+/// ```compile_fail,E0277
+/// let m = objmon::Monitor::new(0u32);
+/// let g = m.lock();
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(g)); // `MonitorGuard` is not `Send`
+/// });
+/// ```
+///
+/// a monitor shares its value between threads only if the value may move between them:
+///
+/// ```compile_fail,E0277
+/// let m = std::sync::Arc::new(objmon::Monitor::new(std::rc::Rc::new(0u32)));
+/// std::thread::spawn(move || drop(m)); // `Rc` is not `Send`, so the monitor is not `Sync`
+/// ```
+///
+/// and no reference into the value lives across a `wait`, which lets other threads in:
+///
+/// ```compile_fail,E0502
+/// let m = objmon::Monitor::new(std::cell::RefCell::new(0u32));
+/// let mut g = m.lock();
+/// let r = g.borrow_mut(); // borrows the guard
+/// g.wait(None).unwrap(); // needs the guard mutably
+/// drop(r);
+/// ```
+///
 /// **Protocols and runtimes.** `P` picks the locking protocol (any of [the
 /// catalog](crate#which-protocol)); `R` where the runtime lives: [`Global`], the protocol's
 /// process-wide runtime (zero-sized), or `Arc<Runtime<P>>` from
@@ -387,7 +414,10 @@ impl<'a, T: ?Sized, P: Protocol, R: RuntimeRef<P>> MonitorGuard<'a, T, P, R> {
 
     /// Waits while `condition` holds (checked with the lock held, before each wait): the loop
     /// every use of `wait` should be. `Err(Interrupted)` if the thread is interrupted.
-    pub fn wait_while(&mut self, mut condition: impl FnMut(&T) -> bool) -> Result<(), MonitorError> {
+    pub fn wait_while(
+        &mut self,
+        mut condition: impl FnMut(&T) -> bool,
+    ) -> Result<(), MonitorError> {
         while condition(self) {
             self.wait_deadline(None)?;
         }
@@ -456,7 +486,9 @@ impl<T: ?Sized, P: Protocol, R: RuntimeRef<P>> Drop for MonitorGuard<'_, T, P, R
     }
 }
 
-impl<T: ?Sized + fmt::Debug, P: Protocol, R: RuntimeRef<P>> fmt::Debug for MonitorGuard<'_, T, P, R> {
+impl<T: ?Sized + fmt::Debug, P: Protocol, R: RuntimeRef<P>> fmt::Debug
+    for MonitorGuard<'_, T, P, R>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
