@@ -73,6 +73,9 @@ thread_local! {
     /// This thread's automatic attachments (null until the first). No destructor, so it can be
     /// used from other thread-locals' destructors: the reaper below does the clean-up.
     static AUTOS: Cell<*mut Vec<Entry>> = const { Cell::new(ptr::null_mut()) };
+    /// The last `find` hit, `(runtime address, Auto)`: a thread that uses one runtime of its
+    /// own skips the list. Cleared when that `Auto` is freed.
+    static LAST: Cell<(usize, *const ())> = const { Cell::new((0, ptr::null())) };
     /// Whether the reaper has run (the thread is exiting).
     static REAPED: Cell<bool> = const { Cell::new(false) };
     /// Its destructor is the thread-exit detach of every automatic attachment.
@@ -129,13 +132,25 @@ fn free_list_if_empty() {
 #[inline]
 pub(crate) fn find<P: Protocol>(rt: &Arc<Runtime<P>>) -> Option<NonNull<Auto<P>>> {
     let key = Arc::as_ptr(rt) as usize;
+    let (last_key, last) = LAST.with(Cell::get);
+    if last_key == key {
+        // A live runtime's address names that runtime, of type `P`; the entry was cleared if
+        // its `Auto` was freed.
+        return NonNull::new(last as *mut Auto<P>);
+    }
+    find_in_list(key)
+}
+
+#[cold]
+fn find_in_list<P: Protocol>(key: usize) -> Option<NonNull<Auto<P>>> {
     let list = AUTOS.with(Cell::get);
     if list.is_null() {
         return None;
     }
     // SAFETY: as in `Reaper::drop`.
-    let found = unsafe { (*list).iter().find(|e| e.rt == key).map(|e| e.auto) };
-    found.and_then(|a| NonNull::new(a as *mut Auto<P>))
+    let found = unsafe { (*list).iter().find(|e| e.rt == key).map(|e| e.auto) }?;
+    LAST.with(|l| l.set((key, found)));
+    NonNull::new(found as *mut Auto<P>)
 }
 
 /// The calling thread's automatic attachment to `rt`, made now if it has none (and recorded in
@@ -220,6 +235,11 @@ unsafe fn release<P: Protocol>(auto: *const Auto<P>) {
         // SAFETY: as in `Reaper::drop`.
         unsafe { (*list).retain(|e| e.auto != auto as *const ()) };
     }
+    LAST.with(|l| {
+        if l.get().1 == auto as *const () {
+            l.set((0, ptr::null()));
+        }
+    });
     // SAFETY: the caller's promise.
     let a = unsafe { &*auto };
     if let Some(c) = a.cache {
