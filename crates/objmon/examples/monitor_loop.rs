@@ -14,7 +14,7 @@
 //! lock+unlock: set-up cancels.
 
 use objmon::vm::Runtime;
-use objmon::{Monitor, ProcessWide, RuntimeRef};
+use objmon::{Monitor, MonitorProtocol, RuntimeRef};
 use std::hint::black_box;
 
 /// The user's loop, out of line so that what is inlined is decided for this loop alone.
@@ -25,7 +25,7 @@ fn user_loop<P: objmon::Protocol, R: RuntimeRef<P>>(m: &Monitor<u64, P, R>, n: u
     }
 }
 
-fn run<P: ProcessWide>(own: bool, nested: bool, n: u64) {
+fn run<P: MonitorProtocol>(own: bool, nested: bool, n: u64) {
     if own {
         let m = Monitor::with_runtime(&Runtime::<P>::with_defaults(), 0u64);
         let outer = nested.then(|| m.lock());
@@ -49,8 +49,6 @@ fn main() {
     use objmon::*;
     match name.as_str() {
         "fat" => run::<Fat>(own, nested, n),
-        "monitor-cache" => run::<MonitorCache>(own, nested, n),
-        "cacao" => run::<Cacao>(own, nested, n),
         "thin" => run::<Thin>(own, nested, n),
         "tasuki" => run::<Tasuki>(own, nested, n),
         "stack" => run::<Stack>(own, nested, n),

@@ -63,36 +63,84 @@ impl<P: Protocol> Drop for Attachment<P> {
 /// The calling thread's attachments, by runtime address (not under loom, where model threads
 /// share an OS thread). An entry is a weak reference: the handles keep the attachment alive,
 /// and the attachment keeps its runtime alive, so a live entry's address names its runtime.
+///
+/// The list is a raw pointer in a thread-local *without* destructor, so that it still works in
+/// other thread-locals' destructors at thread exit (a thread-local with a destructor is gone
+/// for those that run after it, and every attach there would make a new identity: two ids on
+/// one OS thread, and a self-deadlock between them). A reaper thread-local frees it at exit
+/// once it is empty; after that, the last `forget` frees it.
 #[cfg(not(loom))]
 mod current {
     use std::any::Any;
-    use std::cell::RefCell;
+    use std::cell::Cell;
+    use std::ptr;
     use std::rc::{Rc, Weak};
 
+    type List = Vec<(usize, Weak<dyn Any>)>;
+
     thread_local! {
-        static ATTACHED: RefCell<Vec<(usize, Weak<dyn Any>)>> = const { RefCell::new(Vec::new()) };
+        static ATTACHED: Cell<*mut List> = const { Cell::new(ptr::null_mut()) };
+        static REAPED: Cell<bool> = const { Cell::new(false) };
+        static REAPER: Reaper = const { Reaper };
+    }
+
+    struct Reaper;
+
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            REAPED.with(|r| r.set(true));
+            free_if_empty();
+        }
+    }
+
+    /// Runs `f` on the list, if there is one. No reference into it outlives `f`, and `f`
+    /// never reaches this module again (it drops no attachment), so the borrow is unique.
+    fn with_list<R>(f: impl FnOnce(&mut List) -> R) -> Option<R> {
+        let l = ATTACHED.with(Cell::get);
+        // SAFETY: made by `Box::into_raw` in `remember`, freed only in `free_if_empty` (which
+        // clears the pointer first), on this thread; see above for uniqueness.
+        (!l.is_null()).then(|| f(unsafe { &mut *l }))
+    }
+
+    fn free_if_empty() {
+        let l = ATTACHED.with(Cell::get);
+        if l.is_null() || !REAPED.with(Cell::get) {
+            return;
+        }
+        // SAFETY: as in `with_list`.
+        let list = unsafe { &mut *l };
+        list.retain(|(_, w)| w.strong_count() > 0);
+        if list.is_empty() {
+            ATTACHED.with(|a| a.set(ptr::null_mut()));
+            // SAFETY: made by `Box::into_raw`; the pointer was cleared above.
+            drop(unsafe { Box::from_raw(l) });
+        }
     }
 
     /// The live attachment of this thread to the runtime at `rt`, if any.
     pub(super) fn find(rt: usize) -> Option<Rc<dyn Any>> {
-        ATTACHED
-            .try_with(|a| {
-                a.borrow()
-                    .iter()
-                    .find(|(r, _)| *r == rt)
-                    .and_then(|(_, w)| w.upgrade())
-            })
-            .ok()
-            .flatten()
+        with_list(|l| {
+            l.iter()
+                .find(|(r, _)| *r == rt)
+                .and_then(|(_, w)| w.upgrade())
+        })
+        .flatten()
     }
 
     pub(super) fn remember(rt: usize, att: &Rc<dyn Any>) {
-        let _ = ATTACHED.try_with(|a| a.borrow_mut().push((rt, Rc::downgrade(att))));
+        if ATTACHED.with(Cell::get).is_null() {
+            ATTACHED.with(|a| a.set(Box::into_raw(Box::default())));
+            if !REAPED.with(Cell::get) {
+                // Arms the reaper; fails only once it has run (then `forget` frees the list).
+                let _ = REAPER.try_with(|_| ());
+            }
+        }
+        with_list(|l| l.push((rt, Rc::downgrade(att))));
     }
 
     pub(super) fn forget(rt: usize) {
-        // `try_with`: a handle kept in another thread-local may drop after this one is gone.
-        let _ = ATTACHED.try_with(|a| a.borrow_mut().retain(|(r, _)| *r != rt));
+        with_list(|l| l.retain(|(r, _)| *r != rt));
+        free_if_empty();
     }
 }
 

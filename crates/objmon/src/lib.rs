@@ -118,5 +118,5 @@ pub use protocol::{
 };
 #[cfg(not(loom))]
 pub use user::{
-    DefaultProtocol, Global, Monitor, MonitorGuard, ProcessWide, RawMonitor, RuntimeRef,
+    DefaultProtocol, Global, Monitor, MonitorGuard, MonitorProtocol, RawMonitor, RuntimeRef,
 };

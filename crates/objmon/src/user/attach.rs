@@ -296,6 +296,22 @@ impl<P: Protocol> Auto<P> {
         }
     }
 
+    /// After an operation that took no level (a failed `try_lock`, a lock that failed): an
+    /// orphan from birth (made after the reaper ran) with nothing outstanding is freed now,
+    /// since no `gave_back` will come for it.
+    ///
+    /// # Safety
+    /// `this` is a live `Auto` of the calling thread; nothing uses it afterwards (the caller
+    /// fetches it anew for its next operation).
+    #[inline]
+    pub(crate) unsafe fn settle(this: NonNull<Self>) {
+        // SAFETY: the caller's promise.
+        let a = unsafe { this.as_ref() };
+        if a.levels.get() == ORPHAN {
+            a.orphan_released();
+        }
+    }
+
     /// The rare end of `gave_back`: an orphan (its thread is exiting) may have nothing left.
     #[cold]
     #[inline(never)]

@@ -8,11 +8,9 @@
 
 use super::attach::{self, Auto, Cache};
 use crate::protocol::biased::{Biased, BiasedSeed};
-use crate::protocol::cacao::Cacao;
 use crate::protocol::fable::Fable;
 use crate::protocol::fat::Fat;
 use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
-use crate::protocol::monitor_cache::MonitorCache;
 use crate::protocol::stack::Stack;
 use crate::protocol::tasuki_bimodal::Tasuki;
 use crate::protocol::thin::Thin;
@@ -21,9 +19,16 @@ use crate::runtime::Runtime;
 use crate::sync::Arc;
 use std::ptr::NonNull;
 
-/// A protocol with a process-wide runtime, so that [`Monitor::new`](crate::Monitor::new)
-/// needs none: every protocol of this crate. Sealed.
-pub trait ProcessWide: Protocol + sealed::ProcessWide {}
+/// A protocol that [`Monitor<T>`](crate::Monitor) and [`RawMonitor`](crate::RawMonitor) can
+/// use: its header carries the lock state with it, so the value and its header may move
+/// together while unlocked (into a `Vec` that grows, through `into_inner` or `drop(m)`, which
+/// move), and it has a process-wide runtime, so that `Monitor::with_protocol` needs none.
+/// Every protocol of this crate but `cacao` and `monitor-cache`, which find an object's
+/// monitor by its header's *address* (a moved header would leave its fat monitor behind: a
+/// leak per move). Those two remain available to hosts through [`objmon::vm`](crate::vm),
+/// where the host reports moves ([`Runtime::relocate`](crate::vm::Runtime::relocate)).
+/// Sealed.
+pub trait MonitorProtocol: Protocol + sealed::MonitorProtocol {}
 
 /// Where a monitor finds its runtime: [`Global`] (the protocol's process-wide runtime, a
 /// zero-sized marker) or an `Arc<Runtime<P>>` of the host's. Sealed.
@@ -45,14 +50,14 @@ pub struct Global;
 /// let rt = objmon::vm::global_runtime::<Thin>();
 /// assert!(rt.stats_snapshot().attached_threads >= 1); // this thread, attached by `lock`
 /// ```
-pub fn global_runtime<P: ProcessWide>() -> &'static Arc<Runtime<P>> {
-    <P as sealed::ProcessWide>::runtime()
+pub fn global_runtime<P: MonitorProtocol>() -> &'static Arc<Runtime<P>> {
+    <P as sealed::MonitorProtocol>::runtime()
 }
 
 pub(crate) mod sealed {
     use super::*;
 
-    pub trait ProcessWide: Protocol {
+    pub trait MonitorProtocol: Protocol {
         /// An unlocked header without host bits, as a constant (for `const fn new`).
         #[cfg(not(loom))]
         const UNLOCKED: Self::Header;
@@ -76,8 +81,8 @@ pub(crate) mod sealed {
     }
 }
 
-impl<P: ProcessWide> RuntimeRef<P> for Global {}
-impl<P: ProcessWide> sealed::RuntimeRef<P> for Global {
+impl<P: MonitorProtocol> RuntimeRef<P> for Global {}
+impl<P: MonitorProtocol> sealed::RuntimeRef<P> for Global {
     #[inline(always)]
     fn current(&self) -> NonNull<Auto<P>> {
         // A thread-local without destructor: one load, valid in any teardown order.
@@ -120,13 +125,13 @@ impl<P: Protocol> sealed::RuntimeRef<P> for Arc<Runtime<P>> {
     }
 }
 
-/// Implements [`ProcessWide`] for each protocol: its unlocked header as a constant, and a
+/// Implements [`MonitorProtocol`] for each protocol: its unlocked header as a constant, and a
 /// runtime static and a thread-local cache of its own (statics of a generic function would
 /// be shared by every protocol; these are one per expansion).
 macro_rules! process_wide {
     ($($p:ty => $unlocked:expr;)*) => {$(
-        impl ProcessWide for $p {}
-        impl sealed::ProcessWide for $p {
+        impl MonitorProtocol for $p {}
+        impl sealed::MonitorProtocol for $p {
             #[cfg(not(loom))]
             const UNLOCKED: Self::Header = $unlocked;
 
@@ -168,7 +173,5 @@ process_wide! {
     Biased => crate::protocol::biased::BiasWord::new(0);
     BiasedSeed => crate::protocol::biased::BiasWord::new(0);
     Fable => crate::protocol::biased::BiasWord::new(0);
-    MonitorCache => crate::protocol::cacao::HostWord::new(0);
-    Cacao => crate::protocol::cacao::HostWord::new(0);
     Tasuki => crate::protocol::tasuki_bimodal::TasukiHeader::new(0, 0);
 }

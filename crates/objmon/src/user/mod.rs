@@ -11,7 +11,7 @@ mod global;
 mod monitor;
 mod raw;
 
-pub use global::{global_runtime, Global, ProcessWide, RuntimeRef};
+pub use global::{global_runtime, Global, MonitorProtocol, RuntimeRef};
 pub use monitor::{DefaultProtocol, Monitor, MonitorGuard};
 pub use raw::RawMonitor;
 

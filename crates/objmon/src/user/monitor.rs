@@ -8,7 +8,7 @@
 //! when dropped.
 
 use super::attach::Auto;
-use super::global::{sealed, Global, ProcessWide, RuntimeRef};
+use super::global::{sealed, Global, MonitorProtocol, RuntimeRef};
 use crate::monitor::WaitOutcome;
 use crate::park::deadline_after;
 use crate::protocol::Protocol;
@@ -97,7 +97,8 @@ pub type DefaultProtocol = crate::protocol::thin::Thin;
 /// ```
 ///
 /// **Protocols and runtimes.** `P` picks the locking protocol (any of [the
-/// catalog](crate#which-protocol)); `R` where the runtime lives: [`Global`], the protocol's
+/// catalog](crate#which-protocol) but the two that find a monitor by the header's address:
+/// see [`MonitorProtocol`]); `R` where the runtime lives: [`Global`], the protocol's
 /// process-wide runtime (zero-sized), or `Arc<Runtime<P>>` from
 /// [`with_runtime`](Monitor::with_runtime).
 pub struct Monitor<T: ?Sized, P: Protocol = DefaultProtocol, R: RuntimeRef<P> = Global> {
@@ -133,7 +134,7 @@ impl<T> Monitor<T> {
     }
 }
 
-impl<T, P: ProcessWide> Monitor<T, P, Global> {
+impl<T, P: MonitorProtocol> Monitor<T, P, Global> {
     /// A monitor holding `value`, with protocol `P` on its process-wide runtime. `const`.
     ///
     /// ```
@@ -143,14 +144,14 @@ impl<T, P: ProcessWide> Monitor<T, P, Global> {
     /// ```
     pub const fn with_protocol(value: T) -> Self {
         Self {
-            header: <P as sealed::ProcessWide>::UNLOCKED,
+            header: <P as sealed::MonitorProtocol>::UNLOCKED,
             rt: Global,
             value: UnsafeCell::new(value),
         }
     }
 }
 
-impl<T, P: Protocol> Monitor<T, P, Arc<Runtime<P>>> {
+impl<T, P: MonitorProtocol> Monitor<T, P, Arc<Runtime<P>>> {
     /// A monitor holding `value`, on the runtime `rt` (for hosts that run several runtimes,
     /// or want one with their own [`Config`](crate::vm::Config)). The monitor keeps `rt`
     /// alive.
@@ -203,6 +204,8 @@ impl<T: ?Sized, P: Protocol, R: RuntimeRef<P>> Monitor<T, P, R> {
         // through it; not in native (a `Monitor` operation is not a handle's `in_native`
         // closure, and the protocols that care refuse it there with `InNative`).
         if let Err(e) = unsafe { P::enter(&a.core.rt, &a.core.cx, &self.header) } {
+            // SAFETY: this thread's attachment, not used again here.
+            unsafe { Auto::settle(auto) };
             failed(e, "lock")
         }
         a.took();
@@ -221,8 +224,16 @@ impl<T: ?Sized, P: Protocol, R: RuntimeRef<P>> Monitor<T, P, R> {
                 a.took();
                 Some(MonitorGuard::new(self, auto))
             }
-            Ok(false) => None,
-            Err(e) => failed(e, "try_lock"),
+            Ok(false) => {
+                // SAFETY: this thread's attachment, not used again here.
+                unsafe { Auto::settle(auto) };
+                None
+            }
+            Err(e) => {
+                // SAFETY: as above.
+                unsafe { Auto::settle(auto) };
+                failed(e, "try_lock")
+            }
         }
     }
 
@@ -293,13 +304,13 @@ impl<T: ?Sized, P: Protocol, R: RuntimeRef<P>> Drop for Monitor<T, P, R> {
     }
 }
 
-impl<T: Default, P: ProcessWide> Default for Monitor<T, P, Global> {
+impl<T: Default, P: MonitorProtocol> Default for Monitor<T, P, Global> {
     fn default() -> Self {
         Self::with_protocol(T::default())
     }
 }
 
-impl<T, P: ProcessWide> From<T> for Monitor<T, P, Global> {
+impl<T, P: MonitorProtocol> From<T> for Monitor<T, P, Global> {
     fn from(value: T) -> Self {
         Self::with_protocol(value)
     }

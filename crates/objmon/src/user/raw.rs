@@ -7,7 +7,7 @@
 //! what went wrong).
 
 use super::attach::Auto;
-use super::global::{sealed, ProcessWide};
+use super::global::{sealed, MonitorProtocol};
 use super::monitor::DefaultProtocol;
 use crate::park::deadline_after;
 use crate::MonitorError;
@@ -36,11 +36,11 @@ use std::time::{Duration, Instant};
 /// let a = m.lock();
 /// let b = m.lock(); // panics: a second `&mut u32` on one thread
 /// ```
-pub struct RawMonitor<P: ProcessWide = DefaultProtocol> {
+pub struct RawMonitor<P: MonitorProtocol = DefaultProtocol> {
     header: P::Header,
 }
 
-impl<P: ProcessWide> RawMonitor<P> {
+impl<P: MonitorProtocol> RawMonitor<P> {
     /// The calling thread's attachment to `P`'s process-wide runtime.
     #[inline(always)]
     fn current() -> NonNull<Auto<P>> {
@@ -58,6 +58,8 @@ impl<P: ProcessWide> RawMonitor<P> {
         // SAFETY: the calling thread's own context (an `Auto` never leaves its thread); the
         // header lives as long as `self`, which `lock_api` keeps borrowed while locked.
         if let Err(e) = unsafe { P::enter(&a.core.rt, &a.core.cx, &self.header) } {
+            // SAFETY: this thread's attachment, not used again here.
+            unsafe { Auto::settle(auto) };
             panic!("objmon: RawMonitor::lock failed: {e}")
         }
         a.took();
@@ -72,14 +74,17 @@ impl<P: ProcessWide> RawMonitor<P> {
             return false; // held (by us): a second `&mut T` must not exist
         }
         // SAFETY: as in `lock_checked`.
-        match unsafe { P::try_enter(&a.core.rt, &a.core.cx, &self.header) } {
-            Ok(true) => {
-                a.took();
-                true
-            }
-            Ok(false) => false,
+        let r = unsafe { P::try_enter(&a.core.rt, &a.core.cx, &self.header) };
+        if let Ok(true) = r {
+            a.took();
+            return true;
+        }
+        // SAFETY: this thread's attachment, not used again here.
+        unsafe { Auto::settle(auto) };
+        match r {
             Err(MonitorError::InNative) => panic!("objmon: RawMonitor::try_lock in native"),
             Err(e) => panic!("objmon: RawMonitor::try_lock failed: {e}"),
+            Ok(_) => false,
         }
     }
 
@@ -101,10 +106,10 @@ fn relocked() -> ! {
 // exclusion, with acquire on lock and release on unlock), never twice to the same thread
 // (`holds_lock` is checked first); `GuardNoSend`: the lock is its thread's, so `unlock` runs on
 // the locking thread, which is what `P::exit` needs.
-unsafe impl<P: ProcessWide> lock_api::RawMutex for RawMonitor<P> {
+unsafe impl<P: MonitorProtocol> lock_api::RawMutex for RawMonitor<P> {
     #[allow(clippy::declare_interior_mutable_const)] // the trait's constructor, copied per use
     const INIT: Self = Self {
-        header: <P as sealed::ProcessWide>::UNLOCKED,
+        header: <P as sealed::MonitorProtocol>::UNLOCKED,
     };
 
     type GuardMarker = lock_api::GuardNoSend;
@@ -131,7 +136,7 @@ unsafe impl<P: ProcessWide> lock_api::RawMutex for RawMonitor<P> {
     }
 
     fn is_locked(&self) -> bool {
-        match <P as sealed::ProcessWide>::runtime_if_made() {
+        match <P as sealed::MonitorProtocol>::runtime_if_made() {
             Some(rt) => P::owner_of(rt, &self.header).is_some(),
             None => false,
         }
@@ -139,7 +144,7 @@ unsafe impl<P: ProcessWide> lock_api::RawMutex for RawMonitor<P> {
 }
 
 // SAFETY: `try_lock_for` / `try_lock_until` lock only through `try_lock_checked`.
-unsafe impl<P: ProcessWide> lock_api::RawMutexTimed for RawMonitor<P> {
+unsafe impl<P: MonitorProtocol> lock_api::RawMutexTimed for RawMonitor<P> {
     type Duration = Duration;
     type Instant = Instant;
 
@@ -158,15 +163,15 @@ unsafe impl<P: ProcessWide> lock_api::RawMutexTimed for RawMonitor<P> {
     }
 }
 
-impl<P: ProcessWide> Drop for RawMonitor<P> {
+impl<P: MonitorProtocol> Drop for RawMonitor<P> {
     fn drop(&mut self) {
-        if let Some(rt) = <P as sealed::ProcessWide>::runtime_if_made() {
+        if let Some(rt) = <P as sealed::MonitorProtocol>::runtime_if_made() {
             P::reclaim(rt, &mut self.header);
         }
     }
 }
 
-impl<P: ProcessWide> fmt::Debug for RawMonitor<P> {
+impl<P: MonitorProtocol> fmt::Debug for RawMonitor<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RawMonitor")
             .field("protocol", &P::NAME)
