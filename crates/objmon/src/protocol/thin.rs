@@ -66,7 +66,24 @@
 //! the word after the locked instruction is what the blind store saves), bare load /
 //! compare / store pair 1.71 ns (`thin` nested 2.04×, `thin-seed` nested 19.5×). Median of
 //! 7 interleaved rounds of 2·10⁷ on a loaded machine (load average 7.5; a quieter run gave
-//! the same ratios: 1.05× and 2.2×). Instructions: callgrind, `(I(2·10⁶) − I(10⁶)) / 10⁶`:
+//! the same ratios: 1.05× and 2.2×).
+//!
+//! What each idea buys (one idea taken out of `thin` at a time, a build-time switch not kept;
+//! ns ratios from one loaded run each, against the same process's bare loops):
+//!
+//! | variant                                       | instr. plain / nested | plain ÷ CAS+store | nested ÷ pair |
+//! |-----------------------------------------------|-----------------------|-------------------|---------------|
+//! | `thin`                                        | 25 / 38               | 1.05×             | 2.3×          |
+//! | without the blind unlock (load/compare/store) | 22 / 35               | 1.41×             | 2.0×          |
+//! | nested lock / unlock out of line (calls)      | 24 / 83               | 1.02×             | 4.5×          |
+//! | nested check after a failed CAS (inline)      | 25 / 43               | 1.08×             | 13.2×         |
+//!
+//! So the blind store is what brings the uncontended pair to the CAS limit (the load of the
+//! word after the locked instruction costs ~40%, though it is 3 instructions fewer); the
+//! nested lock needs both the check before any CAS (a failed `lock cmpxchg` costs about what
+//! a successful one does) and the inline paths (the calls and their spills double it).
+//!
+//! Instructions: callgrind, `(I(2·10⁶) − I(10⁶)) / 10⁶`:
 //!
 //! ```sh
 //! cargo build --release -p objmon --example user_loop
