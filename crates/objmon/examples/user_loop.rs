@@ -1,7 +1,8 @@
-//! The loop a user writes, for counting instructions per lock+unlock through the public API:
-//! `drop(me.enter(&h).unwrap())` in a plain loop (`plain`), and the same with the object
-//! already held (`nested`). Meant for `valgrind --tool=callgrind`, whose instruction counts
-//! repeat exactly on a shared machine:
+//! The loop a user writes, through the public API: `drop(me.enter(&h).unwrap())` in a plain
+//! loop (`plain`), and the same with the object already held (`nested`).
+//!
+//! **Instructions** (`PROTOCOL plain|nested N`): meant for `valgrind --tool=callgrind`, whose
+//! instruction counts repeat exactly on a shared machine:
 //!
 //! ```sh
 //! cargo build --release -p objmon --example user_loop
@@ -11,15 +12,37 @@
 //!
 //! Run twice with different iteration counts and divide the difference in instructions by
 //! the difference in iterations: set-up cost cancels.
+//!
+//! **Time** (`time [N] [PROTOCOL...]`, default `thin thin-seed`): nanoseconds per
+//! lock+unlock, the median of 7 rounds; in each round every row runs `N` (default 2·10⁷)
+//! iterations, rows interleaved, all in this one process, beside bare loops written the same
+//! way (`black_box` on the word's reference, nothing else per iteration):
+//!
+//! - `bare cas+store`: a compare-and-swap to lock, a release store to unlock (the
+//!   single-atomic limit);
+//! - `bare cas+load/cmp/store`: the same, the unlock loading the word and comparing it with
+//!   the owner id before the store (seed 000 §2.3.2's unlock after its §2.3.1 lock);
+//! - `bare cas+tls/cmp/store`: the same, the unlock comparing a thread-local record of the
+//!   word with the word's address instead (the owner knows its word, no load of it);
+//! - `bare pair`: a load, a compare and a store to lock, the same to unlock (a bias owner's
+//!   and a nested thin lock's limit).
+//!
+//! ```sh
+//! cargo run --release -p objmon --example user_loop -- time
+//! ```
 
 use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::Instant;
 
 struct Run {
     name: String,
     nested: bool,
     n: u64,
     found: bool,
+    /// Seconds the loop took.
+    secs: f64,
 }
 
 impl ProtocolVisitor for Run {
@@ -32,7 +55,9 @@ impl ProtocolVisitor for Run {
         let rt = Runtime::<P>::with_defaults();
         let me = rt.attach().unwrap();
         let outer = self.nested.then(|| me.enter(&h).unwrap());
+        let t0 = Instant::now();
         user_loop(&me, &h, self.n);
+        self.secs = t0.elapsed().as_secs_f64();
         drop(outer);
     }
 }
@@ -46,10 +71,177 @@ fn user_loop<P: Protocol>(me: &objmon::vm::ThreadHandle<'_, P>, h: &P::Header, n
     }
 }
 
+/// A thread id pre-shifted into a thin word's owner field (seed 000 §2.3.1).
+const ME: u32 = 1 << 16;
+/// Seed 000 §2.3.3's nested check: `(word ^ me) < 255 << 8`.
+const NEST_LIMIT: u32 = 255 << 8;
+
+#[cold]
+#[inline(never)]
+fn lost() -> ! {
+    panic!("the bare loop's word changed under it")
+}
+
+/// `bare cas+store`.
+#[inline(never)]
+fn bare_cas_store(w: &AtomicU32, n: u64) {
+    for _ in 0..n {
+        let w = black_box(w);
+        if w.compare_exchange(0, ME, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            lost();
+        }
+        w.store(0, Ordering::Release);
+    }
+}
+
+/// `bare cas+load/cmp/store`.
+#[inline(never)]
+fn bare_cas_load_store(w: &AtomicU32, n: u64) {
+    for _ in 0..n {
+        let w = black_box(w);
+        if w.compare_exchange(0, ME, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            lost();
+        }
+        let v = w.load(Ordering::Relaxed);
+        if v & !0xff != ME {
+            lost();
+        }
+        w.store(v & 0xff, Ordering::Release);
+    }
+}
+
+/// `bare cas+tls/cmp/store`: `last` is the owner's own record (address, host bits).
+#[inline(never)]
+fn bare_cas_tls_store(w: &AtomicU32, last: &AtomicUsize, host: &AtomicU32, n: u64) {
+    for _ in 0..n {
+        let w = black_box(w);
+        let old = w.load(Ordering::Relaxed) & 0xff;
+        if w.compare_exchange(old, old | ME, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            lost();
+        }
+        last.store(w as *const AtomicU32 as usize, Ordering::Relaxed);
+        host.store(old, Ordering::Relaxed);
+        if last.load(Ordering::Relaxed) != w as *const AtomicU32 as usize {
+            lost();
+        }
+        w.store(host.load(Ordering::Relaxed), Ordering::Release);
+        last.store(0, Ordering::Relaxed);
+    }
+}
+
+/// `bare pair`.
+#[inline(never)]
+fn bare_pair(w: &AtomicU32, n: u64) {
+    for _ in 0..n {
+        let w = black_box(w);
+        let v = w.load(Ordering::Relaxed);
+        if (v ^ ME) >= NEST_LIMIT {
+            lost();
+        }
+        w.store(v + 256, Ordering::Relaxed);
+        let v = w.load(Ordering::Relaxed);
+        if (v ^ ME).wrapping_sub(256) >= NEST_LIMIT {
+            lost();
+        }
+        w.store(v - 256, Ordering::Release);
+    }
+}
+
+fn time_bare(f: impl FnOnce()) -> f64 {
+    let t0 = Instant::now();
+    f();
+    t0.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time_all(n: u64, protocols: &[String]) {
+    const ROUNDS: usize = 7;
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    let push = |rows: &mut Vec<(String, Vec<f64>)>, name: &str, secs: f64| {
+        let ns = secs * 1e9 / n as f64;
+        match rows.iter_mut().find(|(r, _)| r == name) {
+            Some((_, v)) => v.push(ns),
+            None => rows.push((name.to_string(), vec![ns])),
+        }
+    };
+    for _ in 0..ROUNDS {
+        let w = AtomicU32::new(0);
+        let (last, host) = (AtomicUsize::new(0), AtomicU32::new(0));
+        push(
+            &mut rows,
+            "bare cas+store",
+            time_bare(|| bare_cas_store(&w, n)),
+        );
+        push(
+            &mut rows,
+            "bare cas+load/cmp/store",
+            time_bare(|| bare_cas_load_store(&w, n)),
+        );
+        push(
+            &mut rows,
+            "bare cas+tls/cmp/store",
+            time_bare(|| bare_cas_tls_store(&w, &last, &host, n)),
+        );
+        let p = AtomicU32::new(ME);
+        push(&mut rows, "bare pair", time_bare(|| bare_pair(&p, n)));
+        for name in protocols {
+            for nested in [false, true] {
+                let mut run = Run {
+                    name: name.clone(),
+                    nested,
+                    n,
+                    found: false,
+                    secs: 0.0,
+                };
+                objmon::visit_all(&mut run);
+                assert!(run.found, "no protocol named {name}");
+                let row = format!("{name}{}", if nested { " nested" } else { "" });
+                push(&mut rows, &row, run.secs);
+            }
+        }
+    }
+    let med = |name: &str| median(rows.iter().find(|(r, _)| r == name).unwrap().1.clone());
+    let (cas, pair) = (med("bare cas+store"), med("bare pair"));
+    println!("ns per lock+unlock, median of {ROUNDS} interleaved rounds of {n}:");
+    for (name, v) in &rows {
+        let m = median(v.clone());
+        println!(
+            "{name:<26} {m:7.3}   {:5.2}x cas+store   {:5.2}x pair   (min {:.3}, max {:.3})",
+            m / cas,
+            m / pair,
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(0.0, f64::max),
+        );
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: user_loop PROTOCOL plain|nested N";
+    let usage = "usage: user_loop PROTOCOL plain|nested N | user_loop time [N] [PROTOCOL...]";
     let name = args.next().expect(usage);
+    if name == "time" {
+        let n = args.next().map_or(20_000_000, |s| s.parse().expect(usage));
+        let mut protocols: Vec<String> = args.collect();
+        if protocols.is_empty() {
+            protocols = objmon::protocol::names()
+                .into_iter()
+                .filter(|p| p.starts_with("thin"))
+                .map(String::from)
+                .collect();
+        }
+        time_all(n, &protocols);
+        return;
+    }
     let nested = args.next().expect(usage) == "nested";
     let n = args.next().expect(usage).parse().expect(usage);
     let mut run = Run {
@@ -57,6 +249,7 @@ fn main() {
         nested,
         n,
         found: false,
+        secs: 0.0,
     };
     objmon::vm::visit_all(&mut run);
     assert!(run.found, "no protocol named {}", run.name);

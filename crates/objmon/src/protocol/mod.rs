@@ -304,6 +304,7 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<monitor_cache::MonitorCache>();
     v.visit::<cacao::Cacao>();
     v.visit::<thin::Thin>();
+    v.visit::<thin::ThinSeed>();
     v.visit::<tasuki_bimodal::Tasuki>();
     v.visit::<stack::Stack>();
     v.visit::<lightweight::Lightweight>();

@@ -1,4 +1,6 @@
-//! `thin`: the thin locks of Bacon, Konuru, Murthy and Serrano (seed 000 §2.3), exactly.
+//! `thin` and `thin-seed`: the thin locks of Bacon, Konuru, Murthy and Serrano (seed 000 §2.3).
+//! `thin-seed` ([`ThinSeed`]) has the seed's fast paths as written; `thin` ([`Thin`]) the
+//! faster ones of issue 13 item 2 ("Fast paths" below). Everything else is shared.
 //!
 //! Header ([`LockWord`], Figure 1 and Figure 2 of the seed):
 //!
@@ -12,12 +14,83 @@
 //! The owner-only-modifies discipline (§2.3): while a thread owns the thin lock, no other thread
 //! writes the lock field, so the owner nests, unnests and unlocks with plain loads and stores.
 //!
-//! Atomic operations per fast path:
+//! Atomic operations per fast path, `thin-seed` (§2.3 as written):
 //! - lock an unlocked object (§2.3.1): one load, one compare-and-swap of
 //!   `host → host | (index << 16)` (the index kept pre-shifted in the thread context);
 //! - unlock (§2.3.2): one load, one compare, one store (Release) — no atomic read-modify-write;
 //! - nested lock / unlock (§2.3.3): the failed CAS (lock only), one xor-compare with
-//!   `255 << 8`, one store of `word ± 256`.
+//!   `255 << 8`, one store of `word ± 256` — out of line (`enter_slow`, `exit_slow`).
+//!
+//! ## Fast paths (`thin`, issue 13 item 2)
+//!
+//! - **lock**: one load of the word; free → one CAS (§2.3.1), then two plain stores of the
+//!   thread's record of its last fast lock ([`ThinThread`]: the word's address and host
+//!   bits); held by us with count < 255 → §2.3.3's xor-compare and one plain store of
+//!   `word + 256` *before* any CAS (the seed fails a CAS first), and one plain store that
+//!   forgets the record. No call either way.
+//! - **unlock**: one load of the record and one compare with the word's address; equal →
+//!   one blind store (Release) of the recorded host bits and one plain store forgetting the
+//!   record — the word is not loaded after the CAS (§2.3's "the owner alone writes it": the
+//!   record *is* the word). Otherwise §2.3.2's load / compare / store, or §2.3.3's
+//!   decrement inline; the decrement to one level also passes the side table's owner
+//!   barrier (a compiler barrier and one load, see "Identity hash") and calls the cold
+//!   settle only if the table is not empty.
+//! - slow paths (`enter_slow`, `exit_slow`, `hash_slow`, `settle_parked`) are
+//!   `#[cold] #[inline(never)]`, so the user's loop keeps no spills for them.
+//!
+//! **The record's invariant** (`ThinThread::last`): while it names address `a`, the word at
+//! `a` is `host | me` — thin, held once by this thread, as its CAS left it. Kept by: every
+//! write of ours to a word we hold forgets it first (the nested lock, `enter_slow`, every
+//! inflation, `fat_for_wait`); becoming `BLOCKED` forgets it (a hasher or a starving
+//! contender may then inflate our words for us); `reclaim` and `relocate_records` clear it
+//! in the owner's context with a CAS (a dead or moved header held once: its address may
+//! soon hold another object, which a blind store would unlock). So the blind store changes
+//! nothing the seed's load / compare / store would not: the word *was* `host | me`. The
+//! identity-hash protocols are untouched: a hash is parked (non-loose) only under a nested
+//! hold, which forgot the record, and is settled by the (now inline) decrement; a hasher
+//! facing a single hold waits for the release or inflates for a `BLOCKED` owner, whose
+//! record is gone. The one use it cannot survive is an exit, by an unsafe caller, of an
+//! address whose held header was moved or freed by safe code without `relocate` /
+//! `reclaim` under a forgotten guard (the guard API cannot exit it); loom:
+//! `loom_thin_fastpath`.
+//!
+//! Measured (issue 13 item 2; one run, 2-core Intel Xeon VM; `examples/user_loop.rs`):
+//!
+//! | path (public API, guard drop)  | instructions `thin` / `thin-seed` | ns `thin` / `thin-seed` |
+//! |--------------------------------|-----------------------------------|-------------------------|
+//! | lock + unlock, uncontended     | 25 / 23                           | 18.1 / 25.6             |
+//! | nested lock + unlock           | 38 / 82                           | 3.49 / 33.3             |
+//!
+//! In the same run: bare CAS + release store 18.0 ns (`thin` 1.00×, `thin-seed` 1.42×), the
+//! same with the seed's unlock load / compare before the store 25.3 ns (1.40×: the load of
+//! the word after the locked instruction is what the blind store saves), bare load /
+//! compare / store pair 1.71 ns (`thin` nested 2.04×, `thin-seed` nested 19.5×). Median of
+//! 7 interleaved rounds of 2·10⁷ on a loaded machine (load average 7.5; a quieter run gave
+//! the same ratios: 1.05× and 2.2×).
+//!
+//! What each idea buys (one idea taken out of `thin` at a time, a build-time switch not kept;
+//! ns ratios from one loaded run each, against the same process's bare loops):
+//!
+//! | variant                                       | instr. plain / nested | plain ÷ CAS+store | nested ÷ pair |
+//! |-----------------------------------------------|-----------------------|-------------------|---------------|
+//! | `thin`                                        | 25 / 38               | 1.05×             | 2.3×          |
+//! | without the blind unlock (load/compare/store) | 22 / 35               | 1.41×             | 2.0×          |
+//! | nested lock / unlock out of line (calls)      | 24 / 83               | 1.02×             | 4.5×          |
+//! | nested check after a failed CAS (inline)      | 25 / 43               | 1.08×             | 13.2×         |
+//!
+//! So the blind store is what brings the uncontended pair to the CAS limit (the load of the
+//! word after the locked instruction costs ~40%, though it is 3 instructions fewer); the
+//! nested lock needs both the check before any CAS (a failed `lock cmpxchg` costs about what
+//! a successful one does) and the inline paths (the calls and their spills double it).
+//!
+//! Instructions: callgrind, `(I(2·10⁶) − I(10⁶)) / 10⁶`:
+//!
+//! ```sh
+//! cargo build --release -p objmon --example user_loop
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/examples/user_loop thin nested 1000000   # and 2000000
+//! target/release/examples/user_loop time                       # ns, thin and thin-seed
+//! ```
 //!
 //! Inflation (by the thread that owns the thin lock, so the discipline holds — or for it, by
 //! a hasher, while it is blocked and writes nothing; see "Identity hash"): on count overflow
@@ -39,11 +112,12 @@
 //! `examples/fairness.rs` measures it). After that acquisition the lock is fat and the
 //! monitor's bounded hand-off applies.
 //!
-//! Slow-path shape: the nested lock (§2.3.3) is tested first in `enter_slow`, which then
-//! calls the out-of-line contention loop, so that the nested lock and unlock pair costs
-//! fewer instructions than before issue 11 (71 against 98, callgrind) although the unlock
-//! that goes down to one level now also looks at the side table (a compiler barrier and one
-//! load, see "Identity hash"). The uncontended lock and unlock are untouched.
+//! Slow-path shape (`thin-seed`; `thin` tests the nested lock inline): the nested lock
+//! (§2.3.3) is tested first in `enter_slow`, which then calls the out-of-line contention
+//! loop, so that the nested lock and unlock pair costs fewer instructions than before issue
+//! 11 (71 against 98, callgrind; 82 now, through the guard API) although the unlock that goes
+//! down to one level now also looks at the side table (a compiler barrier and one load, see
+//! "Identity hash").
 //!
 //! Identity hash (32 bits, 0 = none): the 32-bit word has no room, so the hash lives in the
 //! fat monitor (`FatMonitor::identity_hash`) and hashing inflates the object, which then
@@ -97,7 +171,7 @@ use crate::introspect::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
-use crate::sync::{spin_hint, AtomicU32, Ordering};
+use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
@@ -116,12 +190,28 @@ const LOCK_MASK: u32 = !HOST_BITS_MASK;
 const INDEX_SHIFT: u32 = 8;
 const INDEX_MASK: u32 = 0x7f_ffff << INDEX_SHIFT;
 
-/// The `thin` protocol (see the module documentation).
+/// The thin-lock protocols (see the module documentation): [`Thin`] (`SEED = false`, the
+/// fast paths of issue 13) and [`ThinSeed`] (`SEED = true`, seed 000 §2.3's paths as written).
 #[derive(Debug)]
-pub enum Thin {}
+pub enum ThinLocks<const SEED: bool> {}
+
+/// `thin`: seed 000's thin locks with issue 13's fast paths — the nested lock and unlock
+/// inline without an atomic, and the blind-store unlock after the thread's last fast lock
+/// (module documentation, "Fast paths"). Measured per lock+unlock through the guard API
+/// (callgrind, `examples/user_loop.rs`): uncontended 25 instructions, one CAS and a blind
+/// release store (no load of the word after the CAS), 1.00× a bare CAS + release store;
+/// nested 38 instructions, no atomic read-modify-write, 2.0× a bare load/compare/store pair.
+pub type Thin = ThinLocks<false>;
+
+/// `thin-seed`: seed 000 §2.3's fast paths as written — the nested lock after a failed CAS,
+/// out of line; the unlock a load, a compare and a store. Measured as for [`Thin`]:
+/// uncontended 23 instructions, one CAS then load / compare / release store, 1.42× a bare
+/// CAS + release store; nested 82 instructions (a failed CAS and two out-of-line calls),
+/// 19.5× a bare load/compare/store pair.
+pub type ThinSeed = ThinLocks<true>;
 
 #[inline]
-fn monitor_of(rt: &Runtime<Thin>, w: u32) -> &FatMonitor {
+fn monitor_of<const S: bool>(rt: &Runtime<ThinLocks<S>>, w: u32) -> &FatMonitor {
     let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
     rt.monitors()
         .get(idx.expect("inflated lock word holds a monitor index"))
@@ -133,7 +223,7 @@ fn thin_locks(w: u32) -> u32 {
     ((w & COUNT_MASK) >> COUNT_SHIFT) + 1
 }
 
-impl Thin {
+impl<const SEED: bool> ThinLocks<SEED> {
     /// Inflates a thin lock that `t` owns with `count` locks (§2.3.4, §2.3.3 overflow, wait).
     /// Only the owner may do this: it alone writes the lock field.
     fn inflate<'r>(
@@ -145,6 +235,8 @@ impl Thin {
         cause: InflationCause,
     ) -> Result<&'r FatMonitor, MonitorError> {
         debug_assert_eq!(w & (SHAPE | OWNER_MASK), t.core().id_shifted16());
+        // The word stops being `host | me`: forget a record of it.
+        t.local().forget_last();
         let idx = rt.monitors().allocate()?;
         rt.monitors().bind(idx, h as *const LockWord as usize);
         let m = rt.monitors().get(idx);
@@ -163,13 +255,17 @@ impl Thin {
         Ok(m)
     }
 
-    /// The lock fast path's compare-and-swap failed: nested (§2.3.3), else contended.
+    /// The lock fast path failed: nested (§2.3.3; `thin-seed` only, `thin` tests it inline),
+    /// else contended.
     #[cold]
+    #[inline(never)]
     fn enter_slow(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        // We may write `h` (nested, overflow): forget a record of it.
+        t.local().forget_last();
         let me = t.core().id_shifted16();
         let w = h.0.load(Ordering::Relaxed);
         // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
@@ -259,7 +355,10 @@ impl Thin {
         }
     }
 
+    /// The unlock fast path did not apply: inflated, nested (`thin-seed`), or not ours.
+    /// `thin` comes here only for an `h` that is not `ThinThread::last`, so the record stays.
     #[cold]
+    #[inline(never)]
     fn exit_slow(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
@@ -296,6 +395,8 @@ impl Thin {
         if w & SHAPE != 0 {
             return Ok(monitor_of(rt, w));
         }
+        // We inflate `h`: forget a record of it.
+        t.local().forget_last();
         if w & OWNER_MASK != t.core().id_shifted16() {
             return Err(MonitorError::IllegalMonitorState);
         }
@@ -303,9 +404,13 @@ impl Thin {
     }
 }
 
-impl Protocol for Thin {
-    const NAME: &'static str = "thin";
-    const SUMMARY: &'static str = "24-bit thin lock, CAS lock, plain-store unlock, inflate forever";
+impl<const SEED: bool> Protocol for ThinLocks<SEED> {
+    const NAME: &'static str = if SEED { "thin-seed" } else { "thin" };
+    const SUMMARY: &'static str = if SEED {
+        "24-bit thin lock as in seed 000 §2.3: CAS lock, load/compare/store unlock, inflate forever"
+    } else {
+        "24-bit thin lock, CAS lock, blind-store unlock, inline nesting, inflate forever"
+    };
     const HEADER_LOCK_BITS: u32 = 24;
 
     type Header = LockWord;
@@ -317,18 +422,45 @@ impl Protocol for Thin {
     fn new_state(_: &Config) -> bool {
         crate::revoke::init()
     }
-    fn new_thread_state(_: ThreadId, _: &Config) -> ThinThread {
-        ThinThread::default()
+    fn new_thread_state(id: ThreadId, _: &Config) -> ThinThread {
+        ThinThread::new(id)
     }
 
-    /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`.
+    /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`. `thin` (not `thin-seed`) first
+    /// tests the loaded word for §2.3.3's nested lock (no CAS then), and records the word of a
+    /// successful CAS in the thread (`ThinThread::last`) for the blind unlock.
     #[inline]
     unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
-        if h.try_lock_unlocked(t.core().id_shifted16()) {
+        if SEED {
+            if h.try_lock_unlocked(t.core().id_shifted16()) {
+                return Ok(());
+            }
+            return Self::enter_slow(rt, t, h);
+        }
+        let l = t.local();
+        let me = l.me;
+        let w = h.0.load(Ordering::Relaxed);
+        if w & LOCK_MASK == 0 {
+            // Acquire: the critical section after the previous owner's Release unlock.
+            if h.0
+                .compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                // The word is `w | me` now and only we write it (§2.3): record it.
+                l.last.store(addr(h), Ordering::Relaxed);
+                l.host.store(w, Ordering::Relaxed);
+                return Ok(());
+            }
+        } else if (w ^ me) < (255 << COUNT_SHIFT) {
+            // §2.3.3 before any CAS: shape 0, owner = me, count < 255. Ours, so the load saw
+            // our own last write (or an inflation for us, ordered by our `unblock`). The word
+            // changes: it may be `last`, which must then be forgotten.
+            h.0.store(w + COUNT_ONE, Ordering::Relaxed);
+            l.forget_last();
             return Ok(());
         }
         Self::enter_slow(rt, t, h)
@@ -363,16 +495,48 @@ impl Protocol for Thin {
         }
     }
 
-    /// §2.3.2: if the word is exactly "mine, count 0", store the host bits back.
+    /// §2.3.2: if the word is exactly "mine, count 0", store the host bits back. `thin` (not
+    /// `thin-seed`) first stores blind if `h` is the word of its last fast lock, and unnests
+    /// (§2.3.3) inline.
     #[inline]
     unsafe fn exit(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        if SEED {
+            let w = h.0.load(Ordering::Relaxed);
+            if w & LOCK_MASK == t.core().id_shifted16() {
+                h.0.store(w & HOST_BITS_MASK, Ordering::Release);
+                return Ok(());
+            }
+            return Self::exit_slow(rt, t, h);
+        }
+        let l = t.local();
+        if l.last.load(Ordering::Relaxed) == addr(h) {
+            // `ThinThread::last`'s invariant: the word is `host | me`, ours once. Release: our
+            // critical section before the next owner's Acquire CAS.
+            h.0.store(l.host.load(Ordering::Relaxed), Ordering::Release);
+            l.forget_last();
+            return Ok(());
+        }
         let w = h.0.load(Ordering::Relaxed);
-        if w & LOCK_MASK == t.core().id_shifted16() {
+        // Shape 0, owner = me: the xor leaves the count and the host bits.
+        let x = w ^ l.me;
+        if x <= HOST_BITS_MASK {
+            // §2.3.2: mine, count 0.
             h.0.store(w & HOST_BITS_MASK, Ordering::Release);
+            return Ok(());
+        }
+        // §2.3.3: mine, count in 1..=255 (a count of 0 wraps around).
+        if x.wrapping_sub(COUNT_ONE) < (255 << COUNT_SHIFT) {
+            // Not `last` (that is held once), so no record to forget.
+            h.0.store(w - COUNT_ONE, Ordering::Relaxed);
+            if w & COUNT_MASK == COUNT_ONE && rt.side_hashes().owner_must_look(*rt.state()) {
+                // Down to one level: our next unlock may be a fast path, which looks at
+                // nothing but the word. Settle a hash parked meanwhile (hash.rs).
+                Self::settle_parked(rt, t, h);
+            }
             return Ok(());
         }
         Self::exit_slow(rt, t, h)
@@ -419,6 +583,9 @@ impl Protocol for Thin {
 
     fn reclaim(rt: &Runtime<Self>, h: &mut LockWord) {
         let w = h.0.load(Ordering::Relaxed);
+        // Dead while held once (a forgotten guard): its owner's record of it goes, so that a
+        // new object at this address is never unlocked blind by that owner.
+        Self::forget_record(rt, w, addr(h));
         if w & SHAPE != 0 {
             let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
             if rt.monitors().get(idx).is_idle() {
@@ -431,6 +598,12 @@ impl Protocol for Thin {
             rt.monitors().free(p.monitor);
         }
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
+    }
+
+    /// The word moved while held once (a forgotten guard): its owner's record names the old
+    /// address, which may hold another object soon. Forget it (the next unlock loads).
+    fn relocate_records(rt: &Runtime<Self>, from: *const LockWord, to: &LockWord) {
+        Self::forget_record(rt, to.0.load(Ordering::Relaxed), from as usize);
     }
 
     /// Detached: a hasher may inflate the thin locks it still holds (forgotten guards).
@@ -512,16 +685,49 @@ const CLAIMED: u32 = 2;
 const EXITED: u32 = 3;
 
 /// Per-thread state of `thin`: whether another thread may write the thin words this thread
-/// holds (module documentation, "Identity hash"). Written by slow paths only.
-#[derive(Debug, Default)]
+/// holds (module documentation, "Identity hash"; written by slow paths only), and the
+/// thread's record of its last fast lock (module documentation, "Fast paths").
+#[derive(Debug)]
 pub struct ThinThread {
     state: AtomicU32,
+    /// The thread id, pre-shifted into the owner field (`ThreadCore::id_shifted16`), kept
+    /// here so that a fast path reaches it with one load from the context.
+    me: u32,
+    /// `thin` (not `thin-seed`): the address of the word this thread last locked with the
+    /// §2.3.1 compare-and-swap, 0 for none. **Invariant**: while `last == a`, the word at `a`
+    /// is `host | me` — thin, held once by this thread, as the CAS left it — so the unlock of
+    /// `a` may store `host` blind. Written by this thread (Relaxed: only it reads it, except
+    /// `reclaim` / `relocate_records`, which clear it with a CAS); cleared before any write of
+    /// ours to a word we hold that might be `last` (the nested lock, every slow path), before
+    /// we become `BLOCKED` (others may then inflate our words), and when the word dies or moves.
+    last: AtomicUsize,
+    /// The host bits of the word at `last` (constant while it lives, seed 000 §2.3).
+    host: AtomicU32,
 }
 
-impl Thin {
+impl ThinThread {
+    fn new(id: ThreadId) -> Self {
+        Self {
+            state: AtomicU32::new(RUNNING),
+            me: u32::from(id.get()) << OWNER_SHIFT,
+            last: AtomicUsize::new(0),
+            host: AtomicU32::new(0),
+        }
+    }
+
+    /// Forgets the last fast lock: the next unlock loads the word.
+    #[inline(always)]
+    fn forget_last(&self) {
+        self.last.store(0, Ordering::Relaxed);
+    }
+}
+
+impl<const SEED: bool> ThinLocks<SEED> {
     /// Enters the blocked state: until [`unblock`](Self::unblock) the caller writes none of
     /// the thin words it holds.
     fn block(t: &ThreadContext<Self>) {
+        // Blocked, our words may be inflated for us: none of them is `host | me` for sure.
+        t.local().forget_last();
         t.local().state.store(BLOCKED, Ordering::SeqCst);
     }
 
@@ -545,8 +751,29 @@ impl Thin {
         r
     }
 
+    /// `w`, the word of the header at `a`, dies or moves: if it is held once, its owner may
+    /// have recorded `a` as its last fast lock (`ThinThread::last`); clear that record. A CAS
+    /// on another thread's record, which it writes with plain stores: if it has recorded
+    /// another word since, the CAS fails and that record stays. Relaxed: the owner's next use
+    /// of the address (a new object there) is ordered after this call by whatever handed it
+    /// the new object, and then reads 0 or a later record (coherence).
+    #[cold]
+    fn forget_record(rt: &Runtime<Self>, w: u32, a: usize) {
+        if SEED || w & SHAPE != 0 || w & COUNT_MASK != 0 {
+            return;
+        }
+        let cx = ThreadId::from_raw(owner_raw(w)).and_then(|id| rt.threads().get(id));
+        if let Some(cx) = cx {
+            let _ = cx
+                .local()
+                .last
+                .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
     /// The hash of an object whose word shows none yet.
     #[cold]
+    #[inline(never)]
     fn hash_slow(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
@@ -709,6 +936,7 @@ impl Thin {
     /// We hold `h` once now, after a decrement: if a hash was parked for it, inflate into the
     /// entry's monitor (it holds the hash) so that the header carries it.
     #[cold]
+    #[inline(never)]
     fn settle_parked(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
         let mut table = rt.side_hashes().lock();
         let Some((p, _)) = table.take_for_owner(rt.monitors(), addr(h), t.core_arc()) else {
@@ -1017,6 +1245,95 @@ mod tests {
             2,
             "`o` for its owner, `p`"
         );
+    }
+
+    /// Issue 13: the record of the last fast lock (`ThinThread::last`) names a header a
+    /// moving GC moved while held once: after `relocate` the old address may hold another
+    /// object, which our exit must not unlock blind; the moved header unlocks (by its load /
+    /// compare / store).
+    #[test]
+    fn relocate_clears_the_record_of_a_moved_held_object() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let old = LockWord::new(0x44);
+        let new = LockWord::new(0);
+        // SAFETY: our own context; the move while held is reported with `relocate`, at a
+        // test's safepoint (no other thread in objmon) after a verbatim copy.
+        unsafe {
+            Thin::enter(&rt, me.context(), &old).unwrap();
+            assert_eq!(
+                me.context().local().last.load(Ordering::Relaxed),
+                addr(&old)
+            );
+            new.0.store(old.raw(), Ordering::Relaxed);
+            rt.relocate(&old, &new);
+        }
+        assert_eq!(me.context().local().last.load(Ordering::Relaxed), 0);
+        // The old address gets a new object, which another thread locks.
+        old.0.store(0x55, Ordering::Relaxed);
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+            let (rt, old) = (&rt, &old);
+            s.spawn(move || {
+                let other = rt.attach().unwrap();
+                let g = other.enter(old).unwrap();
+                tx.send(other.id()).unwrap();
+                go_rx.recv().unwrap();
+                drop(g);
+            });
+            let other = rx.recv().unwrap();
+            // SAFETY: our own context; both words live for the calls.
+            unsafe {
+                assert_eq!(
+                    Thin::exit(rt, me.context(), old),
+                    Err(MonitorError::IllegalMonitorState)
+                );
+                assert_eq!(
+                    rt.owner_of(old),
+                    Some(other),
+                    "the other thread's lock stays"
+                );
+                Thin::exit(rt, me.context(), &new).unwrap();
+            }
+            go_tx.send(()).unwrap();
+        });
+        assert_eq!(new.raw(), 0x44);
+        assert_eq!(old.raw(), 0x55);
+    }
+
+    /// Issue 13: the record follows the thread's last fast lock and is forgotten by a nested
+    /// lock, a blind unlock, and blocking; `thin-seed` never records.
+    #[test]
+    fn the_record_of_the_last_fast_lock() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let last = || me.context().local().last.load(Ordering::Relaxed);
+        let (a, b) = (LockWord::new(0x11), LockWord::new(0x22));
+        let ga = me.enter(&a).unwrap();
+        assert_eq!(last(), addr(&a));
+        assert_eq!(me.context().local().host.load(Ordering::Relaxed), 0x11);
+        let gb = me.enter(&b).unwrap();
+        assert_eq!(last(), addr(&b));
+        drop(ga); // not the record: load / compare / store
+        assert_eq!((last(), a.raw()), (addr(&b), 0x11));
+        let gb2 = me.enter(&b).unwrap();
+        assert_eq!(last(), 0, "nested: forgotten");
+        drop(gb2);
+        drop(gb);
+        assert_eq!(b.raw(), 0x22);
+        drop(me.enter(&a).unwrap());
+        assert_eq!((last(), a.raw()), (0, 0x11), "blind unlock: forgotten");
+        let _g = me.enter(&a).unwrap();
+        Thin::block(me.context());
+        assert_eq!(last(), 0, "blocked: forgotten");
+        Thin::unblock(me.context());
+
+        let rt = Runtime::<ThinSeed>::with_defaults();
+        let me = rt.attach().unwrap();
+        drop(me.enter(&b).unwrap());
+        let _g = me.enter(&b).unwrap();
+        assert_eq!(me.context().local().last.load(Ordering::Relaxed), 0);
     }
 
     /// A parked hash follows its object when a moving GC reports the move.

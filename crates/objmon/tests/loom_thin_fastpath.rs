@@ -1,0 +1,146 @@
+//! Loom models of `thin`'s issue 13 fast paths (`protocol/thin.rs`, "Fast paths"): the
+//! inline nested lock and unlock and the blind-store unlock (which trusts the thread's record
+//! of its last fast lock, `ThinThread::last`) against a contender, and the one new race: a
+//! `reclaim` (or `relocate`) clearing another thread's record with a CAS while that thread
+//! writes its record with plain stores.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
+//! --test loom_thin_fastpath`.
+#![cfg(loom)]
+
+mod common;
+
+use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use objmon::{Config, LockWord, MonitorError, Protocol, Runtime, Thin};
+
+fn config() -> Config {
+    Config {
+        max_threads: 4,
+        monitor_capacity: 2,
+        ..Config::default()
+    }
+}
+
+/// The owner locks once (fast CAS, recorded), nests (inline, forgets the record), unnests
+/// (inline decrement), unlocks (load / compare / store), then locks and unlocks once more
+/// (blind store); a contender locks once (spins, then inflates). Never two inside; the lock
+/// ends free with its host bits.
+#[test]
+fn thin_blind_and_nested_unlock_vs_contender() {
+    let mut b = common::builder(2);
+    b.max_branches = 1_000_000;
+    b.check(|| {
+        let rt = Runtime::<Thin>::new(config());
+        let obj = Arc::new(LockWord::new(0x5a));
+        let inside = Arc::new(AtomicBool::new(false));
+        let (rt2, obj2, inside2) = (rt.clone(), obj.clone(), inside.clone());
+        let contender = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&obj2).unwrap();
+            assert!(!inside2.swap(true, Ordering::Relaxed), "mutual exclusion");
+            inside2.store(false, Ordering::Relaxed);
+            drop(g);
+        });
+        let me = rt.attach().unwrap();
+        {
+            let g = me.enter(&obj).unwrap();
+            assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+            drop(me.enter(&obj).unwrap());
+            assert_eq!(me.lock_count(&obj), 1);
+            inside.store(false, Ordering::Relaxed);
+            drop(g);
+        }
+        {
+            let g = me.enter(&obj).unwrap();
+            assert!(!inside.swap(true, Ordering::Relaxed), "mutual exclusion");
+            inside.store(false, Ordering::Relaxed);
+            drop(g);
+        }
+        contender.join().unwrap();
+        assert_eq!(rt.owner_of(&obj), None);
+        assert_eq!(obj.host_bits(), 0x5a);
+    });
+}
+
+/// Thread A locks `x` with the fast CAS (its record names `x`) and forgets it (a host's
+/// object that dies held, as after a forgotten guard); with `a_locks_y` it then locks `y`
+/// (its record names `y` now) while the main thread reclaims `x` — the reclaim's CAS on A's
+/// record races with A's plain store of it. The main thread then locks the new object at
+/// `x`'s address. A's exit of `x` must be an error that leaves the main thread's lock alone
+/// (a record left naming `x` would unlock it blind: without `a_locks_y` that is what a
+/// reclaim that forgot to clear the record leads to), and A's blind exit of `y` still works.
+fn reclaim_vs_owner(a_locks_y: bool) {
+    common::builder(3).check(move || {
+        let rt = Runtime::<Thin>::new(config());
+        // The object at `x`: reclaimed (`&mut`) by the main thread while A only keeps its
+        // address, as a host's heap would.
+        let xp: *mut LockWord = Box::into_raw(Box::new(LockWord::new(0x11)));
+        let xa = xp as usize;
+        let y = Arc::new(LockWord::new(0x22));
+        let stage = Arc::new(AtomicU32::new(0));
+        let (rt2, y2, stage2) = (rt.clone(), y.clone(), stage.clone());
+        let a = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            // The object at `x`, borrowed afresh for each call (the main thread reclaims it
+            // with `&mut` between stages 1 and 2, when we hold no reference to it).
+            // SAFETY: the object is live (freed only after this thread is joined).
+            let x = || unsafe { &*(xa as *const LockWord) };
+            // SAFETY: `me` is this thread's handle; after stage 1 we use `x` only with the
+            // exit the protocol must refuse.
+            unsafe {
+                Thin::enter(&rt2, me.context(), x()).unwrap();
+                stage2.store(1, Ordering::Release);
+                if a_locks_y {
+                    Thin::enter(&rt2, me.context(), &y2).unwrap();
+                }
+                while stage2.load(Ordering::Acquire) != 2 {
+                    thread::yield_now();
+                }
+                assert_eq!(
+                    Thin::exit(&rt2, me.context(), x()),
+                    Err(MonitorError::IllegalMonitorState),
+                    "x is another thread's now"
+                );
+                if a_locks_y {
+                    Thin::exit(&rt2, me.context(), &y2).unwrap();
+                }
+            }
+        });
+        while stage.load(Ordering::Acquire) != 1 {
+            thread::yield_now();
+        }
+        // SAFETY: `xp` is live (freed below); A does not touch it between stages 1 and 2.
+        rt.reclaim(unsafe { &mut *xp });
+        let me = rt.attach().unwrap();
+        // SAFETY: as above; A touches it from now on only with the exit it must refuse.
+        let x = unsafe { &*xp };
+        let g = me.enter(x).unwrap();
+        stage.store(2, Ordering::Release);
+        a.join().unwrap();
+        assert_eq!(
+            rt.owner_of(x),
+            Some(me.id()),
+            "A's exit left our lock alone"
+        );
+        drop(g);
+        assert_eq!(rt.owner_of(x), None);
+        assert_eq!(x.host_bits(), 0x11);
+        assert_eq!(rt.owner_of(&y), None);
+        assert_eq!(y.raw(), 0x22, "A's blind exit of y");
+        drop(me);
+        // SAFETY: A is joined and our guard dropped: nobody uses `xp` any more.
+        drop(unsafe { Box::from_raw(xp) });
+    });
+}
+
+#[test]
+fn thin_reclaim_clears_the_owners_record() {
+    reclaim_vs_owner(false);
+}
+
+#[test]
+fn thin_reclaim_vs_the_owners_next_fast_lock() {
+    reclaim_vs_owner(true);
+}
