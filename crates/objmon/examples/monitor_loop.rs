@@ -50,6 +50,7 @@ fn main() {
     match name.as_str() {
         "fat" => run::<Fat>(own, nested, n),
         "thin" => run::<Thin>(own, nested, n),
+        "thin-seed" => run::<ThinSeed>(own, nested, n),
         "tasuki" => run::<Tasuki>(own, nested, n),
         "stack" => run::<Stack>(own, nested, n),
         "lightweight" => run::<Lightweight>(own, nested, n),

@@ -203,7 +203,7 @@ fn time_all(n: u64, protocols: &[String]) {
                     found: false,
                     secs: 0.0,
                 };
-                objmon::visit_all(&mut run);
+                objmon::vm::visit_all(&mut run);
                 assert!(run.found, "no protocol named {name}");
                 let row = format!("{name}{}", if nested { " nested" } else { "" });
                 push(&mut rows, &row, run.secs);

@@ -45,6 +45,7 @@
 //! | protocol | paper | idea | header |
 //! |---|---|---|---|
 //! | [`Thin`] (default) | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock | 4 B |
+//! | [`ThinSeed`] | the same, as the seed wrote it | nested lock after a failed CAS, unlock loads the word | 4 B |
 //! | [`Tasuki`] | Onodera and Kawachiya (1999) | thin lock + contention bit, deflation | 8 B |
 //! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack | 8 B |
 //! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates | 8 B |
@@ -113,7 +114,7 @@ pub use protocol::{
     fat::Fat,
     lightweight::{Lightweight, LightweightSeed, LightweightTable},
     stack::Stack,
-    thin::Thin,
+    thin::{Thin, ThinSeed},
     Protocol,
 };
 #[cfg(not(loom))]

@@ -71,5 +71,5 @@ pub use crate::{MonitorError, Protocol, WaitOutcome};
 // The protocols, so that one `use objmon::vm::{...}` serves an embedder.
 pub use crate::{
     Biased, BiasedSeed, Cacao, Fable, Fat, Lightweight, LightweightSeed, LightweightTable,
-    MonitorCache, Stack, Tasuki, Thin,
+    MonitorCache, Stack, Tasuki, Thin, ThinSeed,
 };

@@ -13,7 +13,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::{Config, LockWord, MonitorError, Protocol, Runtime, Thin};
+use objmon::vm::{Config, LockWord, MonitorError, Protocol, Runtime, Thin};
 
 fn config() -> Config {
     Config {

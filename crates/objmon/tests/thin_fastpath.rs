@@ -6,7 +6,7 @@
 //! `examples/user_loop.rs time` measure).
 
 use objmon::protocol::thin::ThinSeed;
-use objmon::{LockWord, MonitorError, Protocol, Runtime, Thin};
+use objmon::vm::{LockWord, MonitorError, Protocol, Runtime, Thin};
 
 /// Both variants, one script: the words after each step.
 fn script<P: Protocol<Header = LockWord>>() -> Vec<u32> {

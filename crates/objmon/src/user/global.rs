@@ -13,7 +13,7 @@ use crate::protocol::fat::Fat;
 use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
 use crate::protocol::stack::Stack;
 use crate::protocol::tasuki_bimodal::Tasuki;
-use crate::protocol::thin::Thin;
+use crate::protocol::thin::{Thin, ThinSeed};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
 use crate::sync::Arc;
@@ -166,6 +166,7 @@ macro_rules! process_wide {
 process_wide! {
     Fat => crate::protocol::LockWord::new(0);
     Thin => crate::protocol::LockWord::new(0);
+    ThinSeed => crate::protocol::LockWord::new(0);
     Stack => crate::protocol::stack::StackWord::new(0);
     Lightweight => crate::protocol::mark::MarkWord::new(0);
     LightweightSeed => crate::protocol::mark::MarkWord::new(0);
