@@ -17,6 +17,8 @@ monitor_tests!(30;
     zero_wait_keeps_the_depth,
     interrupt_ends_a_wait,
     interrupt_before_wait,
+    interrupt_does_not_end_lock,
+    try_lock_for_max_is_lock,
 );
 
 mod checks {
@@ -220,5 +222,37 @@ mod checks {
             Err(MonitorError::Interrupted),
             "wait_while passes it on"
         );
+    }
+
+    /// Entering a monitor is not interruptible (JLS §17.1): a thread interrupted while
+    /// blocked in `lock` keeps waiting for the lock, and its first `wait` afterwards throws.
+    pub fn interrupt_does_not_end_lock<E: Env>(e: E) {
+        let rt = e.runtime();
+        let m = Arc::new(e.monitor(Cell::new(0u32)));
+        let g = m.lock();
+        let (id_tx, id_rx) = mpsc::channel();
+        let (m2, rt2) = (m.clone(), rt.clone());
+        let t = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            id_tx.send(me.id()).unwrap();
+            let mut g = m2.lock(); // blocks; interrupted meanwhile
+            assert_eq!(g.get(), 1, "got in only after the holder left");
+            assert!(me.is_interrupted(), "the status is kept");
+            assert_eq!(g.wait(None), Err(MonitorError::Interrupted));
+        });
+        let id = id_rx.recv().unwrap();
+        rt.interrupt(id).unwrap();
+        thread::sleep(Duration::from_millis(5)); // give it a chance to get in wrongly
+        g.set(1);
+        drop(g);
+        t.join().unwrap();
+    }
+
+    /// `try_lock_for` with an unrepresentable timeout is `lock` (reentrant for the owner).
+    pub fn try_lock_for_max_is_lock<E: Env>(e: E) {
+        let m = e.monitor(3u8);
+        let g = m.try_lock_for(Duration::MAX).expect("free");
+        let again = m.try_lock_for(Duration::MAX).expect("reentrant");
+        assert_eq!((*g, *again), (3, 3));
     }
 }

@@ -24,9 +24,67 @@ monitor_tests!(30;
     destructor_is_the_first_use,
     guard_in_a_thread_local_outlives_the_reaper,
     forgotten_guard_at_exit,
+    bias_owner_blocked_or_gone,
 );
 
-per_protocol!(30; ids_are_recycled_and_exhaustion_panics);
+per_protocol!(30;
+    ids_are_recycled_and_exhaustion_panics,
+    raw_monitor_at_exit,
+);
+
+/// Monitors in statics (`const fn`), on the default protocol and on another.
+static HITS: Monitor<Cell<u64>> = Monitor::new(Cell::new(0));
+static FABLE_HITS: Monitor<Cell<u64>, objmon::Fable> = Monitor::with_protocol(Cell::new(0));
+
+#[test]
+fn monitors_in_statics() {
+    watchdog::within(30, "statics", || {
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..500 {
+                        let g = HITS.lock();
+                        g.set(g.get() + 1);
+                        let f = FABLE_HITS.lock();
+                        f.set(f.get() + 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(HITS.lock().get(), 2000);
+        assert_eq!(FABLE_HITS.lock().get(), 2000);
+    });
+}
+
+/// Regression tests for a bug in `Runtime::attach` (reported, not fixed here): in a
+/// thread-local destructor that runs after the crate's `handle.rs` thread-local `ATTACHED` is
+/// destroyed, every attach makes a new identity.
+mod late_destructor {
+    use crate::checks::identity_in_a_late_destructor;
+    use crate::monitor_common::{run, Own, Shared};
+
+    #[test]
+    #[ignore = "bug: handle.rs ATTACHED (a thread_local with a destructor) is gone in later \
+                thread-local destructors, so Runtime::attachment makes a new identity for each \
+                rt.attach() and for a Monitor's first use there: two ids on one OS thread"]
+    fn thin_own() {
+        run(
+            30,
+            Own::<objmon::Thin>::new(),
+            identity_in_a_late_destructor,
+        );
+    }
+
+    #[test]
+    #[ignore = "bug: as thin_own, on a process-wide runtime and a biased protocol"]
+    fn fable_global() {
+        run(
+            30,
+            Shared::<objmon::Fable>::new(),
+            identity_in_a_late_destructor,
+        );
+    }
+}
 
 /// `size_of::<Monitor<u64>>()` is at most 16 bytes with the default protocol; every
 /// protocol's sizes are printed (`--nocapture`).
@@ -459,5 +517,107 @@ mod checks {
         helper.join().unwrap();
         let m4 = m.clone();
         thread::spawn(move || drop(m4.lock())).join().unwrap();
+    }
+    /// One OS thread, one identity, also in a thread-local destructor that runs after the
+    /// thread's other thread-locals are gone: the monitor's identity and `rt.attach()`'s are
+    /// the same (an interrupt sent to the handle's id ends the monitor's wait), and two
+    /// `rt.attach()` calls give one id.
+    pub fn identity_in_a_late_destructor<E: Env>(e: E) {
+        let rt = e.runtime();
+        let m = Arc::new(e.monitor(()));
+        let (m2, rt2, exact) = (m.clone(), rt.clone(), e.exact());
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            arm_at_exit(); // registered first: runs last
+            drop(m2.lock());
+            drop(rt2.attach().unwrap());
+            at_exit(move || {
+                let mut g = m2.lock();
+                let a = rt2.attach().unwrap();
+                let b = rt2.attach().unwrap();
+                let attached = rt2.stats_snapshot().attached_threads;
+                rt2.interrupt(a.id()).unwrap();
+                let waited = g.wait(Some(Duration::ZERO));
+                tx.send((a.id(), b.id(), attached, waited)).unwrap();
+            });
+        })
+        .join()
+        .unwrap();
+        let (a, b, attached, waited) = rx.recv().unwrap();
+        eprintln!(
+            "{}: handles {a:?} {b:?}, {attached} attached, wait {waited:?}",
+            e.name()
+        );
+        assert_eq!(a, b, "two rt.attach() on one thread: one identity");
+        if exact {
+            assert_eq!(attached, 1, "one thread, one identity");
+        }
+        assert_eq!(
+            waited,
+            Err(MonitorError::Interrupted),
+            "the handle's identity is the monitor's"
+        );
+    }
+
+    /// A monitor locked many times by one thread (what makes `biased` / `fable` bias it to
+    /// that thread) is locked by another thread while the first is blocked in `join` (not at
+    /// a monitor operation: revocation must not need its help), and after it has exited.
+    pub fn bias_owner_blocked_or_gone<E: Env>(e: E) {
+        let m = Arc::new(e.monitor(Cell::new(0u32)));
+        for _ in 0..1_000 {
+            let g = m.lock();
+            g.set(g.get() + 1);
+        }
+        let m2 = m.clone();
+        thread::spawn(move || {
+            let g = m2.lock();
+            g.set(g.get() + 1);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(m.lock().get(), 1_001);
+        // Biased to a thread that exits.
+        let m3 = m.clone();
+        thread::spawn(move || {
+            for _ in 0..1_000 {
+                let g = m3.lock();
+                g.set(g.get() + 1);
+            }
+        })
+        .join()
+        .unwrap();
+        let m4 = m.clone();
+        thread::spawn(move || {
+            let mut g = m4.lock();
+            assert_eq!(g.wait(Some(Duration::ZERO)), Ok(WaitOutcome::TimedOut));
+            g.set(g.get() + 1);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(m.lock().get(), 2_002);
+    }
+
+    /// `lock_api::Mutex<RawMonitor<P>, _>` locked from a thread-local destructor that runs
+    /// after the reaper, and a `lock_api` guard kept in one (released at exit).
+    pub fn raw_monitor_at_exit<P: objmon::ProcessWide>() {
+        let m: &'static lock_api::Mutex<RawMonitor<P>, Vec<&'static str>> =
+            Box::leak(Box::new(lock_api::Mutex::new(Vec::new())));
+        thread::spawn(move || {
+            arm_at_exit();
+            KEPT.with(|_| ());
+            m.lock().push("body");
+            let mut g = m.lock();
+            g.push("kept");
+            keep(g);
+            at_exit(move || {
+                // Runs after `KEPT`'s destructor (registered before it): the guard is gone.
+                let mut g = m.try_lock().expect("the kept guard was released");
+                g.push("destructor");
+            });
+        })
+        .join()
+        .unwrap();
+        assert!(!m.is_locked());
+        assert_eq!(*m.lock(), ["body", "kept", "destructor"]);
     }
 }

@@ -20,6 +20,7 @@ per_protocol!(30;
     panicking_critical_section_unlocks,
     into_inner_and_get_mut,
     debug_output,
+    in_a_lock_api_reentrant_mutex,
 );
 
 /// A `RawMonitor` of the default protocol in a `static` (`const_new` with the trait's `INIT`).
@@ -234,5 +235,49 @@ mod checks {
         drop(g);
         let fresh = <RawMonitor<P> as RawMutex>::INIT;
         assert!(format!("{fresh:?}").contains("locked: false"));
+    }
+
+    /// A thread id for `lock_api::ReentrantMutex`: the address of a thread-local.
+    pub struct TlsId;
+
+    // SAFETY: a thread-local's address is unique among live threads and non-zero.
+    unsafe impl lock_api::GetThreadId for TlsId {
+        const INIT: Self = TlsId;
+        fn nonzero_thread_id(&self) -> std::num::NonZeroUsize {
+            thread_local!(static KEY: u8 = const { 0 });
+            KEY.with(|k| std::num::NonZeroUsize::new(k as *const u8 as usize).unwrap())
+        }
+    }
+
+    /// `lock_api::ReentrantMutex<RawMonitor<P>, _, T>`: lock_api's reentrancy over a
+    /// `RawMonitor` (which it locks once per thread, so the relock check never fires);
+    /// parking_lot's `smoke`, `is_mutex` and `trylock_works`.
+    pub fn in_a_lock_api_reentrant_mutex<P: ProcessWide>() {
+        type R<P, T> = lock_api::ReentrantMutex<RawMonitor<P>, TlsId, T>;
+        let m: Arc<R<P, std::cell::RefCell<u32>>> =
+            Arc::new(lock_api::ReentrantMutex::new(std::cell::RefCell::new(0)));
+        {
+            let a = m.lock();
+            let b = m.lock();
+            let c = m.try_lock().expect("reentrant try_lock");
+            *c.borrow_mut() += 1;
+            assert_eq!(*a.borrow(), 1);
+            drop((b, c));
+            assert!(m.is_owned_by_current_thread());
+            let m2 = m.clone();
+            thread::spawn(move || assert!(m2.try_lock().is_none()))
+                .join()
+                .unwrap();
+            *a.borrow_mut() = 0;
+        }
+        let m2 = m.clone();
+        let lock = m.lock();
+        let child = thread::spawn(move || assert_eq!(*m2.lock().borrow(), 4950));
+        for i in 0..100 {
+            *m.lock().borrow_mut() += i;
+        }
+        drop(lock);
+        child.join().unwrap();
+        assert!(!m.is_locked());
     }
 }

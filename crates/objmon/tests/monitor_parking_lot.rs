@@ -20,6 +20,7 @@ monitor_tests!(30;
     wait_sets_are_per_monitor,
     chained_notify_with_timed_waits,
     producer_consumer,
+    deep_reentrancy,
 );
 
 mod checks {
@@ -365,5 +366,38 @@ mod checks {
         });
         let n = u64::from(2 * ITEMS);
         assert_eq!(sum, n * (n - 1) / 2);
+    }
+
+    /// 1,000 nested levels (past any header's recursion bits: `thin` counts 8 bits, the
+    /// others inflate or count in a lock record), a wait at that depth, then the levels
+    /// released one by one: held until the last.
+    pub fn deep_reentrancy<E: Env>(e: E) {
+        const DEPTH: usize = 1_000;
+        let m = Arc::new(e.monitor(Cell::new(0u32)));
+        let mut gs: Vec<_> = (0..DEPTH).map(|_| m.lock()).collect();
+        let m2 = m.clone();
+        let t = thread::spawn(move || {
+            let g = m2.lock();
+            g.set(1);
+            g.notify();
+        });
+        gs.last_mut().unwrap().wait_while(|v| v.get() == 0).unwrap();
+        t.join().unwrap();
+        let free_elsewhere = || {
+            let m = m.clone();
+            thread::spawn(move || m.try_lock().is_some())
+                .join()
+                .unwrap()
+        };
+        while gs.len() > 1 {
+            gs.pop();
+            if gs.len() % 250 == 0 {
+                assert!(!free_elsewhere(), "{} levels left", gs.len());
+            }
+        }
+        assert!(m.is_owned_by_current_thread());
+        gs.pop();
+        assert!(!m.is_owned_by_current_thread());
+        assert!(free_elsewhere());
     }
 }

@@ -37,6 +37,7 @@ monitor_tests!(30;
     wait_timeout_while_wake,
     wait_timeout_wake,
     wait_while_tolerates_wakeups_before_the_condition,
+    panicking_condition_unlocks,
 );
 
 /// Regression tests for a bug in `Monitor` (reported, not fixed here): on the protocols that
@@ -603,5 +604,29 @@ mod checks {
             }
         });
         assert_eq!(m.lock().borrow().0, WAITERS);
+    }
+
+    /// A `wait_while` condition that panics (before any wait, and after one) unwinds through
+    /// the guard: the monitor is unlocked, every level, and usable.
+    pub fn panicking_condition_unlocks<E: Env>(e: E) {
+        let m = e.monitor(Cell::new(0u32));
+        for panic_after in [0u32, 1] {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _outer = m.lock();
+                let mut g = m.lock();
+                let mut calls = 0;
+                let _ = g.wait_while_for(Duration::from_millis(1), |_| {
+                    calls += 1;
+                    assert!(calls <= panic_after, "condition panics on purpose");
+                    true
+                });
+            }));
+            assert!(r.is_err());
+            assert!(!m.is_locked(), "both levels released by the unwind");
+            assert!(thread::scope(|s| s
+                .spawn(|| m.try_lock().is_some())
+                .join()
+                .unwrap()));
+        }
     }
 }
