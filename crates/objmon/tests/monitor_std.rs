@@ -52,7 +52,8 @@ mod address_keyed {
         ManuallyDrop::new) before give_back, so P::reclaim looks up the new address and the \
         cacao / monitor-cache entry made at the old one leaks (live_monitors stays +1)";
     const MOVED: &str = "bug: Monitor::drop reclaims by the current address; a monitor \
-        inflated, then moved while unlocked, leaks its cacao / monitor-cache entry";
+        locked (a plain lock is enough on these two protocols) or inflated, then moved while \
+        unlocked (Box::new, a Vec that grows, a return), leaks its cacao / monitor-cache entry";
 
     #[test]
     #[ignore = "bug: Monitor::into_inner reclaims at the moved-to address (cacao leaks)"]
@@ -239,6 +240,21 @@ mod checks {
         drop(moved);
         if e.exact() {
             assert_eq!(rt.stats_snapshot().live_monitors, before, "given back");
+        }
+        // Only locked (no wait), then moved by a growing `Vec`: on `cacao` and
+        // `monitor-cache` a plain lock makes the table entry too.
+        let mut v = Vec::with_capacity(1);
+        v.push(e.monitor(0u32));
+        drop(v[0].lock());
+        v.extend((1..64).map(|i| e.monitor(i))); // reallocates: v[0] moves
+        assert_eq!(*v[0].lock(), 0);
+        drop(v);
+        if e.exact() {
+            assert_eq!(
+                rt.stats_snapshot().live_monitors,
+                before,
+                "given back after a Vec grew"
+            );
         }
     }
 
