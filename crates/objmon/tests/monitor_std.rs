@@ -38,6 +38,8 @@ monitor_tests!(30;
     wait_timeout_wake,
     wait_while_tolerates_wakeups_before_the_condition,
     panicking_condition_unlocks,
+    lots_and_lots_with_waits,
+    many_monitors_many_threads,
 );
 
 /// Regression tests for a bug in `Monitor` (reported, not fixed here): on the protocols that
@@ -644,5 +646,87 @@ mod checks {
                 .join()
                 .unwrap()));
         }
+    }
+
+    /// `lots_and_lots` with everything a monitor does mixed in: nested locks, zero waits
+    /// (inflation; `stack` / `lightweight` deflate again at unlock), `notify_all`, `try_lock`,
+    /// from four threads at once. The count stays exact.
+    pub fn lots_and_lots_with_waits<E: Env>(e: E) {
+        const THREADS: u32 = 4;
+        const ITERS: u32 = 400;
+        let m = e.monitor(Cell::new(0u32));
+        thread::scope(|s| {
+            for t in 0..THREADS {
+                let m = &m;
+                s.spawn(move || {
+                    for i in 0..ITERS {
+                        let mut g = m.lock();
+                        let before = g.get();
+                        if (i + t) % 3 == 0 {
+                            let nested = m.lock();
+                            nested.set(nested.get() + 1);
+                        } else {
+                            g.set(g.get() + 1);
+                        }
+                        if (i + t) % 10 == 0 {
+                            // Another thread may get in during the wait: re-read after it.
+                            assert_eq!(g.get(), before + 1);
+                            // Timed out, or woken by another thread's `notify_all`.
+                            assert!(g.wait(Some(Duration::ZERO)).is_ok());
+                            assert!(m.is_owned_by_current_thread());
+                        } else if (i + t) % 7 == 0 {
+                            g.notify_all();
+                            assert_eq!(g.get(), before + 1, "no one got in");
+                        } else {
+                            assert_eq!(g.get(), before + 1, "no one got in");
+                        }
+                        drop(g);
+                        if i % 5 == 0 {
+                            if let Some(g) = m.try_lock() {
+                                g.set(g.get() + 1);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let g = m.lock();
+        let tries = g.get() - THREADS * ITERS;
+        assert!(tries <= THREADS * ITERS / 5, "{tries} try_lock increments");
+    }
+
+    /// Eight monitors, four threads, each locking pairs in index order (no deadlock) many
+    /// times, with a wait in the inner one now and then: every pair's sums are exact.
+    pub fn many_monitors_many_threads<E: Env>(e: E) {
+        const N: usize = 8;
+        const ROUNDS: usize = 150;
+        let ms: Vec<_> = (0..N).map(|_| e.monitor(Cell::new(0usize))).collect();
+        thread::scope(|s| {
+            for t in 0..4usize {
+                let ms = &ms;
+                s.spawn(move || {
+                    for r in 0..ROUNDS {
+                        let a = (r + t) % N;
+                        let b = (r * 3 + t + 1) % N;
+                        let (lo, hi) = (a.min(b), a.max(b));
+                        let g1 = ms[lo].lock();
+                        let mut g2 = ms[hi].lock();
+                        if r % 16 == 0 {
+                            let _ = g2.wait(Some(Duration::ZERO)).unwrap();
+                        }
+                        g1.set(g1.get() + 1);
+                        if hi != lo {
+                            g2.set(g2.get() + 1);
+                        }
+                    }
+                });
+            }
+        });
+        let total: usize = ms.iter().map(|m| m.lock().get()).sum();
+        let same: usize = (0..4usize)
+            .flat_map(|t| (0..ROUNDS).map(move |r| ((r + t) % N, (r * 3 + t + 1) % N)))
+            .filter(|(a, b)| a == b)
+            .count();
+        assert_eq!(total, 2 * 4 * ROUNDS - same);
     }
 }
