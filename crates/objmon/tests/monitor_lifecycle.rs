@@ -57,17 +57,14 @@ fn monitors_in_statics() {
     });
 }
 
-/// Regression tests for a bug in `Runtime::attach` (reported, not fixed here): in a
-/// thread-local destructor that runs after the crate's `handle.rs` thread-local `ATTACHED` is
-/// destroyed, every attach makes a new identity.
+/// Regression tests: in a thread-local destructor that runs after the crate's own thread-locals
+/// with destructors are gone, an attach must still give the thread's one identity (it made a
+/// new one per attach while `handle.rs` kept its list in a thread-local with a destructor).
 mod late_destructor {
     use crate::checks::identity_in_a_late_destructor;
     use crate::monitor_common::{run, Own, Shared};
 
     #[test]
-    #[ignore = "bug: handle.rs ATTACHED (a thread_local with a destructor) is gone in later \
-                thread-local destructors, so Runtime::attachment makes a new identity for each \
-                rt.attach() and for a Monitor's first use there: two ids on one OS thread"]
     fn thin_own() {
         run(
             30,
@@ -77,7 +74,6 @@ mod late_destructor {
     }
 
     #[test]
-    #[ignore = "bug: as thin_own, on a process-wide runtime and a biased protocol"]
     fn fable_global() {
         run(
             30,
@@ -87,32 +83,21 @@ mod late_destructor {
     }
 }
 
-/// Regression tests for a bug in `user/attach.rs` (reported, not fixed here): an automatic
-/// attachment made after the reaper ran (an orphan from birth) is freed only by the release
-/// of its last lock level; one made by an operation that takes no level (a failed
-/// `try_lock`) is never freed, and the exited thread stays attached, its id taken for good.
+/// Regression tests: an automatic attachment made after the reaper ran (an orphan from birth)
+/// by an operation that takes no lock level (a failed `try_lock`) must be freed too (it was
+/// freed only by the release of a last level, so the exited thread stayed attached).
 mod late_try_lock {
     use crate::checks::late_try_lock_detaches;
     use crate::monitor_common::{run, Own};
 
     #[test]
-    #[ignore = "bug: user/attach.rs: an Auto made after the reaper ran is freed only by \
-                Auto::gave_back; a failed try_lock (or try_lock_for, Debug) takes no level, so \
-                the Auto and its thread id are never freed (attached_threads stays +1)"]
     fn thin_own() {
         run(30, Own::<objmon::Thin>::new(), late_try_lock_detaches);
     }
 
     #[test]
-    #[ignore = "bug: as thin_own"]
     fn fable_own() {
         run(30, Own::<objmon::Fable>::new(), late_try_lock_detaches);
-    }
-
-    #[test]
-    #[ignore = "bug: as thin_own"]
-    fn cacao_own() {
-        run(30, Own::<objmon::Cacao>::new(), late_try_lock_detaches);
     }
 }
 
@@ -142,9 +127,8 @@ fn sizes() {
     }
     row!(
         Fat,
-        MonitorCache,
-        Cacao,
         Thin,
+        ThinSeed,
         Tasuki,
         Stack,
         Lightweight,
@@ -174,7 +158,7 @@ fn send_and_sync() {
     send_sync::<Monitor<Cell<u8>, objmon::Fable, Arc<Runtime<objmon::Fable>>>>();
     send_sync::<Monitor<Cell<u8>, objmon::Tasuki>>();
     send_sync::<RawMonitor>();
-    send_sync::<RawMonitor<objmon::Cacao>>();
+    send_sync::<RawMonitor<objmon::ThinSeed>>();
     send_sync::<lock_api::Mutex<RawMonitor, Cell<u8>>>();
 }
 
@@ -503,7 +487,7 @@ mod checks {
     /// On a runtime with two thread ids, threads come and go (ids recycled at exit: twenty
     /// threads one after another); a third thread while two are attached panics with a
     /// message naming the limit, and leaves nothing locked.
-    pub fn ids_are_recycled_and_exhaustion_panics<P: objmon::ProcessWide>() {
+    pub fn ids_are_recycled_and_exhaustion_panics<P: objmon::MonitorProtocol>() {
         let rt = Runtime::<P>::new(objmon::vm::Config {
             max_threads: 2,
             ..objmon::vm::Config::default()
@@ -629,7 +613,7 @@ mod checks {
 
     /// `lock_api::Mutex<RawMonitor<P>, _>` locked from a thread-local destructor that runs
     /// after the reaper, and a `lock_api` guard kept in one (released at exit).
-    pub fn raw_monitor_at_exit<P: objmon::ProcessWide>() {
+    pub fn raw_monitor_at_exit<P: objmon::MonitorProtocol>() {
         let m: &'static lock_api::Mutex<RawMonitor<P>, Vec<&'static str>> =
             Box::leak(Box::new(lock_api::Mutex::new(Vec::new())));
         thread::spawn(move || {
@@ -654,7 +638,7 @@ mod checks {
     /// A monitor operation that takes no lock (a failed `try_lock`, `try_lock_for`, a `Debug`
     /// of a monitor held elsewhere) in a thread-local destructor that runs after the reaper
     /// works and does not hang. (That the thread is then detached is
-    /// `late_try_lock_detaches`, which fails: see the ignored tests `late_try_lock::*`.)
+    /// `late_try_lock_detaches`.)
     pub fn failed_try_lock_in_a_late_destructor<E: Env>(e: E) {
         late_try_lock(e, false);
     }

@@ -44,7 +44,7 @@ fn in_a_static() {
 
 mod checks {
     use lock_api::{Mutex, RawMutex};
-    use objmon::{ProcessWide, Protocol, RawMonitor};
+    use objmon::{MonitorProtocol, Protocol, RawMonitor};
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::{mpsc, Arc};
     use std::thread;
@@ -53,7 +53,7 @@ mod checks {
     type M<P, T> = Mutex<RawMonitor<P>, T>;
 
     /// std `smoke`: lock, unlock, lock again; the guard gives `&mut T`.
-    pub fn smoke<P: ProcessWide>() {
+    pub fn smoke<P: MonitorProtocol>() {
         let m: M<P, Vec<u32>> = Mutex::new(Vec::new());
         m.lock().push(1);
         m.lock().push(2);
@@ -61,7 +61,7 @@ mod checks {
     }
 
     /// std `lots_and_lots`: 2·K threads, J increments each, through `&mut u32`; exact.
-    pub fn lots_and_lots<P: ProcessWide>() {
+    pub fn lots_and_lots<P: MonitorProtocol>() {
         const J: u32 = 1000;
         const K: u32 = 3;
         let m: Arc<M<P, u32>> = Arc::new(Mutex::new(0));
@@ -82,7 +82,7 @@ mod checks {
     }
 
     /// std `try_lock`; and, unlike `Monitor`, the owner's `try_lock` fails (no second `&mut`).
-    pub fn try_lock<P: ProcessWide>() {
+    pub fn try_lock<P: MonitorProtocol>() {
         let m: M<P, u32> = Mutex::new(0);
         let mut g = m.try_lock().expect("free");
         *g = 5;
@@ -107,7 +107,7 @@ mod checks {
 
     /// `RawMutexTimed`: `try_lock_for` while another thread holds the lock waits (at least)
     /// its timeout and fails; once the holder releases, a long `try_lock_for` succeeds.
-    pub fn try_lock_for_times_out_then_succeeds<P: ProcessWide>() {
+    pub fn try_lock_for_times_out_then_succeeds<P: MonitorProtocol>() {
         let m: M<P, u32> = Mutex::new(0);
         let (held_tx, held_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
@@ -146,7 +146,7 @@ mod checks {
     /// `lock` from the owning thread panics (with a message that says why) instead of giving
     /// a second `&mut T`; the first guard is still good, and the mutex works afterwards, on
     /// this thread and on others.
-    pub fn relock_from_the_owner_panics<P: ProcessWide>() {
+    pub fn relock_from_the_owner_panics<P: MonitorProtocol>() {
         let m: M<P, u32> = Mutex::new(0);
         let mut a = m.lock();
         *a = 1;
@@ -172,7 +172,7 @@ mod checks {
     }
 
     /// `is_locked` before first use, from the owner, from another thread, after release.
-    pub fn is_locked<P: ProcessWide>() {
+    pub fn is_locked<P: MonitorProtocol>() {
         let m: M<P, ()> = Mutex::new(());
         assert!(!m.is_locked());
         let g = m.lock();
@@ -194,7 +194,7 @@ mod checks {
     }
 
     /// std `test_mutex_arc_access_in_unwind` / poisoning: a panic with the guard held unlocks.
-    pub fn panicking_critical_section_unlocks<P: ProcessWide>() {
+    pub fn panicking_critical_section_unlocks<P: MonitorProtocol>() {
         let m: Arc<M<P, i32>> = Arc::new(Mutex::new(1));
         let m2 = m.clone();
         let r = thread::spawn(move || {
@@ -209,7 +209,7 @@ mod checks {
     }
 
     /// std `test_into_inner`, `test_get_mut`.
-    pub fn into_inner_and_get_mut<P: ProcessWide>() {
+    pub fn into_inner_and_get_mut<P: MonitorProtocol>() {
         let mut m: M<P, String> = Mutex::new(String::from("a"));
         m.get_mut().push('b');
         m.lock().push('c');
@@ -217,7 +217,7 @@ mod checks {
     }
 
     /// The raw mutex's `Debug` names its protocol and state.
-    pub fn debug_output<P: ProcessWide>() {
+    pub fn debug_output<P: MonitorProtocol>() {
         let name = <P as Protocol>::NAME;
         let m: M<P, u8> = Mutex::new(3);
         drop(m.lock()); // makes the process-wide runtime, if it was not
@@ -252,7 +252,7 @@ mod checks {
     /// `lock_api::ReentrantMutex<RawMonitor<P>, _, T>`: lock_api's reentrancy over a
     /// `RawMonitor` (which it locks once per thread, so the relock check never fires);
     /// parking_lot's `smoke`, `is_mutex` and `trylock_works`.
-    pub fn in_a_lock_api_reentrant_mutex<P: ProcessWide>() {
+    pub fn in_a_lock_api_reentrant_mutex<P: MonitorProtocol>() {
         type R<P, T> = lock_api::ReentrantMutex<RawMonitor<P>, TlsId, T>;
         let m: Arc<R<P, std::cell::RefCell<u32>>> =
             Arc::new(lock_api::ReentrantMutex::new(std::cell::RefCell::new(0)));

@@ -28,6 +28,11 @@ use std::ptr::NonNull;
 /// leak per move). Those two remain available to hosts through [`objmon::vm`](crate::vm),
 /// where the host reports moves ([`Runtime::relocate`](crate::vm::Runtime::relocate)).
 /// Sealed.
+///
+/// ```compile_fail,E0277
+/// // `cacao` keys monitors by address: a moved `Monitor` would leak its fat monitor.
+/// let m = objmon::Monitor::<u32, objmon::Cacao>::with_protocol(0);
+/// ```
 pub trait MonitorProtocol: Protocol + sealed::MonitorProtocol {}
 
 /// Where a monitor finds its runtime: [`Global`] (the protocol's process-wide runtime, a
