@@ -154,7 +154,9 @@ impl<T, P: MonitorProtocol> Monitor<T, P, Global> {
 impl<T, P: MonitorProtocol> Monitor<T, P, Arc<Runtime<P>>> {
     /// A monitor holding `value`, on the runtime `rt` (for hosts that run several runtimes,
     /// or want one with their own [`Config`](crate::vm::Config)). The monitor keeps `rt`
-    /// alive.
+    /// alive, and so does every thread that used a monitor of `rt`, until it exits (its
+    /// automatic attachment holds the runtime): a pool thread that touches many short-lived
+    /// runtimes keeps them all.
     ///
     /// ```
     /// use objmon::{Monitor, Fable};
