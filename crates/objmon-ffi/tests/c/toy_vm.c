@@ -424,6 +424,13 @@ static int deadlock_phase(const char *protocol) {
 int main(int argc, char **argv) {
     int bad = 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* progress must survive a hang and a kill */
+    /* The header compiled in and the library linked (maybe an installed one) agree. */
+    if (objmon_version() != OBJMON_VERSION) {
+        fprintf(stderr, "objmon.h is %d.%d.%d but the library is %u.%u.%u\n",
+                OBJMON_VERSION_MAJOR, OBJMON_VERSION_MINOR, OBJMON_VERSION_PATCH,
+                objmon_version() >> 16, objmon_version() >> 8 & 0xff, objmon_version() & 0xff);
+        return 1;
+    }
     EXPECT(objmon_runtime_new("no-such-protocol", NULL, &rt) == OBJMON_E_UNKNOWN_PROTOCOL);
     if (argc > 1) {
         for (int i = 1; i < argc; i++) bad |= run(argv[i]);
