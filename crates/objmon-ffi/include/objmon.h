@@ -9,9 +9,9 @@
  * THE PIECES. A runtime (`objmon_runtime`, one per VM) runs one locking protocol, chosen by name
  * at `objmon_runtime_new`. Each OS thread that locks attaches once (`objmon_thread_attach`) and
  * gets a handle (`objmon_thread`). Each object embeds one `objmon_header` (8 bytes, 8-aligned).
- * Every call returns an `objmon_status` (or a documented neutral value: 0, false, NULL) and never
- * aborts: no Rust panic crosses the boundary (a bug inside objmon is `OBJMON_E_PANIC`, the
- * operation not done).
+ * Every call returns an `objmon_status` (or a documented neutral value: 0, false, NULL), and no
+ * Rust panic crosses the boundary: a bug inside objmon is `OBJMON_E_PANIC`, the operation not
+ * done (running out of memory aborts the process, as it does any Rust program).
  *
  * WHO MAY CALL WHAT, FROM WHICH THREAD.
  * - `objmon_runtime` calls (`objmon_header_init`, `objmon_owner_of`, `objmon_interrupt`,
