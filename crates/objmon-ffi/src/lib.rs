@@ -1,16 +1,8 @@
 //! C ABI for objmon. The header `include/objmon.h` is generated from this file by cbindgen
-//! (the test `header_is_in_sync` keeps them equal).
+//! (the test `header_is_in_sync` keeps them equal); its opening comment is `src/model.md`,
+//! which follows here.
 //!
-//! Model: a C runtime creates one `objmon_runtime` with a protocol chosen by name, attaches
-//! each of its threads (`objmon_thread`, used only by the thread that attached it), and embeds
-//! one `objmon_header` (8 bytes, 8-aligned) in each object, initialised with
-//! `objmon_header_init` before first use. Every function returns an `objmon_status`; no Rust
-//! panic crosses the boundary (it becomes `OBJMON_E_PANIC`).
-//!
-//! Two ways to lock: `objmon_enter` / `objmon_exit` for structured locking (a `synchronized`
-//! block: the host guarantees every enter is exited by the same thread), and
-//! `objmon_monitor_enter` / `objmon_monitor_exit` for JNI-style unstructured locking, which
-//! `objmon_thread_detach` releases (as `DetachCurrentThread` does).
+#![doc = include_str!("model.md")]
 //!
 //! Safety contract of the pointer arguments (the C caller's side): a runtime pointer comes
 //! from `objmon_runtime_new` and is not used after `objmon_runtime_free`; a thread pointer comes
@@ -92,6 +84,12 @@ pub enum objmon_status {
     /// The header was initialised by another runtime (detected where the protocol leaves
     /// room for a runtime tag; see `objmon_header`); nothing was done.
     OBJMON_E_FOREIGN_HEADER = 16,
+    /// `objmon_header_init_host` was given bits beyond `objmon_host_bits_width`; nothing was
+    /// done.
+    OBJMON_E_HOST_BITS_TOO_WIDE = 17,
+    /// The host bits are not in the header now: `stack` displaces them into the owner's lock
+    /// record while the object is stack-locked. Read them again after the unlock.
+    OBJMON_E_HOST_BITS_DISPLACED = 18,
 }
 
 use objmon_status::*;
@@ -133,6 +131,10 @@ pub enum objmon_wait_outcome {
 /// calls off the lock fast path answer `OBJMON_E_FOREIGN_HEADER` for another runtime's header;
 /// the lock fast path (`objmon_enter`, `objmon_try_enter`, `objmon_exit`) and the 8-byte
 /// protocols cannot check: there the rule is the host's to keep.
+///
+/// HOST BITS. `objmon_host_bits_width(rt)` bits of it (7 to 16, per protocol) are the host's:
+/// written by `objmon_header_init_host`, read by `objmon_header_host_bits`, never by reading
+/// the bytes (their place differs by protocol).
 #[repr(C)]
 pub struct objmon_header {
     _opaque: u64,
@@ -177,6 +179,8 @@ pub struct objmon_runtime {
     /// This runtime's header tag (nonzero) if the protocol's word leaves 4 bytes of
     /// `objmon_header` free; 0 if it leaves none (no tagging).
     tag: u32,
+    /// How the protocol's header keeps the host's bits.
+    host: host_bits::HostBits,
     /// Its live handles, so that `objmon_relocate` can move their unstructured records.
     handles: Arc<Handles>,
 }
@@ -397,6 +401,151 @@ fn next_tag() -> u32 {
     }
 }
 
+/// The host's bits of each protocol's header, as one C value of `width` bits (bit 0 up).
+///
+/// `P::Header` is any type to the generic code (`Protocol` bounds it by no host-bits trait), so
+/// the header types are told apart by `TypeId`; a header type not listed here (a protocol
+/// added later) leaves the host no bits until it is.
+mod host_bits {
+    use super::objmon_header;
+    use objmon::vm::{BiasWord, HostWord, LockWord, MarkWord, StackWord, TasukiHeader};
+    use std::any::TypeId;
+
+    /// One protocol's host bits: how many, and how to write and read them.
+    #[derive(Clone, Copy)]
+    pub(super) struct HostBits {
+        /// How many bits (values 0 .. 2^width - 1); 0: none.
+        pub width: u32,
+        /// Writes an unlocked header carrying the value (of at most `width` bits).
+        init: unsafe fn(*mut objmon_header, u32),
+        /// The value, or `None` while the protocol has displaced it.
+        read: unsafe fn(*const objmon_header) -> Option<u32>,
+    }
+
+    /// Mark words (`lightweight*`, `stack`) keep 7 host bits in place: bits 7..2 and 63
+    /// (`MARK_HOST_BITS`). The C value packs them as bits 5..0 and 6.
+    fn mark_from_value(v: u32) -> u64 {
+        (u64::from(v & 0x3f) << 2) | (u64::from(v >> 6 & 1) << 63)
+    }
+
+    fn mark_to_value(w: u64) -> u32 {
+        ((w >> 2) & 0x3f) as u32 | (((w >> 63) as u32) << 6)
+    }
+
+    // The accessors below each run on a pointer whose type was proven by `TypeId` in
+    // `HostBits::of`. SAFETY of every dereference: the caller's contract (`init`: `h` valid for
+    // writes of an `objmon_header`, which the header type fits, checked at runtime creation;
+    // `read`: `h` an initialised header of the runtime, so a valid `H`).
+
+    unsafe fn init_as<H>(h: *mut objmon_header, header: H) {
+        // SAFETY: see above; the slot holds no live header yet (`objmon_header_init`'s contract).
+        unsafe { std::ptr::write(h as *mut H, header) }
+    }
+
+    unsafe fn as_ref<'a, H>(h: *const objmon_header) -> &'a H {
+        // SAFETY: see above.
+        unsafe { &*(h as *const H) }
+    }
+
+    impl HostBits {
+        /// The host bits of header type `H`.
+        pub fn of<H: 'static>() -> HostBits {
+            let t = TypeId::of::<H>();
+            // SAFETY (every `unsafe` block in the closures): the header type is `H`, as the
+            // `TypeId` comparison selecting the branch proves; see `init_as` / `as_ref`.
+            if t == TypeId::of::<LockWord>() {
+                HostBits {
+                    width: 8,
+                    init: |h, v| unsafe { init_as(h, LockWord::new(v as u8)) },
+                    read: |h| Some(u32::from(unsafe { as_ref::<LockWord>(h) }.host_bits())),
+                }
+            } else if t == TypeId::of::<HostWord>() {
+                HostBits {
+                    width: 8,
+                    init: |h, v| unsafe { init_as(h, HostWord::new(v)) },
+                    read: |h| Some(unsafe { as_ref::<HostWord>(h) }.bits()),
+                }
+            } else if t == TypeId::of::<BiasWord>() {
+                HostBits {
+                    width: 8,
+                    init: |h, v| unsafe { init_as(h, BiasWord::new(v as u8)) },
+                    read: |h| Some(u32::from(unsafe { as_ref::<BiasWord>(h) }.host_bits())),
+                }
+            } else if t == TypeId::of::<MarkWord>() {
+                HostBits {
+                    width: 7,
+                    init: |h, v| unsafe { init_as(h, MarkWord::new(mark_from_value(v))) },
+                    read: |h| Some(mark_to_value(unsafe { as_ref::<MarkWord>(h) }.host_bits())),
+                }
+            } else if t == TypeId::of::<StackWord>() {
+                HostBits {
+                    width: 7,
+                    init: |h, v| unsafe { init_as(h, StackWord::new(mark_from_value(v))) },
+                    read: |h| {
+                        unsafe { as_ref::<StackWord>(h) }
+                            .host_bits()
+                            .map(mark_to_value)
+                    },
+                }
+            } else if t == TypeId::of::<TasukiHeader>() {
+                // The lock word's host byte is bits 7..0 of the value, the aux word's 15..8.
+                HostBits {
+                    width: 16,
+                    init: |h, v| unsafe { init_as(h, TasukiHeader::new(v as u8, (v >> 8) as u8)) },
+                    read: |h| {
+                        let t = unsafe { as_ref::<TasukiHeader>(h) };
+                        Some(
+                            u32::from(t.lock_word().host_bits())
+                                | u32::from(t.aux_host_bits()) << 8,
+                        )
+                    },
+                }
+            } else {
+                HostBits {
+                    width: 0,
+                    init: |_, _| unreachable!("a zero-width host value is never written"),
+                    read: |_| Some(0),
+                }
+            }
+        }
+
+        /// Writes an unlocked header carrying `v` (`v < 2^width`, and `width > 0`).
+        ///
+        /// # Safety
+        /// `h` is valid for writes, holds no live header, and the runtime's header type is the
+        /// one this was made `of`.
+        pub unsafe fn init(&self, h: *mut objmon_header, v: u32) {
+            debug_assert!(self.width > 0 && v >> self.width == 0);
+            // SAFETY: forwarded contract.
+            unsafe { (self.init)(h, v) }
+        }
+
+        /// The host's value in `h`, `None` while displaced.
+        ///
+        /// # Safety
+        /// `h` is an initialised header of a runtime whose header type this was made `of`.
+        pub unsafe fn read(&self, h: *const objmon_header) -> Option<u32> {
+            // SAFETY: forwarded contract.
+            unsafe { (self.read)(h) }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn mark_packing_round_trips_every_value_and_stays_in_the_host_mask() {
+            const MARK_HOST_BITS: u64 = 0x8000_0000_0000_00fc;
+            for v in 0..128 {
+                let w = mark_from_value(v);
+                assert_eq!(w & !MARK_HOST_BITS, 0, "{v:#x} leaves the host bits");
+                assert_eq!(mark_to_value(w), v);
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Type erasure: one vtable call per operation, then the protocol's own (inlined) paths.
 
@@ -571,6 +720,7 @@ impl ProtocolVisitor for Make<'_> {
             Ok(objmon_runtime {
                 inner: Box::new(Rt::<P>(Runtime::new(self.config.clone()))),
                 tag,
+                host: host_bits::HostBits::of::<P::Header>(),
                 handles: Arc::default(),
             })
         } else {
@@ -615,6 +765,39 @@ macro_rules! owned {
 // ---------------------------------------------------------------------------------------------
 // The C functions.
 
+/// `u32` of a decimal string, at compile time (the version parts Cargo gives as strings).
+const fn parse_u32(s: &str) -> u32 {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut v = 0u32;
+    while i < b.len() {
+        assert!(b[i].is_ascii_digit(), "a version part is a decimal number");
+        v = v * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    v
+}
+
+/// The crate's version, encoded as `objmon_version` returns it.
+const VERSION: u32 = {
+    let major = parse_u32(env!("CARGO_PKG_VERSION_MAJOR"));
+    let minor = parse_u32(env!("CARGO_PKG_VERSION_MINOR"));
+    let patch = parse_u32(env!("CARGO_PKG_VERSION_PATCH"));
+    assert!(
+        major <= 0xff && minor <= 0xff && patch <= 0xff,
+        "each part fits a byte"
+    );
+    (major << 16) | (minor << 8) | patch
+};
+
+/// The library's version: `(major << 16) | (minor << 8) | patch`, as the header's
+/// `OBJMON_VERSION` encodes `OBJMON_VERSION_MAJOR`, `_MINOR` and `_PATCH`. A host compares the
+/// two at start-up to catch a header and a library of different versions.
+#[no_mangle]
+pub extern "C" fn objmon_version() -> u32 {
+    VERSION
+}
+
 /// Number of protocols available (names via `objmon_protocol_name`).
 #[no_mangle]
 pub extern "C" fn objmon_protocol_count() -> usize {
@@ -644,7 +827,7 @@ pub extern "C" fn objmon_protocol_name(i: usize) -> *const c_char {
 pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
     // Compare as integers: a C enum argument may hold any int, which would be undefined
     // behaviour in a Rust enum parameter (issue 11 item 10).
-    const MESSAGES: [(objmon_status, &CStr); 17] = [
+    const MESSAGES: [(objmon_status, &CStr); 19] = [
         (OBJMON_OK, c"ok"),
         (
             OBJMON_E_ILLEGAL_MONITOR_STATE,
@@ -679,6 +862,14 @@ pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
         (
             OBJMON_E_FOREIGN_HEADER,
             c"header belongs to another runtime",
+        ),
+        (
+            OBJMON_E_HOST_BITS_TOO_WIDE,
+            c"host bits wider than the protocol leaves to the host",
+        ),
+        (
+            OBJMON_E_HOST_BITS_DISPLACED,
+            c"host bits displaced into the lock owner's record",
         ),
     ];
     MESSAGES
@@ -804,6 +995,87 @@ pub unsafe extern "C" fn objmon_header_reclaim(
         }
         (*rt).inner.reclaim(h);
         OBJMON_OK
+    })
+}
+
+/// How many bits of the header the runtime's protocol leaves to the host (0 for NULL): 8 for
+/// `thin`, `fat`, `cacao`, `monitor-cache`, `biased`, `biased-seed`, `fable`, `fable-seed`; 7 for
+/// `lightweight`, `lightweight-seed`, `lightweight-table`, `stack`; 16 for `tasuki`. The host
+/// stores a value below `1 << width` with `objmon_header_init_host` and reads it with
+/// `objmon_header_host_bits`; where the bits sit in the 8 bytes is the library's business.
+///
+/// The 4-byte-word protocols (`thin`, `fat`, `cacao`, `monitor-cache`) leave the other 4 bytes
+/// of `objmon_header` to the runtime tag that detects another runtime's header
+/// (`OBJMON_E_FOREIGN_HEADER`): that detection is kept, at the price of those 32 bits.
+///
+/// # Safety
+/// `rt` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_host_bits_width(rt: *const objmon_runtime) -> u32 {
+    // SAFETY: NULL or live by contract.
+    unsafe { rt.as_ref() }.map_or(0, |rt| rt.host.width)
+}
+
+/// As `objmon_header_init`, the header also carrying `host_bits` for the host: a value below
+/// `1 << objmon_host_bits_width(rt)` (else `OBJMON_E_HOST_BITS_TOO_WIDE`, nothing done). The
+/// value survives locking, inflation, deflation, hashing, `objmon_relocate` and
+/// `objmon_header_reclaim`; it changes only by initialising the header again (when it is not
+/// in use). An all-zero header carries the value 0.
+///
+/// # Safety
+/// `rt` is live; `h` is valid for writes and not in use.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_header_init_host(
+    rt: *const objmon_runtime,
+    h: *mut objmon_header,
+    host_bits: u32,
+) -> objmon_status {
+    nonnull!(rt, h);
+    // SAFETY: contract.
+    let host = unsafe { &*rt }.host;
+    if host_bits == 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { objmon_header_init(rt, h) };
+    }
+    if host.width == 0 || host_bits >> host.width != 0 {
+        return OBJMON_E_HOST_BITS_TOO_WIDE;
+    }
+    // SAFETY: contract; the value fits (checked); `host` describes this runtime's header type.
+    guarded(|| unsafe {
+        host.init(h, host_bits);
+        if (*rt).tag != 0 {
+            // SAFETY: a tagged runtime's protocol word is 4 bytes (`Make`).
+            tag_word(h).store((*rt).tag, Ordering::Relaxed);
+        }
+        OBJMON_OK
+    })
+}
+
+/// The host's value in `h` (see `objmon_header_init_host`), written to `out`; from any thread,
+/// in every lock state, but for `stack` while the object is stack-locked:
+/// `OBJMON_E_HOST_BITS_DISPLACED` (the bits are in the owner's lock record until the unlock).
+///
+/// # Safety
+/// `rt` is live; `h` an initialised header of it; `out` valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn objmon_header_host_bits(
+    rt: *const objmon_runtime,
+    h: *const objmon_header,
+    out: *mut u32,
+) -> objmon_status {
+    nonnull!(rt, h, out);
+    // SAFETY: contract.
+    guarded(|| unsafe {
+        if foreign((*rt).tag, h) {
+            return OBJMON_E_FOREIGN_HEADER;
+        }
+        match (*rt).host.read(h) {
+            Some(v) => {
+                out.write(v);
+                OBJMON_OK
+            }
+            None => OBJMON_E_HOST_BITS_DISPLACED,
+        }
     })
 }
 
@@ -1605,7 +1877,7 @@ mod tests {
 
     #[test]
     fn strerror_names_every_status_and_only_those() {
-        let last = OBJMON_E_FOREIGN_HEADER as i32;
+        let last = OBJMON_E_HOST_BITS_DISPLACED as i32;
         for s in 0..=last {
             assert_ne!(message(s), "unknown status", "status {s} has no message");
         }

@@ -274,6 +274,77 @@ static void relocate_unstructured(void) {
     free(to);
 }
 
+/* ---- Issue 15: the host's bits of the header, per protocol: as many as documented, kept
+ * through locking, inflation (a wait), hashing, a move and reclaim; too wide a value refused;
+ * `stack` answers DISPLACED only while stack-locked. */
+
+static unsigned expected_host_width(const char *p) {
+    if (!strcmp(p, "tasuki")) return 16;
+    if (!strncmp(p, "lightweight", 11) || !strcmp(p, "stack")) return 7;
+    return 8;
+}
+
+/* The host value in `h`, or `bad` if it cannot be read now (`stack` while stack-locked). */
+static uint32_t host_value(const objmon_header *h, uint32_t bad) {
+    uint32_t v = 0xdeadbeef;
+    objmon_status s = objmon_header_host_bits(rt, h, &v);
+    if (s == OBJMON_E_HOST_BITS_DISPLACED && !strcmp(protocol, "stack")) return bad;
+    EXPECT(s == OBJMON_OK);
+    return v;
+}
+
+static void host_bits(void) {
+    unsigned w = objmon_host_bits_width(rt);
+    EXPECT(w == expected_host_width(protocol));
+    EXPECT(objmon_host_bits_width(NULL) == 0);
+    objmon_header *h = calloc(1, sizeof *h), *to = calloc(1, sizeof *to);
+    EXPECT(host_value(h, 0) == 0); /* all-zero: the value 0 */
+    EXPECT(objmon_header_init_host(rt, h, 1u << w) == OBJMON_E_HOST_BITS_TOO_WIDE);
+    EXPECT(objmon_header_init_host(rt, h, UINT32_MAX) == OBJMON_E_HOST_BITS_TOO_WIDE);
+    EXPECT(objmon_header_init_host(NULL, h, 1) == OBJMON_E_NULL);
+    objmon_thread *me;
+    EXPECT(objmon_thread_attach(rt, &me) == OBJMON_OK);
+    uint32_t all = (1u << w) - 1;
+    uint32_t values[2 + 16];
+    size_t n = 0;
+    values[n++] = all;
+    values[n++] = 0x5555u & all;
+    for (unsigned b = 0; b < w; b++) values[n++] = 1u << b;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = values[i];
+        EXPECT(objmon_header_init_host(rt, h, v) == OBJMON_OK);
+        EXPECT(host_value(h, 0) == v);
+        EXPECT(objmon_enter(me, h) == OBJMON_OK);
+        EXPECT(host_value(h, v) == v); /* locked (stack: displaced) */
+        EXPECT(objmon_enter(me, h) == OBJMON_OK);
+        EXPECT(objmon_wait(me, h, 1000, NULL) == OBJMON_OK); /* inflates, but for cacao & co */
+        EXPECT(host_value(h, v) == v);
+        uint32_t hash = 0;
+        EXPECT(objmon_identity_hash(me, h, &hash) == OBJMON_OK && hash != 0);
+        EXPECT(host_value(h, v) == v);
+        EXPECT(objmon_exit(me, h) == OBJMON_OK);
+        EXPECT(objmon_exit(me, h) == OBJMON_OK);
+        EXPECT(host_value(h, 0) == v); /* unlocked: readable under every protocol */
+        memcpy(to, h, sizeof *to); /* an unlocked, hashed object moves */
+        EXPECT(objmon_relocate(rt, h, to) == OBJMON_OK);
+        EXPECT(host_value(to, 0) == v);
+        EXPECT(objmon_header_reclaim(rt, to) == OBJMON_OK);
+        EXPECT(host_value(to, 0) == v);
+        objmon_header_reclaim(rt, h);
+    }
+    if (tags_headers(protocol)) {
+        objmon_runtime *rt2;
+        EXPECT(objmon_runtime_new(protocol, NULL, &rt2) == OBJMON_OK);
+        EXPECT(objmon_header_init_host(rt, h, 1) == OBJMON_OK);
+        uint32_t v = 0;
+        EXPECT(objmon_header_host_bits(rt2, h, &v) == OBJMON_E_FOREIGN_HEADER);
+        EXPECT(objmon_runtime_free(rt2) == OBJMON_OK);
+    }
+    EXPECT(objmon_thread_detach(me, NULL) == OBJMON_OK);
+    free(h);
+    free(to);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc != 2) {
@@ -303,6 +374,9 @@ int main(int argc, char **argv) {
     printf("%s: native pairs done\n", protocol);
     relocate_unstructured();
     printf("%s: relocation done\n", protocol);
+    host_bits();
+    printf("%s: host bits done\n", protocol);
+    EXPECT(objmon_version() == OBJMON_VERSION); /* header and library agree */
     objmon_runtime_free(rt);
     printf("%s: %s\n", protocol, failures ? "FAILED" : "ok");
     return failures != 0;

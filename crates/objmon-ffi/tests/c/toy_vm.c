@@ -1,5 +1,6 @@
-/* A toy object model on the objmon C ABI: a few thousand objects with headers, several
- * pthreads locking, nesting, waiting and notifying, run once per protocol.
+/* A toy object model on the objmon C ABI: a few thousand objects with headers (each
+ * object's class id in the header's host bits), several pthreads locking, nesting, waiting and
+ * notifying, run once per protocol.
  * Exit status 0 iff every check passed. Usage: toy_vm [protocol...] (default: all), each
  * protocol's run followed by its deadlock phase.
  *
@@ -24,9 +25,14 @@
 #define N_ITEMS 2000
 
 typedef struct object {
-    objmon_header header; /* the VM's header slot */
+    objmon_header header; /* the VM's header slot; its host bits hold the object's "class" */
     int64_t value;        /* only touched while holding the object's monitor */
 } object;
+
+/* The toy VM's class id of heap object i, kept in the header's host bits (no second word). */
+static uint32_t class_of(int i, const objmon_runtime *r) {
+    return (uint32_t)i & ((1u << objmon_host_bits_width(r)) - 1);
+}
 
 static object *heap;
 static objmon_runtime *rt;
@@ -197,7 +203,7 @@ static void relocation_check(void) {
     objmon_thread *owner;
     pthread_t th;
     void *res = NULL;
-    objmon_header_init(rt, &from.header);
+    EXPECT(objmon_header_init_host(rt, &from.header, 1) == OBJMON_OK); /* class 1 */
     if (objmon_thread_attach(rt, &owner) != OBJMON_OK) {
         failures++;
         return;
@@ -217,6 +223,8 @@ static void relocation_check(void) {
     objmon_header_init(rt, &from.header); /* the old copy is garbage; reuse the slot */
     EXPECT(objmon_identity_hash(owner, &to.header, &moved) == OBJMON_OK);
     EXPECT(theirs != 0 && moved == theirs);
+    uint32_t class = 0;
+    EXPECT(objmon_header_host_bits(rt, &to.header, &class) == OBJMON_OK && class == 1);
     EXPECT(objmon_relocate(NULL, &from.header, &to.header) == OBJMON_E_NULL);
     objmon_thread_detach(owner, NULL);
     objmon_header_reclaim(rt, &to.header);
@@ -286,7 +294,8 @@ static int run(const char *protocol) {
     }
     failures = 0;
     heap = calloc(N_OBJECTS, sizeof(object));
-    for (int i = 0; i < N_OBJECTS; i++) objmon_header_init(rt, &heap[i].header);
+    for (int i = 0; i < N_OBJECTS; i++)
+        EXPECT(objmon_header_init_host(rt, &heap[i].header, class_of(i, rt)) == OBJMON_OK);
     objmon_header_init(rt, &queue_obj.header);
     queue_slot = consumed_sum = 0;
 
@@ -338,6 +347,12 @@ static int run(const char *protocol) {
     EXPECT(objmon_thread_dump(rt, dump_objs, 2, dump, sizeof dump, &dump_len) == OBJMON_OK);
     EXPECT(strstr(dump, "Full thread dump") != NULL && dump_len == strlen(dump));
 
+    /* Every object kept its class through the locking, waiting, hashing and moving. */
+    for (int i = 0; i < N_OBJECTS; i++) {
+        uint32_t c = UINT32_MAX;
+        EXPECT(objmon_header_host_bits(rt, &heap[i].header, &c) == OBJMON_OK);
+        EXPECT(c == class_of(i, rt));
+    }
     objmon_stats st;
     EXPECT(objmon_stats_get(rt, &st) == OBJMON_OK && st.attached_threads == 0);
     for (int i = 0; i < N_OBJECTS; i++) objmon_header_reclaim(rt, &heap[i].header);
@@ -424,6 +439,13 @@ static int deadlock_phase(const char *protocol) {
 int main(int argc, char **argv) {
     int bad = 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* progress must survive a hang and a kill */
+    /* The header compiled in and the library linked (maybe an installed one) agree. */
+    if (objmon_version() != OBJMON_VERSION) {
+        fprintf(stderr, "objmon.h is %d.%d.%d but the library is %u.%u.%u\n",
+                OBJMON_VERSION_MAJOR, OBJMON_VERSION_MINOR, OBJMON_VERSION_PATCH,
+                objmon_version() >> 16, objmon_version() >> 8 & 0xff, objmon_version() & 0xff);
+        return 1;
+    }
     EXPECT(objmon_runtime_new("no-such-protocol", NULL, &rt) == OBJMON_E_UNKNOWN_PROTOCOL);
     if (argc > 1) {
         for (int i = 1; i < argc; i++) bad |= run(argv[i]);
