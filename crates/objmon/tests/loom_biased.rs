@@ -1,15 +1,20 @@
 //! Loom models of biased locking (seed 002): the bias owner's plain-store fast path against
 //! each revocation path — synchronous pair handshake, asynchronous pair handshake, and the
-//! membarrier asymmetric Dekker — for both places the count can live: the owner's lock
-//! records (`biased`, `fable`: the owner's lock and unlock store nothing to the header) and
-//! the header (`biased-seed`, Figures 3 and 4). The records models cover an owner in the
-//! middle of a lock and of an unlock, nested holds, an unstructured (out-of-order) exit and
-//! the records overflowing into a thin count.
+//! membarrier revocation — for the three owner steps: the header count in an rseq section
+//! (`biased`, `fable`: Figure 4's load, compare and store; the barrier is
+//! `membarrier(PRIVATE_EXPEDITED_RSEQ)`, which restarts a section it lands in), the owner's
+//! lock records (`biased-records`, `fable-records`: the owner's lock and unlock store
+//! nothing to the header) and the header count behind the `in_op` Dekker (`biased-seed`,
+//! Figures 3 and 4). The records models cover an owner in the middle of a lock and of an
+//! unlock, nested holds, an unstructured (out-of-order) exit and the records overflowing
+//! into a thin count.
 //!
 //! Loom cannot model `membarrier(2)`. Under `--cfg loom` the barrier is replaced by what it
 //! guarantees: a `SeqCst` fence on the revoker side where it calls the barrier, and a `SeqCst`
 //! fence at the owner's compiler barrier (the point where the kernel's IPI, or a context
-//! switch, would order the owner's accesses). Everything else is the shipped code.
+//! switch, would order the owner's accesses). The rseq section (inline asm) is modelled as
+//! the same load, compare and store under a per-thread `cpu` mutex that the barrier takes
+//! once after its fence. Everything else is the shipped code.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_biased`.
@@ -20,7 +25,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoSeed, LOCK_RECORDS};
+use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoRecords, KkoSeed, LOCK_RECORDS};
 use objmon::protocol::fable::FableHeuristics;
 use objmon::{
     BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
@@ -361,17 +366,17 @@ fn nested_vs_revoker<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn records_nested_vs_membarrier_revocation() {
-    nested_vs_revoker::<Kko>(Revocation::Membarrier);
+    nested_vs_revoker::<KkoRecords>(Revocation::Membarrier);
 }
 
 #[test]
 fn records_nested_vs_sync_handshake() {
-    nested_vs_revoker::<Kko>(Revocation::SyncHandshake);
+    nested_vs_revoker::<KkoRecords>(Revocation::SyncHandshake);
 }
 
 #[test]
 fn records_nested_vs_async_handshake() {
-    nested_vs_revoker::<Kko>(Revocation::AsyncHandshake);
+    nested_vs_revoker::<KkoRecords>(Revocation::AsyncHandshake);
 }
 
 /// Unstructured exit out of order: the owner holds `h` then `g`, both biased, and releases
@@ -420,12 +425,12 @@ fn out_of_order_vs_revoker<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn records_out_of_order_exit_vs_membarrier_revocation() {
-    out_of_order_vs_revoker::<Kko>(Revocation::Membarrier);
+    out_of_order_vs_revoker::<KkoRecords>(Revocation::Membarrier);
 }
 
 #[test]
 fn records_out_of_order_exit_vs_sync_handshake() {
-    out_of_order_vs_revoker::<Kko>(Revocation::SyncHandshake);
+    out_of_order_vs_revoker::<KkoRecords>(Revocation::SyncHandshake);
 }
 
 /// The owner's records are full (one hold of `h` and holds of other objects): its next
@@ -434,7 +439,7 @@ fn records_out_of_order_exit_vs_sync_handshake() {
 #[test]
 fn records_overflow_vs_membarrier_revocation() {
     model(|| {
-        let rt = runtime::<Kko>(Revocation::Membarrier);
+        let rt = runtime::<KkoRecords>(Revocation::Membarrier);
         let h: &'static BiasWord = Box::leak(Box::new(BiasWord::default()));
         let others: &'static [BiasWord] =
             Box::leak((0..LOCK_RECORDS - 1).map(|_| BiasWord::default()).collect());
@@ -462,6 +467,39 @@ fn records_overflow_vs_membarrier_revocation() {
         assert_eq!(count.load(Ordering::Relaxed), 2);
         assert_eq!(rt.owner_of(h), None);
     });
+}
+
+/// The records variant (`biased-records`, the count in HotSpot-style lock records; `biased`
+/// before issue 13) against the barrier: the owner's record push / pop Dekker.
+#[test]
+fn records_fast_path_vs_membarrier_revocation() {
+    owner_vs_revoker::<KkoRecords>(Revocation::Membarrier);
+}
+
+#[test]
+fn records_held_across_membarrier_revocation() {
+    held_across_revocation::<KkoRecords>(Revocation::Membarrier);
+}
+
+/// The rseq owner step (`biased`, `fable`: Figure 4's load / compare / store of the header
+/// count in an rseq section) holding the object nested (rc 2 → 1 → 0) while a second
+/// thread revokes it by the rseq barrier; modelled as the section running under the
+/// owner's `cpu` mutex, which the barrier takes once (it lands before or after a section,
+/// never inside: inside, the kernel restarts the section, which is as if it had not begun).
+#[test]
+fn rseq_nested_vs_membarrier_revocation() {
+    nested_vs_revoker::<Kko>(Revocation::Membarrier);
+}
+
+#[test]
+fn rseq_fable_nested_vs_membarrier_revocation() {
+    nested_vs_revoker::<FableHeuristics>(Revocation::Membarrier);
+}
+
+/// The rseq variant's unstructured exit (no records: the header count) against the barrier.
+#[test]
+fn rseq_out_of_order_exit_vs_membarrier_revocation() {
+    out_of_order_vs_revoker::<Kko>(Revocation::Membarrier);
 }
 
 /// The seed's layout (count in the header, Figures 3 and 4): the owner's plain header

@@ -14,8 +14,8 @@
 
 mod watchdog;
 
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoSeed};
-use objmon::protocol::fable::{FableHeuristics, FableSeedHeuristics};
+use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoRecords, KkoSeed};
+use objmon::protocol::fable::{FableHeuristics, FableRecordsHeuristics, FableSeedHeuristics};
 use objmon::{BiasConfig, BiasWord, MonitorError, Revocation, Runtime};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
@@ -63,6 +63,16 @@ macro_rules! for_each_flavor {
                 60,
                 concat!(stringify!($check), " fable-seed"),
                 checks::$check::<FableSeedHeuristics>,
+            );
+            within(
+                60,
+                concat!(stringify!($check), " biased-records"),
+                checks::$check::<KkoRecords>,
+            );
+            within(
+                60,
+                concat!(stringify!($check), " fable-records"),
+                checks::$check::<FableRecordsHeuristics>,
             );
         }
     };
@@ -118,6 +128,18 @@ mod checks {
             me.in_native(|| refused("nested native", me.enter(&h).map(drop)));
             refused("after nested native", me.enter(&h).map(drop));
         });
+        // A thin lock held once: a nested acquisition in native is refused too (the
+        // non-seed flavors take nested thin / learn holds inline: `nest_once` is poisoned
+        // there), and a nested release in native is made.
+        let gt = me.enter(&thin).unwrap();
+        let gt2 = me.enter(&thin).unwrap();
+        me.in_native(|| {
+            refused("enter thin held", me.enter(&thin).map(drop));
+            drop(gt2);
+        });
+        assert_eq!(me.lock_count(&thin), 1, "{}", F::NAME);
+        drop(gt);
+        assert_eq!(me.lock_count(&thin), 0, "{}", F::NAME);
         let g = me.enter(&h).unwrap();
         me.in_native(|| {
             refused("enter held", me.enter(&h).map(drop));

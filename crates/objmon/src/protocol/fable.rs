@@ -37,11 +37,30 @@ impl Flavor for FableHeuristics {
     const SUMMARY: &'static str = "FABLE: learn mode, bias after N acquisitions by one thread";
     const LEARN: bool = true;
     const STICKY: bool = true;
+    const RECORDS: bool = false;
+    const RSEQ: bool = true;
+}
+
+/// `fable`: FABLE biased locking (seed 002 §3), the bias owner's count in the header,
+/// stored by a load, a compare and a store in an rseq section (Figure 7's first case).
+pub type Fable = Biasing<FableHeuristics>;
+
+/// FABLE heuristics with the bias owner's count in lock records (HotSpot 17's scheme; the
+/// owner never writes a biased header): `fable` before issue 13. Not in the catalog; kept
+/// for comparison (`examples/biased_fastpath.rs`) and its tests.
+#[derive(Debug)]
+pub enum FableRecordsHeuristics {}
+
+impl Flavor for FableRecordsHeuristics {
+    const NAME: &'static str = "fable-records";
+    const SUMMARY: &'static str = "FABLE, the bias owner's count in lock records";
+    const LEARN: bool = true;
+    const STICKY: bool = true;
     const RECORDS: bool = true;
 }
 
-/// `fable`: FABLE biased locking (seed 002 §3), the bias owner's count in lock records.
-pub type Fable = Biasing<FableHeuristics>;
+/// FABLE with the bias owner's count in lock records ([`FableRecordsHeuristics`]).
+pub type FableRecords = Biasing<FableRecordsHeuristics>;
 
 /// FABLE heuristics with the bias owner's count in the header, as Figures 6 and 7 have it.
 /// Not in the catalog (`biased-seed` measures the same engine path); for tests and hosts

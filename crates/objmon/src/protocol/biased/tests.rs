@@ -2,7 +2,7 @@
 //! seed's transitions and each revocation path, on real threads.
 
 use super::*;
-use crate::protocol::fable::{Fable, FableHeuristics, FableSeedHeuristics};
+use crate::protocol::fable::{Fable, FableHeuristics, FableRecords, FableSeedHeuristics};
 use crate::revoke::RevocationKind as K;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
@@ -396,7 +396,7 @@ fn panic_at_a_safepoint_returns_to_running() {
 /// word exactly as it was; the count is the number of its lock records.
 #[test]
 fn kko_records_owner_never_writes_the_header() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRecords>::with_defaults();
     let me = rt.attach().unwrap();
     let h = BiasWord::new(0x5a);
     drop(me.enter(&h).unwrap());
@@ -422,7 +422,7 @@ fn kko_records_owner_never_writes_the_header() {
 /// the bias; the lock records are empty afterwards.
 #[test]
 fn records_out_of_order_exit_keeps_the_bias() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRecords>::with_defaults();
     let (a, b) = (BiasWord::default(), BiasWord::default());
     let me = rt.attach().unwrap();
     me.monitor_enter(&a).unwrap();
@@ -443,7 +443,7 @@ fn records_out_of_order_exit_keeps_the_bias() {
     assert_eq!(me.monitor_exit(&b), Err(MonitorError::IllegalMonitorState));
     assert_eq!(
         // SAFETY: `me` is this thread's handle; `a` outlives the call.
-        unsafe { Biased::exit(&rt, me.context(), &a) },
+        unsafe { BiasedRecords::exit(&rt, me.context(), &a) },
         Err(MonitorError::IllegalMonitorState),
         "biased to me but not held"
     );
@@ -454,7 +454,7 @@ fn records_out_of_order_exit_keeps_the_bias() {
 /// whole count (never rebiased); other objects keep their bias.
 #[test]
 fn records_overflow_goes_thin_with_the_count() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRecords>::with_defaults();
     let me = rt.attach().unwrap();
     let h = BiasWord::default();
     let mut gs: Vec<_> = (0..LOCK_RECORDS).map(|_| me.enter(&h).unwrap()).collect();
@@ -474,7 +474,7 @@ fn records_overflow_goes_thin_with_the_count() {
 #[test]
 fn records_revoked_while_held_are_buried_on_unlock() {
     for mode in MODES {
-        let rt = rt_with::<Kko>(mode, 5);
+        let rt = rt_with::<KkoRecords>(mode, 5);
         let h = BiasWord::default();
         let other = BiasWord::default();
         let (held, revoked) = (Barrier::new(2), Barrier::new(2));
@@ -510,7 +510,7 @@ fn records_revoked_while_held_are_buried_on_unlock() {
                 "held by its owner"
             );
             // Revoke: a blocking enter would wait for the owner, which waits for us.
-            Biased::revoke(&rt, me.context(), &h, h.raw());
+            BiasedRecords::revoke(&rt, me.context(), &h, h.raw());
             revoked.wait();
         });
     }
@@ -520,8 +520,8 @@ fn records_revoked_while_held_are_buried_on_unlock() {
 /// the records.
 #[test]
 fn records_wait_inflates_with_count() {
-    let rt = Runtime::<Fable>::with_defaults();
-    Fable::set_knob(&rt, 1).unwrap();
+    let rt = Runtime::<FableRecords>::with_defaults();
+    FableRecords::set_knob(&rt, 1).unwrap();
     let me = rt.attach().unwrap();
     let h = BiasWord::default();
     drop(me.enter(&h).unwrap());
@@ -563,26 +563,29 @@ fn revoke_now_unbiases_own_and_others() {
 /// the records so that unlock through the new address works.
 #[test]
 fn records_relocate() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRecords>::with_defaults();
     let me = rt.attach().unwrap();
     let old = Box::new(BiasWord::default());
     drop(me.enter(&old).unwrap());
     // SAFETY (the direct calls in this test): `me` is this thread's handle; the move of
     // `old` while held is reported with `relocate`, as the contract asks.
-    unsafe { Biased::enter(&rt, me.context(), &old).unwrap() };
-    unsafe { Biased::enter(&rt, me.context(), &old).unwrap() };
+    unsafe { BiasedRecords::enter(&rt, me.context(), &old).unwrap() };
+    unsafe { BiasedRecords::enter(&rt, me.context(), &old).unwrap() };
     let from: *const BiasWord = &*old;
-    assert_eq!(Biased::locked_objects(me.context()), vec![from, from]);
+    assert_eq!(
+        BiasedRecords::locked_objects(me.context()),
+        vec![from, from]
+    );
     let new = BiasWord(AtomicU64::new(old.raw()));
     // SAFETY: a test's safepoint: no other thread is inside objmon, and the word was
     // copied verbatim.
     unsafe { rt.relocate(from, &new) };
     drop(old);
     assert_eq!(me.lock_count(&new), 2);
-    unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
-    unsafe { Biased::exit(&rt, me.context(), &new).unwrap() };
+    unsafe { BiasedRecords::exit(&rt, me.context(), &new).unwrap() };
+    unsafe { BiasedRecords::exit(&rt, me.context(), &new).unwrap() };
     assert_eq!(me.lock_count(&new), 0);
-    assert!(Biased::locked_objects(me.context()).is_empty());
+    assert!(BiasedRecords::locked_objects(me.context()).is_empty());
 }
 
 /// Hybrid revocation against an owner that never polls (it spins, then sleeps in a
