@@ -45,7 +45,7 @@ fn abort_handler_keeps_the_count<F: Flavor>() {
     // `sigaction` struct is zeroed (no flags, empty mask) and outlives the call.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as usize;
+        sa.sa_sigaction = on_signal as *const () as usize;
         assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
     }
     let h = Arc::new(BiasWord::default());
