@@ -27,7 +27,7 @@
 //! process, and prints the median ns per lock + unlock and its ratio to the pair (and the
 //! minimum, steadier where other work shares the cores).
 //!
-//! Protocols: `biased`, `biased-seed`, `biased-records`, `fable`, `fable-seed`,
+//! Protocols: `pair` (the bare load / compare / store pair, any `BENCH`), `biased`, `biased-seed`, `biased-records`, `fable`, `fable-seed`,
 //! `fable-records` (`-seed`: seed 002 Figures 3–4 / 6–7 as written, the owner's store
 //! bracketed by the `in_op` Dekker; `-records`: the count in HotSpot-style lock records,
 //! the two catalog protocols before issue 13).
@@ -252,6 +252,7 @@ fn main() {
     let n = a.get(3).and_then(|s| s.parse().ok()).expect(usage);
     let bench = a.get(2).map(String::as_str).expect(usage);
     match a.get(1).map(String::as_str).expect(usage) {
+        "pair" => pair_loop(&AtomicU64::new(0x8_0000), n),
         "biased" => count::<Kko>(bench, n),
         "biased-seed" => count::<KkoSeed>(bench, n),
         "biased-records" => count::<KkoRecords>(bench, n),

@@ -19,16 +19,16 @@
 //!
 //! Measured, by the bias owner, through the public API (`me.enter(&h)` / guard drop in the
 //! user's loop, `examples/biased_fastpath.rs`; callgrind instructions per lock + unlock,
-//! plain / nested; the handle and guard add 7 of them — `plain` − `raw`; atomic
+//! plain / nested; the handle and guard add 6–7 of them — `plain` − `raw`; atomic
 //! read-modify-writes: none, fences: none, in every variant):
 //!
 //! | variant                  | instructions | stores (lock + unlock)                 |
 //! |--------------------------|--------------|----------------------------------------|
-//! | `biased`, `fable` (rseq) | 40 / 40, 39 / 39 | 4: header ×2, `rseq_cs` ×2          |
+//! | `biased`, `fable` (rseq) | 38 / 38, 37 / 37 | 4: header ×2, `rseq_cs` ×2          |
 //! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
 //! | `biased-records`, `fable-records` | 53 / 53 | 4: record ×2, top ×2             |
 //!
-//! against 12 for the bare load / compare / store pair written the same way.
+//! against 16 for the bare load / compare / store pair written the same way (`pair`).
 //!
 //! Files: this one (header, fast and slow paths, revocation); `biased/records.rs` (the lock
 //! records and the thread's cached fast-path bits, one cache line); `biased/tests.rs` (unit
@@ -390,7 +390,7 @@ pub trait Flavor: Send + Sync + 'static {
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 12): **40** plain, 40 nested (33 calling the
+/// compare / store pair written the same way: 16): **38** plain, 38 nested (31 calling the
 /// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
 /// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
 /// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 136 per object.
@@ -413,7 +413,7 @@ impl Flavor for Kko {
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 12): **53** plain, 53 nested (47 directly); 4
+/// compare / store pair written the same way: 16): **53** plain, 53 nested (47 directly); 4
 /// plain stores (the record and the top, each way), no atomic read-modify-write, no fence.
 /// Thin: 32; AllocLock k = 2: 182 per object.
 #[derive(Debug)]
@@ -433,7 +433,7 @@ impl Flavor for KkoRecords {
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 12): **43** plain, 43 nested (39 directly); 6
+/// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (the header and `in_op` twice, each way), no atomic read-modify-write, no
 /// fence. Thin: 30; AllocLock k = 2: 221 per object (Figure 4 has no inline fresh path).
 #[derive(Debug)]
@@ -1032,10 +1032,12 @@ impl<F: Flavor> Biasing<F> {
     /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
     #[inline(always)]
     fn header_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
-        let me = Self::cached_bias(t);
         if F::RSEQ {
             return Self::rseq_step(t, h, lock);
         }
+        // After the branch: an atomic load is not removed when unused (it was, before it,
+        // one dead instruction on each side of the rseq step).
+        let me = Self::cached_bias(t);
         let ok = |w: u64| {
             let x = (w & !HOST) ^ me;
             if lock {
@@ -1955,7 +1957,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
     #[inline(always)]
     unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
-        // records variant takes any free thin word here (one more AND): see `fresh_enter`.
+        // rseq and records variants take any free thin word here (one more AND): see `fresh_enter`.
         // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
         // memory operand instead of an immediate, the same one instruction.
         let ignore = if F::STICKY && !Self::SEED {

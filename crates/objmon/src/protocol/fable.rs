@@ -38,7 +38,7 @@ use super::Knob;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 12): **39** plain, 39 nested (33 calling the
+/// compare / store pair written the same way: 16): **37** plain, 37 nested (31 calling the
 /// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
 /// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 143 per object. An object held
 /// around the loop before it biased (learn mode: recursions do not count, §3.1) takes the
@@ -65,7 +65,7 @@ pub type Fable = Biasing<FableHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 12): **53** plain, 53 nested (48 directly); 4
+/// compare / store pair written the same way: 16): **53** plain, 53 nested (48 directly); 4
 /// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 142 per object.
 #[derive(Debug)]
 pub enum FableRecordsHeuristics {}
@@ -87,7 +87,7 @@ pub type FableRecords = Biasing<FableRecordsHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 12): **43** plain, 43 nested (39 directly); 6
+/// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 305 per
 /// object (Figure 7 leaves learn mode to the slow path).
 #[derive(Debug)]
