@@ -24,7 +24,7 @@
 //!
 //! | variant                  | instructions | stores (lock + unlock)                 |
 //! |--------------------------|--------------|----------------------------------------|
-//! | `biased`, `fable` (rseq) | 38 / 38, 37 / 37 | 4: header ×2, `rseq_cs` ×2          |
+//! | `biased`, `fable` (rseq) | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2          |
 //! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
 //! | `biased-records`, `fable-records` | 53 / 53 | 4: record ×2, top ×2             |
 //!
@@ -91,9 +91,10 @@
 //!   load the address of the thread's `rseq.rseq_cs` from its line, store the section's
 //!   descriptor there (arming it); *section*: load the header, subtract the bias bits
 //!   (a memory operand on the line; −256 more to unlock) and compare with 0xff00 — biased
-//!   to me, not revoking, rc < 255 (lock) or ≥ 1 (unlock) —, add ±256, store the header
-//!   (the commit, the section's last instruction). Ten instructions after the dispatch,
-//!   two stores, no fence; the abort handler and a failed test go to the slow path.
+//!   to me, not revoking, rc < 255 (lock) or ≥ 1 (unlock) —, add ±256 to the header in
+//!   memory (the commit, the section's last instruction: a plain `add` / `sub`, not
+//!   `lock`ed). Eight instructions after the dispatch to lock, nine to unlock, two stores,
+//!   no fence; the abort handler and a failed test go to the slow path.
 //! - biased lock / unlock by the owner, header variant (Figure 4's first case): load the
 //!   header, test the state's low bit, one xor and one compare (rc < 255 for lock,
 //!   rc ≥ 1 for unlock); store the header's address to the thread's `in_op` (plain), a
@@ -170,8 +171,10 @@
 //!   rc); if T's in-flight store overwrote it, repeat.
 //! - `Membarrier`, rseq variant: the same steps with `membarrier(PRIVATE_EXPEDITED_RSEQ)`
 //!   and no `in_op`: after that barrier every owner section that read the unmarked word has
-//!   either committed (its store is visible to the re-read, which then finds the mark gone
-//!   and repeats) or been restarted — on its CPU by the barrier's IPI, or, descheduled,
+//!   either committed (its `add` is visible to the re-read: it either stored over the mark,
+//!   which the re-read finds gone, so the revoker repeats, or — its load after the mark —
+//!   kept the mark with the count ±1, which the revoker takes as the count) or been
+//!   restarted — on its CPU by the barrier's IPI, or, descheduled,
 //!   when it next returns to user space — and can no longer store; a section begun after
 //!   the barrier reads the mark and fails its test. So a surviving mark means no owner
 //!   store can land, and the revoker stores thin(T, rc). The section is armed before it
@@ -390,7 +393,7 @@ pub trait Flavor: Send + Sync + 'static {
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 16): **38** plain, 38 nested (31 calling the
+/// compare / store pair written the same way: 16): **35** plain, 35 nested (28 calling the
 /// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
 /// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
 /// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 136 per object.
@@ -893,16 +896,17 @@ impl<F: Flavor> Biasing<F> {
     /// section, load the header, test that it is biased to `t`, not revoking, with rc < 255
     /// (lock) or ≥ 1 (unlock) — `w − bias` (− 256 to unlock) below 0xff00, a subtract and a
     /// compare: host bits aside, the word is within 0xfeff above the bias bits; `NO_BIAS`
-    /// is chosen so that no word is within reach of it — and store it ± 256, the store
-    /// that commits. `None` when done; else the word now (the test failed, or the kernel
+    /// is chosen so that no word is within reach of it — and add ±256 to it in memory, the
+    /// instruction that commits. `None` when done; else the word now (the test failed, or the kernel
     /// restarted the section: preemption, migration, a signal, a revoker's
     /// `membarrier(PRIVATE_EXPEDITED_RSEQ)`). Before the section, one store arms it (the
     /// descriptor's address into this thread's `rseq.rseq_cs`).
     ///
     /// Why this is sound against a barrier revoker with no `in_op`: the revoker marks the
     /// word (CAS), then the rseq barrier. A section that read the unmarked word either
-    /// committed before the barrier reached its CPU (the revoker's re-read sees the store,
-    /// the mark is gone, it tries again) or is restarted — on its CPU by the barrier's
+    /// committed before the barrier reached its CPU — the revoker's re-read sees its `add`:
+    /// over the mark (the mark is gone, it tries again) or after it (the mark kept, the
+    /// count ±1: the revoker takes that count) — or is restarted — on its CPU by the barrier's
     /// IPI, or, descheduled, when it next returns to user space — and never stores. A
     /// section that starts after the barrier reads the mark and fails. Only the owner runs
     /// it: `t` is the caller's own context, and the rseq offset is cached (by
@@ -919,9 +923,13 @@ impl<F: Flavor> Biasing<F> {
             if x >= RC_LIMIT {
                 return Some(w);
             }
-            // A swap, as in `header_step` (loom's modification order).
+            // The commit, `add` / `sub` to memory: a read-modify-write that is not atomic
+            // (its load and store may straddle a revoker's mark CAS, losing the mark, or
+            // follow it, keeping the mark with the count changed); the store as a swap, as
+            // in `header_step` (loom's modification order).
+            let cur = h.0.load(Ordering::Relaxed);
             h.0.swap(
-                if lock { w + RC_ONE } else { w - RC_ONE },
+                if lock { cur + RC_ONE } else { cur - RC_ONE },
                 Ordering::Relaxed,
             );
             None
@@ -942,8 +950,10 @@ impl<F: Flavor> Biasing<F> {
             // glibc's signature `RSEQ_SIG` = 0x53053053 (in a `ud1`, as the kernel's
             // selftests encode it) and jumps to `fail`. The section reads and writes only
             // `h`'s word (an `AtomicU64` borrowed for the call) and reads `bias`; the
-            // commit is its last instruction. x86-64: the store is a plain `mov` (TSO gives
-            // it release order; the block is a compiler barrier both ways).
+            // commit is its last instruction, an `add` / `sub` to memory (not `lock`ed: a
+            // revoker's mark CAS may land before it or inside it; `revoke_by_barrier` takes
+            // either). x86-64: TSO gives its store release order; the block is a compiler
+            // barrier both ways.
             unsafe {
                 if lock {
                     std::arch::asm!(
@@ -951,13 +961,11 @@ impl<F: Flavor> Biasing<F> {
                         "lea 3f(%rip), {t}",
                         "mov {t}, ({cs})",
                         "2:",
-                        "mov ({h}), {w}",
-                        "mov {w}, {t}",
+                        "mov ({h}), {t}",
                         "sub {boff}({line}), {t}",
                         "cmp $0xfeff, {t}",
                         "ja {fail}",
-                        "add $0x100, {w}",
-                        "mov {w}, ({h})",
+                        "addq $0x100, ({h})",
                         "4:",
                         ".pushsection __rseq_cs, \"aw\"",
                         ".balign 32",
@@ -977,7 +985,6 @@ impl<F: Flavor> Biasing<F> {
                         boff = const std::mem::offset_of!(LockRecords, bias),
                         cs = out(reg) _,
                         t = out(reg) _,
-                        w = out(reg) _,
                         fail = label { return Some(h.0.load(Ordering::Relaxed)); },
                         options(att_syntax, nostack),
                     );
@@ -992,8 +999,7 @@ impl<F: Flavor> Biasing<F> {
                         "sub {boff}({line}), {t}",
                         "cmp $0xfeff, {t}",
                         "ja {fail}",
-                        "sub $0x100, {w}",
-                        "mov {w}, ({h})",
+                        "subq $0x100, ({h})",
                         "4:",
                         ".pushsection __rseq_cs, \"aw\"",
                         ".balign 32",
@@ -1313,10 +1319,14 @@ impl<F: Flavor> Biasing<F> {
                 spins.snooze();
             }
             let cur = h.0.load(Ordering::Acquire);
-            if cur == w | REVOKING {
+            if cur & !RC_MASK == (w | REVOKING) & !RC_MASK {
                 // Nobody else writes a marked word: the owner's fast paths fail on it and
-                // other revokers are behind the mutex.
-                h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
+                // other revokers are behind the mutex. rseq variant: the owner's committing
+                // `add` (a non-atomic read-modify-write of the word) may have landed on the
+                // mark, ±1 to the count and the mark kept — a step that had passed its test
+                // before the mark and is done now (the barrier restarts any section still
+                // in flight): the count is `cur`'s.
+                h.0.store(Self::to_thin(w, rc(cur)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
                 return Some(true);
             }

@@ -38,7 +38,7 @@ use super::Knob;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 16): **37** plain, 37 nested (31 calling the
+/// compare / store pair written the same way: 16): **34** plain, 34 nested (28 calling the
 /// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
 /// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 143 per object. An object held
 /// around the loop before it biased (learn mode: recursions do not count, §3.1) takes the
