@@ -396,7 +396,7 @@ pub trait Flavor: Send + Sync + 'static {
 /// compare / store pair written the same way: 16): **35** plain, 35 nested (28 calling the
 /// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
 /// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
-/// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 136 per object.
+/// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 127 per object.
 #[derive(Debug)]
 pub enum Kko {}
 

@@ -40,7 +40,7 @@ use super::Knob;
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **34** plain, 34 nested (28 calling the
 /// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
-/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 143 per object. An object held
+/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 141 per object. An object held
 /// around the loop before it biased (learn mode: recursions do not count, §3.1) takes the
 /// inline nested learn path: `user_loop fable nested` 246 → 67.
 #[derive(Debug)]
