@@ -70,6 +70,6 @@ pub use crate::user::global_runtime;
 pub use crate::{MonitorError, Protocol, WaitOutcome};
 // The protocols, so that one `use objmon::vm::{...}` serves an embedder.
 pub use crate::{
-    Biased, BiasedSeed, Cacao, Fable, Fat, Lightweight, LightweightSeed, LightweightTable,
+    Biased, BiasedRseq, BiasedSeed, Cacao, Fable, FableRseq, Fat, Lightweight, LightweightSeed, LightweightTable,
     MonitorCache, Stack, Tasuki, Thin, ThinSeed,
 };

@@ -1,15 +1,20 @@
 //! Loom models of biased locking (seed 002): the bias owner's plain-store fast path against
 //! each revocation path — synchronous pair handshake, asynchronous pair handshake, and the
-//! membarrier asymmetric Dekker — for both places the count can live: the owner's lock
-//! records (`biased`, `fable`: the owner's lock and unlock store nothing to the header) and
-//! the header (`biased-seed`, Figures 3 and 4). The records models cover an owner in the
-//! middle of a lock and of an unlock, nested holds, an unstructured (out-of-order) exit and
-//! the records overflowing into a thin count.
+//! membarrier revocation — for the three owner steps: the header count in an rseq section
+//! (`biased`, `fable`: Figure 4's load, compare and store; the barrier is
+//! `membarrier(PRIVATE_EXPEDITED_RSEQ)`, which restarts a section it lands in), the owner's
+//! lock records (`biased-records`, `fable-records`: the owner's lock and unlock store
+//! nothing to the header) and the header count behind the `in_op` Dekker (`biased-seed`,
+//! Figures 3 and 4). The records models cover an owner in the middle of a lock and of an
+//! unlock, nested holds, an unstructured (out-of-order) exit and the records overflowing
+//! into a thin count.
 //!
 //! Loom cannot model `membarrier(2)`. Under `--cfg loom` the barrier is replaced by what it
 //! guarantees: a `SeqCst` fence on the revoker side where it calls the barrier, and a `SeqCst`
 //! fence at the owner's compiler barrier (the point where the kernel's IPI, or a context
-//! switch, would order the owner's accesses). Everything else is the shipped code.
+//! switch, would order the owner's accesses). The rseq section (inline asm) is modelled as
+//! the same load, compare and store under a per-thread `cpu` mutex that the barrier takes
+//! once after its fence. Everything else is the shipped code.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_biased`.
@@ -20,8 +25,8 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoSeed, LOCK_RECORDS};
-use objmon::protocol::fable::FableHeuristics;
+use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoRseq, KkoSeed, LOCK_RECORDS};
+use objmon::protocol::fable::FableRseqHeuristics;
 use objmon::vm::{
     BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
 };
@@ -160,37 +165,37 @@ fn held_across_revocation<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn kko_fast_path_vs_membarrier_revocation() {
-    owner_vs_revoker::<Kko>(Revocation::Membarrier);
+    owner_vs_revoker::<KkoRseq>(Revocation::Membarrier);
 }
 
 #[test]
 fn kko_fast_path_vs_sync_handshake() {
-    owner_vs_revoker::<Kko>(Revocation::SyncHandshake);
+    owner_vs_revoker::<KkoRseq>(Revocation::SyncHandshake);
 }
 
 #[test]
 fn kko_fast_path_vs_async_handshake() {
-    owner_vs_revoker::<Kko>(Revocation::AsyncHandshake);
+    owner_vs_revoker::<KkoRseq>(Revocation::AsyncHandshake);
 }
 
 #[test]
 fn fable_fast_path_vs_membarrier_revocation() {
-    owner_vs_revoker::<FableHeuristics>(Revocation::Membarrier);
+    owner_vs_revoker::<FableRseqHeuristics>(Revocation::Membarrier);
 }
 
 #[test]
 fn kko_held_across_membarrier_revocation() {
-    held_across_revocation::<Kko>(Revocation::Membarrier);
+    held_across_revocation::<KkoRseq>(Revocation::Membarrier);
 }
 
 #[test]
 fn kko_held_across_sync_handshake() {
-    held_across_revocation::<Kko>(Revocation::SyncHandshake);
+    held_across_revocation::<KkoRseq>(Revocation::SyncHandshake);
 }
 
 #[test]
 fn kko_held_across_async_handshake() {
-    held_across_revocation::<Kko>(Revocation::AsyncHandshake);
+    held_across_revocation::<KkoRseq>(Revocation::AsyncHandshake);
 }
 
 /// Two revokers of the same owner at once (each also locks): they are serialized by the
@@ -249,7 +254,7 @@ fn two_revokers<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn kko_two_revokers_membarrier() {
-    two_revokers::<Kko>(Revocation::Membarrier);
+    two_revokers::<KkoRseq>(Revocation::Membarrier);
 }
 
 // Not modelled: two revokers against a handshake owner. Both revokers spin (one on the
@@ -264,8 +269,8 @@ fn kko_two_revokers_membarrier() {
 #[test]
 fn fable_learn_mode_contention() {
     model(|| {
-        let rt = Runtime::<Biasing<FableHeuristics>>::new(config());
-        Biasing::<FableHeuristics>::configure(
+        let rt = Runtime::<Biasing<FableRseqHeuristics>>::new(config());
+        Biasing::<FableRseqHeuristics>::configure(
             &rt,
             BiasConfig {
                 revocation: Revocation::Membarrier,
@@ -464,6 +469,39 @@ fn records_overflow_vs_membarrier_revocation() {
     });
 }
 
+/// The records variant (`biased-records`, the count in HotSpot-style lock records; `biased`
+/// before issue 13) against the barrier: the owner's record push / pop Dekker.
+#[test]
+fn records_fast_path_vs_membarrier_revocation() {
+    owner_vs_revoker::<Kko>(Revocation::Membarrier);
+}
+
+#[test]
+fn records_held_across_membarrier_revocation() {
+    held_across_revocation::<Kko>(Revocation::Membarrier);
+}
+
+/// The rseq owner step (`biased`, `fable`: Figure 4's load / compare / store of the header
+/// count in an rseq section) holding the object nested (rc 2 → 1 → 0) while a second
+/// thread revokes it by the rseq barrier; modelled as the section running under the
+/// owner's `cpu` mutex, which the barrier takes once (it lands before or after a section,
+/// never inside: inside, the kernel restarts the section, which is as if it had not begun).
+#[test]
+fn rseq_nested_vs_membarrier_revocation() {
+    nested_vs_revoker::<KkoRseq>(Revocation::Membarrier);
+}
+
+#[test]
+fn rseq_fable_nested_vs_membarrier_revocation() {
+    nested_vs_revoker::<FableRseqHeuristics>(Revocation::Membarrier);
+}
+
+/// The rseq variant's unstructured exit (no records: the header count) against the barrier.
+#[test]
+fn rseq_out_of_order_exit_vs_membarrier_revocation() {
+    out_of_order_vs_revoker::<KkoRseq>(Revocation::Membarrier);
+}
+
 /// The seed's layout (count in the header, Figures 3 and 4): the owner's plain header
 /// stores against each revocation.
 #[test]
@@ -491,12 +529,12 @@ fn seed_header_count_held_across_membarrier_revocation() {
 /// the race between the owner's claim and the revoker's withdrawal, both ways.
 #[test]
 fn hybrid_fast_path_vs_revocation() {
-    owner_vs_revoker::<Kko>(Revocation::Hybrid);
+    owner_vs_revoker::<KkoRseq>(Revocation::Hybrid);
 }
 
 #[test]
 fn hybrid_held_across_revocation() {
-    held_across_revocation::<Kko>(Revocation::Hybrid);
+    held_across_revocation::<KkoRseq>(Revocation::Hybrid);
 }
 
 /// Hybrid against an owner that never polls while it holds the lock nested: the barrier
@@ -504,7 +542,7 @@ fn hybrid_held_across_revocation() {
 #[test]
 fn hybrid_owner_never_polls() {
     model(|| {
-        let rt = runtime::<Kko>(Revocation::Hybrid);
+        let rt = runtime::<KkoRseq>(Revocation::Hybrid);
         let h = Arc::new(BiasWord::default());
         let released = Arc::new(AtomicBool::new(false));
         let me = rt.attach().unwrap();
@@ -587,17 +625,17 @@ fn native_lock_vs_in_place_revocation<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn kko_native_lock_vs_sync_handshake() {
-    native_lock_vs_in_place_revocation::<Kko>(Revocation::SyncHandshake);
+    native_lock_vs_in_place_revocation::<KkoRseq>(Revocation::SyncHandshake);
 }
 
 #[test]
 fn kko_native_lock_vs_membarrier() {
-    native_lock_vs_in_place_revocation::<Kko>(Revocation::Membarrier);
+    native_lock_vs_in_place_revocation::<KkoRseq>(Revocation::Membarrier);
 }
 
 #[test]
 fn fable_native_lock_vs_async_handshake() {
-    native_lock_vs_in_place_revocation::<FableHeuristics>(Revocation::AsyncHandshake);
+    native_lock_vs_in_place_revocation::<FableRseqHeuristics>(Revocation::AsyncHandshake);
 }
 
 #[test]
@@ -658,17 +696,17 @@ fn owner_goes_native_with_request_posted<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn kko_owner_goes_native_with_async_request_posted() {
-    owner_goes_native_with_request_posted::<Kko>(Revocation::AsyncHandshake);
+    owner_goes_native_with_request_posted::<KkoRseq>(Revocation::AsyncHandshake);
 }
 
 #[test]
 fn fable_owner_goes_native_with_async_request_posted() {
-    owner_goes_native_with_request_posted::<FableHeuristics>(Revocation::AsyncHandshake);
+    owner_goes_native_with_request_posted::<FableRseqHeuristics>(Revocation::AsyncHandshake);
 }
 
 #[test]
 fn kko_owner_goes_native_with_sync_request_posted() {
-    owner_goes_native_with_request_posted::<Kko>(Revocation::SyncHandshake);
+    owner_goes_native_with_request_posted::<KkoRseq>(Revocation::SyncHandshake);
 }
 
 /// The bias owner detaches while a second thread revokes its bias by handshake (it never
@@ -729,27 +767,27 @@ fn detached_owner_vs_id_reuse<F: Flavor>(mode: Revocation) {
 
 #[test]
 fn kko_detached_owner_vs_id_reuse_async() {
-    detached_owner_vs_id_reuse::<Kko>(Revocation::AsyncHandshake);
+    detached_owner_vs_id_reuse::<KkoRseq>(Revocation::AsyncHandshake);
 }
 
 #[test]
 fn fable_detached_owner_vs_id_reuse_sync() {
-    detached_owner_vs_id_reuse::<FableHeuristics>(Revocation::SyncHandshake);
+    detached_owner_vs_id_reuse::<FableRseqHeuristics>(Revocation::SyncHandshake);
 }
 
 /// FABLE under the pair handshakes (§3.3 is FABLE's own revocation): the owner's fast path
 /// and a held bias against each.
 #[test]
 fn fable_fast_path_vs_sync_handshake() {
-    owner_vs_revoker::<FableHeuristics>(Revocation::SyncHandshake);
+    owner_vs_revoker::<FableRseqHeuristics>(Revocation::SyncHandshake);
 }
 
 #[test]
 fn fable_fast_path_vs_async_handshake() {
-    owner_vs_revoker::<FableHeuristics>(Revocation::AsyncHandshake);
+    owner_vs_revoker::<FableRseqHeuristics>(Revocation::AsyncHandshake);
 }
 
 #[test]
 fn fable_held_across_async_handshake() {
-    held_across_revocation::<FableHeuristics>(Revocation::AsyncHandshake);
+    held_across_revocation::<FableRseqHeuristics>(Revocation::AsyncHandshake);
 }

@@ -1,14 +1,34 @@
 //! `biased`: KKO biased locking as built in Jikes RVM (seed 002 §2.2) — bias on first
 //! acquire, never rebias — and the engine it shares with [`fable`](super::fable) (seed 002
 //! §3): the header, the fast paths, the thin and fat slow paths, and bias revocation three
-//! ways (see `crate::revoke`). Two places for a biased lock's recursion count, chosen by
-//! [`Flavor::RECORDS`]:
+//! ways (see `crate::revoke`). Three owner steps, chosen by [`Flavor::RECORDS`] and
+//! [`Flavor::RSEQ`]:
 //!
-//! - **lock records** (`biased`, `fable`; HotSpot 17's scheme): the bias owner keeps one
+//! - **the header in an rseq section** (`biased`, `fable`, since issue 13): Figure 4's
+//!   first case exactly — load the header, compare, store it ± 256 — run as a Linux
+//!   restartable sequence, which the kernel restarts if the thread is preempted, migrated
+//!   or signalled inside it, and which a revoker's `membarrier(PRIVATE_EXPEDITED_RSEQ)`
+//!   restarts on every CPU: no Dekker, one store to arm the section;
+//! - **lock records** (`biased-records`, [`FableRecords`](super::fable::FableRecords);
+//!   HotSpot 17's scheme; `biased` and `fable` before issue 13): the bias owner keeps one
 //!   record per biased hold in a small per-thread array ([`LOCK_RECORDS`] slots and a top),
 //!   and its lock and unlock **store nothing to the header**;
-//! - **the header** (`biased-seed`, [`FableSeed`](super::fable::FableSeed); Figures 3, 4, 6
-//!   and 7 as written): the owner's lock / unlock store the header ± 256.
+//! - **the header behind a Dekker** (`biased-seed`, [`FableSeed`](super::fable::FableSeed);
+//!   Figures 3, 4, 6 and 7 as written): the owner's lock / unlock store the header ± 256,
+//!   bracketed by `in_op`.
+//!
+//! Measured, by the bias owner, through the public API (`me.enter(&h)` / guard drop in the
+//! user's loop, `examples/biased_fastpath.rs`; callgrind instructions per lock + unlock,
+//! plain / nested; the handle and guard add 6–7 of them — `plain` − `raw`; atomic
+//! read-modify-writes: none, fences: none, in every variant):
+//!
+//! | variant                  | instructions | stores (lock + unlock)                 |
+//! |--------------------------|--------------|----------------------------------------|
+//! | `biased`, `fable` (rseq) | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2          |
+//! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
+//! | `biased-records`, `fable-records` | 53 / 53 | 4: record ×2, top ×2             |
+//!
+//! against 16 for the bare load / compare / store pair written the same way (`pair`).
 //!
 //! Files: this one (header, fast and slow paths, revocation); `biased/records.rs` (the lock
 //! records and the thread's cached fast-path bits, one cache line); `biased/tests.rs` (unit
@@ -66,6 +86,15 @@
 //!   nothing else; the second store (the top) and the header re-load are the price of a
 //!   revocation that needs no help from the owner (below). On x86 each store-release is a
 //!   plain `mov`; on AArch64 an `stlr`.
+//! - **biased lock / unlock by the owner, rseq variant** (Figure 4's first case): load the
+//!   header, test the state's low bit (the dispatch every variant shares); then, in asm:
+//!   load the address of the thread's `rseq.rseq_cs` from its line, store the section's
+//!   descriptor there (arming it); *section*: load the header, subtract the bias bits
+//!   (a memory operand on the line; −256 more to unlock) and compare with 0xff00 — biased
+//!   to me, not revoking, rc < 255 (lock) or ≥ 1 (unlock) —, add ±256 to the header in
+//!   memory (the commit, the section's last instruction: a plain `add` / `sub`, not
+//!   `lock`ed). Eight instructions after the dispatch to lock, nine to unlock, two stores,
+//!   no fence; the abort handler and a failed test go to the slow path.
 //! - biased lock / unlock by the owner, header variant (Figure 4's first case): load the
 //!   header, test the state's low bit, one xor and one compare (rc < 255 for lock,
 //!   rc ≥ 1 for unlock); store the header's address to the thread's `in_op` (plain), a
@@ -73,11 +102,11 @@
 //!   (plain), store 0 to `in_op` (store-release): three plain stores (one to the header),
 //!   two loads.
 //! - thin lock (Figure 4's second case for `biased-seed`: thin and free; Figure 7's for
-//!   `fable-seed`: thin, rc 0, sticky owner = me; the records variants take any free thin
+//!   `fable-seed`: thin, rc 0, sticky owner = me; the rseq and records variants take any free thin
 //!   word, one AND more — see below): one load, one compare-and-swap. The expected bits come
 //!   from the thread's line (`thin_free`, poisoned in native; an xor with them replaces the
 //!   copy of the word the test needs anyway, so the count is unchanged).
-//! - a fresh object's acquisitions (records variants only): FABLE's clear → learn, the bias
+//! - a fresh object's acquisitions (rseq and records variants; not the seed ones): FABLE's clear → learn, the bias
 //!   guess re-acquiring in learn mode below the learn limit, a second thread taking a free
 //!   learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
 //!   learn → biased at the limit): one call, one record push, one CAS. Figure 7 leaves all
@@ -90,9 +119,16 @@
 //!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner). A stale
 //!   thin word (bit 18) fails the test and goes out of line, where the owner buries its
 //!   records of the object.
-//! - nested lock / unlock of a thin or learn lock the caller holds (out of line, as in
-//!   Jikes): one load, one store — for the same reason. A learn-mode recursion does not count
-//!   towards biasing (§3.1: "non-recursively").
+//! - nested lock / unlock of a thin or learn lock the caller holds: one load, one compare
+//!   (a subtract from the thread's `nest_once` / `unlock_once`, rc 1..=254 to lock, 2..=255
+//!   to unlock), one store — for the same reason. Inline in the non-seed variants (after the
+//!   thin test failed, so a free thin word pays nothing for it; the unlock settles a hash
+//!   parked meanwhile at rc 1, as `exit_slow` does); out of line in the seed variants, as in
+//!   Jikes. `nest_once` is poisoned in native, so that a nested acquisition there reaches
+//!   the slow path and is refused. A learn-mode recursion does not count towards biasing
+//!   (§3.1: "non-recursively"), so a FABLE object held around a loop stays in learn mode and
+//!   its nested acquisitions take this path (`user_loop fable nested`: 246 → 67
+//!   instructions).
 //!
 //! Out of line (records variant): an unlock whose record is not the innermost (unstructured
 //! exits in any order) marks that record releasing, re-checks the header and buries it (a
@@ -133,6 +169,23 @@
 //! - `Membarrier`, header variant: the same Dekker against `in_op`: CAS the mark, barrier,
 //!   wait while T's `in_op` names the header, re-read: if the mark survived, store thin(T,
 //!   rc); if T's in-flight store overwrote it, repeat.
+//! - `Membarrier`, rseq variant: the same steps with `membarrier(PRIVATE_EXPEDITED_RSEQ)`
+//!   and no `in_op`: after that barrier every owner section that read the unmarked word has
+//!   either committed (its `add` is visible to the re-read: it either stored over the mark,
+//!   which the re-read finds gone, so the revoker repeats, or — its load after the mark —
+//!   kept the mark with the count ±1, which the revoker takes as the count) or been
+//!   restarted — on its CPU by the barrier's IPI, or, descheduled,
+//!   when it next returns to user space — and can no longer store; a section begun after
+//!   the barrier reads the mark and fails its test. So a surviving mark means no owner
+//!   store can land, and the revoker stores thin(T, rc). The section is armed before it
+//!   begins (the descriptor's address stored into T's `rseq.rseq_cs`), which the kernel
+//!   reads at each preemption, signal and barrier IPI. A thread whose rseq area glibc did
+//!   not register (glibc < 2.35, `glibc.pthread.rseq=0`, valgrind) never caches its bias
+//!   bits, so it biases nothing to itself (its objects go thin, as under `NoBias`); where
+//!   the kernel refuses the `_RSEQ` barrier command (before Linux 5.10), the runtime falls
+//!   back as for a refused barrier ([`Revocation::NoBias`](crate::vm::Revocation::NoBias)). x86-64 Linux only (elsewhere
+//!   these flavors bias nothing); under loom the section is modelled by a per-thread mutex
+//!   that the barrier takes once.
 //! - `Hybrid`: the asynchronous handshake for `HYBRID_WAIT_NS`;
 //!   if T has not claimed the request by then (T claims it with a CAS before running the
 //!   callback, so a withdrawn request is never run and a claimed one never withdrawn), the
@@ -186,7 +239,8 @@ use super::fable::LEARN_LIMIT;
 use super::{KnobError, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::revoke::{
-    owner_barrier, process_barrier, Revocation, RevocationKind, RevocationStats, Safepoint,
+    owner_barrier, process_barrier, process_barrier_rseq, Revocation, RevocationKind,
+    RevocationStats, Safepoint,
 };
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
@@ -194,7 +248,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
-use records::{free_thin, LockRecords, NO_BIAS, REC_RELEASING, REC_TOMB};
+use records::{free_thin, LockRecords, NO_BIAS, NO_NEST, REC_RELEASING, REC_TOMB};
 use std::marker::PhantomData;
 
 mod records;
@@ -328,9 +382,44 @@ pub trait Flavor: Send + Sync + 'static {
     /// lock records (HotSpot 17; the bias owner never writes the header; module docs);
     /// `false`, in the header's rc field (seed 002 Figures 3 and 4, the owner stores ±256).
     const RECORDS: bool;
+    /// Header variant only: the bias owner's ±256 store runs inside an rseq critical
+    /// section (the kernel restarts it when the thread is preempted or a revoker's
+    /// `membarrier(PRIVATE_EXPEDITED_RSEQ)` lands in it), so it is Figure 4's load, compare
+    /// and store with no Dekker around it; `false`: the `in_op` Dekker (module docs).
+    const RSEQ: bool = false;
 }
 
-/// KKO heuristics (seed 002 §2.2.1): bias on first acquire, never rebias.
+/// KKO heuristics (seed 002 §2.2.1): bias on first acquire, never rebias; the bias owner's
+/// step is Figure 4's load, compare and store of the header count in an rseq section (module
+/// docs): `biased-rseq`, beside `biased` (records) and `biased-seed` (the `in_op` Dekker).
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
+/// compare / store pair written the same way: 16): **35** plain, 35 nested (28 calling the
+/// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
+/// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
+/// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 127 per object.
+#[derive(Debug)]
+pub enum KkoRseq {}
+
+impl Flavor for KkoRseq {
+    const NAME: &'static str = "biased-rseq";
+    const SUMMARY: &'static str =
+        "KKO biased locking: bias on first acquire, never rebias; owner's load/compare/store in rseq";
+    const LEARN: bool = false;
+    const STICKY: bool = false;
+    const RECORDS: bool = false;
+    const RSEQ: bool = true;
+}
+
+/// KKO heuristics with the bias owner's count in lock records (HotSpot 17's scheme): the
+/// owner never writes a biased header (`biased`).
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
+/// compare / store pair written the same way: 16): **53** plain, 53 nested (47 directly); 4
+/// plain stores (the record and the top, each way), no atomic read-modify-write, no fence.
+/// Thin: 32; AllocLock k = 2: 182 per object.
 #[derive(Debug)]
 pub enum Kko {}
 
@@ -344,7 +433,13 @@ impl Flavor for Kko {
 }
 
 /// KKO heuristics with the recursion count in the header, as seed 002 Figures 3 and 4 have
-/// it (the bias owner's lock and unlock store the header ± 256).
+/// it (the bias owner's lock and unlock store the header ± 256, behind the `in_op` Dekker).
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
+/// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
+/// plain stores (the header and `in_op` twice, each way), no atomic read-modify-write, no
+/// fence. Thin: 30; AllocLock k = 2: 221 per object (Figure 4 has no inline fresh path).
 #[derive(Debug)]
 pub enum KkoSeed {}
 
@@ -363,11 +458,18 @@ pub struct Biasing<F: Flavor> {
     _f: PhantomData<F>,
 }
 
-/// `biased`: KKO biased locking (seed 002 §2.2), count in lock records.
+/// `biased`: KKO biased locking (seed 002 §2.2) with the bias owner's count in lock records
+/// (HotSpot 17's scheme: the owner never writes a biased header; [`Kko`] has the measured
+/// counts). Portable wherever `membarrier` works.
 pub type Biased = Biasing<Kko>;
 
 /// `biased-seed`: KKO biased locking with the count in the header (Figures 3 and 4).
 pub type BiasedSeed = Biasing<KkoSeed>;
+
+/// `biased-rseq`: KKO biased locking, the count in the header, the owner's Figure 4 step in a
+/// Linux restartable sequence ([`KkoRseq`]; x86-64 Linux with glibc's rseq registration,
+/// elsewhere it biases nothing).
+pub type BiasedRseq = Biasing<KkoRseq>;
 
 /// Per-runtime settings of the biased protocols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -404,11 +506,15 @@ pub struct BiasState {
     /// Some thread has cached its bias bits (so may have biased objects): from then on a
     /// refused barrier falls back to a handshake, never to [`Revocation::NoBias`].
     may_have_biases: crate::sync::AtomicBool,
+    /// The flavor's owner step runs in rseq ([`Flavor::RSEQ`]): the barrier revocation uses
+    /// `membarrier(PRIVATE_EXPEDITED_RSEQ)`, available only where glibc registered rseq.
+    rseq: bool,
 }
 
 impl BiasState {
-    fn new() -> Self {
+    fn new(rseq: bool) -> Self {
         let s = Self {
+            rseq,
             revocation: AtomicU32::new(0),
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
@@ -429,7 +535,11 @@ impl BiasState {
     /// time — every mode works against every owner, and revokers of one owner are serialized
     /// whatever their mode — but meant for start-up, before threads attach.
     pub fn set(&self, c: BiasConfig) -> Revocation {
-        self.set_with(c, crate::revoke::init)
+        if self.rseq {
+            self.set_with(c, crate::revoke::init_rseq)
+        } else {
+            self.set_with(c, crate::revoke::init)
+        }
     }
 
     /// [`set`](Self::set) as if the kernel refused `membarrier` (seccomp, an old kernel): a
@@ -523,15 +633,18 @@ pub struct BiasThread {
     /// touches them).
     saved_bias: AtomicU64,
     saved_thin_free: AtomicU64,
+    /// `count_without_rseq` was called: the thread biases without a registered rseq area.
+    rseq_forced: crate::sync::AtomicBool,
 }
 
 impl BiasThread {
-    fn new(id: ThreadId, thin_free: u64) -> Self {
+    fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
         Self {
+            rseq_forced: crate::sync::AtomicBool::new(false),
             sp: Safepoint::default(),
             learn_count: AtomicU32::new(0),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
-            rec: LockRecords::new(id, thin_free),
+            rec: LockRecords::new(id, thin_free, rseq_cs),
             saved_bias: AtomicU64::new(NO_BIAS),
             saved_thin_free: AtomicU64::new(NO_BIAS),
         }
@@ -662,6 +775,48 @@ impl<F: Flavor> Biasing<F> {
         t.local().rec.bias.load(Ordering::Relaxed)
     }
 
+    /// Seed 002's own fast paths exactly (Figures 4 and 7: the seed flavors); the others
+    /// add the inline paths of `fresh_enter` and of nested thin / learn holds.
+    const SEED: bool = !F::RECORDS && !F::RSEQ;
+
+    /// rseq flavors: caches where the calling thread's `rseq.rseq_cs` is, if glibc
+    /// registered rseq for it; `false` otherwise (the thread then never biases anything:
+    /// its owner step needs the section). Called by `t`'s own thread (`enter_slow`).
+    fn rseq_ready(t: &Cx<F>) -> bool {
+        #[cfg(loom)]
+        {
+            let _ = t;
+            true
+        }
+        #[cfg(not(loom))]
+        {
+            cfg!(all(target_arch = "x86_64", target_os = "linux"))
+                && (crate::revoke::rseq::offset().is_some()
+                    && crate::revoke::rseq::thread_registered()
+                    || t.local().rseq_forced.load(Ordering::Relaxed))
+        }
+    }
+
+    /// Measurement hook for instruction counters that cannot run rseq (valgrind refuses
+    /// the `rseq` system call, so glibc registers nothing and the rseq flavors would bias
+    /// nothing under it): the calling thread runs its owner step in a section the kernel
+    /// does not know about, as if rseq were registered. Returns whether it could (glibc
+    /// exports `__rseq_offset`). A no-op for the other flavors.
+    ///
+    /// # Safety
+    ///
+    /// `t` is the calling thread's own context, and no other thread may ever revoke a bias
+    /// held by this thread by the barrier (which can no longer restart its sections): use
+    /// it in a single-threaded measurement, or with a handshake revocation only.
+    #[doc(hidden)]
+    pub unsafe fn count_without_rseq(t: &Cx<F>) -> bool {
+        if F::RSEQ && cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            t.local().rseq_forced.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
     /// Whether `t` may bias an object to itself: it has cached its bias bits, which it does
     /// (in `enter_slow`) only where the runtime biases ([`Revocation::NoBias`] never does).
     /// Slow paths only (the fast ones test the cached bits themselves).
@@ -741,9 +896,157 @@ impl<F: Flavor> Biasing<F> {
         None
     }
 
+    /// rseq variant, the bias owner's step (Figure 4's first cases): inside an rseq critical
+    /// section, load the header, test that it is biased to `t`, not revoking, with rc < 255
+    /// (lock) or ≥ 1 (unlock) — `w − bias` (− 256 to unlock) below 0xff00, a subtract and a
+    /// compare: host bits aside, the word is within 0xfeff above the bias bits; `NO_BIAS`
+    /// is chosen so that no word is within reach of it — and add ±256 to it in memory, the
+    /// instruction that commits. `None` when done; else the word now (the test failed, or the kernel
+    /// restarted the section: preemption, migration, a signal, a revoker's
+    /// `membarrier(PRIVATE_EXPEDITED_RSEQ)`). Before the section, one store arms it (the
+    /// descriptor's address into this thread's `rseq.rseq_cs`).
+    ///
+    /// Why this is sound against a barrier revoker with no `in_op`: the revoker marks the
+    /// word (CAS), then the rseq barrier. A section that read the unmarked word either
+    /// committed before the barrier reached its CPU — the revoker's re-read sees its `add`:
+    /// over the mark (the mark is gone, it tries again) or after it (the mark kept, the
+    /// count ±1: the revoker takes that count) — or is restarted — on its CPU by the barrier's
+    /// IPI, or, descheduled, when it next returns to user space — and never stores. A
+    /// section that starts after the barrier reads the mark and fails. Only the owner runs
+    /// it: `t` is the caller's own context, and the rseq offset is cached (by
+    /// `rseq_ready`) before the bias bits, without which the test fails.
+    #[inline(always)]
+    fn rseq_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
+        let r = &t.local().rec;
+        #[cfg(loom)]
+        {
+            let _cpu = crate::sync::lock(&r.cpu);
+            let w = h.0.load(Ordering::Relaxed);
+            let x = w.wrapping_sub(r.bias.load(Ordering::Relaxed));
+            let x = if lock { x } else { x.wrapping_sub(RC_ONE) };
+            if x >= RC_LIMIT {
+                return Some(w);
+            }
+            // The commit, `add` / `sub` to memory: a read-modify-write that is not atomic
+            // (its load and store may straddle a revoker's mark CAS, losing the mark, or
+            // follow it, keeping the mark with the count changed); the store as a swap, as
+            // in `header_step` (loom's modification order).
+            let cur = h.0.load(Ordering::Relaxed);
+            h.0.swap(
+                if lock { cur + RC_ONE } else { cur - RC_ONE },
+                Ordering::Relaxed,
+            );
+            None
+        }
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        {
+            let line = r as *const LockRecords;
+            // SAFETY: `line` is this thread's records line (borrowed for the call; `t` is
+            // the caller's own context, `Protocol`'s contract), whose `rseq_cs` field —
+            // read first — holds the address of this thread's `rseq.rseq_cs` in glibc's
+            // TLS, or of a scratch word of this thread where glibc reserved none (set at
+            // attach on this thread, `initial_cs_field`): a word of this thread, alive for
+            // its whole life, that only this thread (and, for `rseq.rseq_cs`, the kernel)
+            // writes. The section arms only when the area is registered, and the test
+            // passes only then (the bias bits are cached after `rseq_ready`). The rseq ABI lets user code point `rseq_cs` at a descriptor of its own
+            // (`struct rseq_cs`: version 0, flags 0, start, post-commit offset, abort
+            // address; 32-byte aligned, in `__rseq_cs`); the abort handler is preceded by
+            // glibc's signature `RSEQ_SIG` = 0x53053053 (in a `ud1`, as the kernel's
+            // selftests encode it) and jumps to `fail`. The section reads and writes only
+            // `h`'s word (an `AtomicU64` borrowed for the call) and reads `bias`; the
+            // commit is its last instruction, an `add` / `sub` to memory (not `lock`ed: a
+            // revoker's mark CAS may land before it or inside it; `revoke_by_barrier` takes
+            // either). x86-64: TSO gives its store release order; the block is a compiler
+            // barrier both ways.
+            unsafe {
+                if lock {
+                    std::arch::asm!(
+                        "mov {coff}({line}), {cs}",
+                        "lea 3f(%rip), {t}",
+                        "mov {t}, ({cs})",
+                        "2:",
+                        "mov ({h}), {t}",
+                        "sub {boff}({line}), {t}",
+                        "cmp $0xfeff, {t}",
+                        "ja {fail}",
+                        "addq $0x100, ({h})",
+                        "4:",
+                        ".pushsection __rseq_cs, \"aw\"",
+                        ".balign 32",
+                        "3:",
+                        ".long 0, 0",
+                        ".quad 2b, 4b - 2b, 5f",
+                        ".popsection",
+                        ".pushsection __rseq_failure, \"ax\"",
+                        ".byte 0x0f, 0xb9, 0x3d",
+                        ".long 0x53053053",
+                        "5:",
+                        "jmp {fail}",
+                        ".popsection",
+                        line = in(reg) line,
+                        h = in(reg) h.0.as_ptr(),
+                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
+                        boff = const std::mem::offset_of!(LockRecords, bias),
+                        cs = out(reg) _,
+                        t = out(reg) _,
+                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                        options(att_syntax, nostack),
+                    );
+                } else {
+                    std::arch::asm!(
+                        "mov {coff}({line}), {cs}",
+                        "lea 3f(%rip), {t}",
+                        "mov {t}, ({cs})",
+                        "2:",
+                        "mov ({h}), {w}",
+                        "lea -0x100({w}), {t}",
+                        "sub {boff}({line}), {t}",
+                        "cmp $0xfeff, {t}",
+                        "ja {fail}",
+                        "subq $0x100, ({h})",
+                        "4:",
+                        ".pushsection __rseq_cs, \"aw\"",
+                        ".balign 32",
+                        "3:",
+                        ".long 0, 0",
+                        ".quad 2b, 4b - 2b, 5f",
+                        ".popsection",
+                        ".pushsection __rseq_failure, \"ax\"",
+                        ".byte 0x0f, 0xb9, 0x3d",
+                        ".long 0x53053053",
+                        "5:",
+                        "jmp {fail}",
+                        ".popsection",
+                        line = in(reg) line,
+                        h = in(reg) h.0.as_ptr(),
+                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
+                        boff = const std::mem::offset_of!(LockRecords, bias),
+                        cs = out(reg) _,
+                        t = out(reg) _,
+                        w = out(reg) _,
+                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                        options(att_syntax, nostack),
+                    );
+                }
+            }
+            None
+        }
+        #[cfg(all(not(loom), not(all(target_arch = "x86_64", target_os = "linux"))))]
+        {
+            // No rseq here: `rseq_ready` says no, the bias bits are never cached.
+            let _ = (r, lock);
+            Some(h.0.load(Ordering::Relaxed))
+        }
+    }
+
     /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
     #[inline(always)]
     fn header_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
+        if F::RSEQ {
+            return Self::rseq_step(t, h, lock);
+        }
+        // After the branch: an atomic load is not removed when unused (it was, before it,
+        // one dead instruction on each side of the rseq step).
         let me = Self::cached_bias(t);
         let ok = |w: u64| {
             let x = (w & !HOST) ^ me;
@@ -988,7 +1291,12 @@ impl<F: Flavor> Biasing<F> {
             }
             // Every running thread fences now: after this, each fast path of the owner either
             // had published its record / `in_op` (we see it below) or will read our mark.
-            if rt.state().barrier_fails.load(Ordering::Relaxed) || !process_barrier() {
+            let fenced = if F::RSEQ {
+                process_barrier_rseq()
+            } else {
+                process_barrier()
+            };
+            if rt.state().barrier_fails.load(Ordering::Relaxed) || !fenced {
                 let _ =
                     h.0.compare_exchange(w | REVOKING, w, Ordering::AcqRel, Ordering::Relaxed);
                 rt.state().barrier_failed();
@@ -1002,15 +1310,27 @@ impl<F: Flavor> Biasing<F> {
                 rt.state().count(Transition::BiasedToThin);
                 return Some(true);
             }
+            #[cfg(loom)]
+            if F::RSEQ {
+                // The model of the rseq barrier's restart: the owner's section runs under
+                // its `cpu` mutex, so the barrier falls before or after it, never inside.
+                drop(crate::sync::lock(&owner.rec.cpu));
+            }
+            // rseq variant: the barrier restarted every section in flight, so none that
+            // read the unmarked word commits after it (`in_op` stays 0 there).
             let mut spins = Spin::new();
             while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
                 spins.snooze();
             }
             let cur = h.0.load(Ordering::Acquire);
-            if cur == w | REVOKING {
+            if cur & !RC_MASK == (w | REVOKING) & !RC_MASK {
                 // Nobody else writes a marked word: the owner's fast paths fail on it and
-                // other revokers are behind the mutex.
-                h.0.store(Self::to_thin(w, rc(w)), Ordering::Release);
+                // other revokers are behind the mutex. rseq variant: the owner's committing
+                // `add` (a non-atomic read-modify-write of the word) may have landed on the
+                // mark, ±1 to the count and the mark kept — a step that had passed its test
+                // before the mark and is done now (the barrier restarts any section still
+                // in flight): the count is `cur`'s.
+                h.0.store(Self::to_thin(w, rc(cur)), Ordering::Release);
                 rt.state().count(Transition::BiasedToThin);
                 return Some(true);
             }
@@ -1078,6 +1398,12 @@ impl<F: Flavor> Biasing<F> {
     /// the CAS failed.
     fn bias_to_me(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<bool> {
         let rec = &t.local().rec;
+        if !F::RECORDS {
+            // Header variant: the hold is the rc of the biased word itself.
+            let bias = rec.bias.load(Ordering::Relaxed);
+            debug_assert_ne!(bias, NO_BIAS);
+            return Some(Self::cas(h, w, (w & HOST) | bias | RC_ONE));
+        }
         if !rec.push_committed(addr(h)) {
             return None;
         }
@@ -1281,7 +1607,7 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
-    /// The acquisitions of a fresh object, inline (records variant; the seed variants keep
+    /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
     /// Figures 4 and 7's fast paths exactly): FABLE's clear → learn, the bias guess
     /// re-acquiring in learn mode below the learn limit (§3.1) and a second thread turning a
     /// free learn lock thin (Figure 5), one CAS each, as a thin acquisition; biasing (KKO's
@@ -1373,6 +1699,7 @@ impl<F: Flavor> Biasing<F> {
         let rec = &t.local().rec;
         if rec.bias.load(Ordering::Relaxed) == NO_BIAS
             && rt.state().revocation() != Revocation::NoBias
+            && (!F::RSEQ || Self::rseq_ready(t))
         {
             // Before this thread can bias anything to itself (only here, in `enter_step`, and
             // in `bias_fresh`, both of which bias only once these bits are cached: where the
@@ -1593,12 +1920,20 @@ impl<F: Flavor> Protocol for Biasing<F> {
     type ThreadState = BiasThread;
 
     fn new_state(_: &Config) -> BiasState {
-        BiasState::new()
+        BiasState::new(F::RSEQ)
     }
 
     fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
         let owner = u64::from(id.get()) << OWNER_SHIFT;
-        BiasThread::new(id, free_thin(F::STICKY, F::RECORDS, owner))
+        #[cfg(not(loom))]
+        let cs = if F::RSEQ {
+            crate::revoke::rseq::initial_cs_field()
+        } else {
+            0
+        };
+        #[cfg(loom)]
+        let cs = 0;
+        BiasThread::new(id, free_thin(F::STICKY, !Self::SEED, owner), cs)
     }
 
     /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.
@@ -1633,13 +1968,13 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// bias test first, as before, cost every thin acquisition a second load of the header
     /// and a second test on each side; the thin test first made the bias owner pay for it
     /// instead (Sync 2.7 → 3.3 ns).
-    #[inline]
+    #[inline(always)]
     unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
-        // records variant takes any free thin word here (one more AND): see `fresh_enter`.
+        // rseq and records variants take any free thin word here (one more AND): see `fresh_enter`.
         // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
         // memory operand instead of an immediate, the same one instruction.
-        let ignore = if F::STICKY && F::RECORDS {
+        let ignore = if F::STICKY && !Self::SEED {
             OWNER_MASK
         } else {
             0
@@ -1658,6 +1993,17 @@ impl<F: Flavor> Protocol for Biasing<F> {
                     // Taken, or a host bit changed: look again below.
                     Err(now) => w = now,
                 }
+            } else if !Self::SEED {
+                // Nested: a learn or thin word this thread holds 1..=254 times (state bit 17,
+                // which tells learn from thin, masked out; `nest_once` is poisoned in native,
+                // where the slow path refuses). Only the holder writes a held word: a store
+                // (seed 000 §2.3.3's nested path: a load, a compare, a store).
+                let x = (w & !(HOST | THIN ^ LEARN))
+                    .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
+                if x < 254 << RC_SHIFT {
+                    h.0.store(w + RC_ONE, Ordering::Relaxed);
+                    return Ok(());
+                }
             }
         } else {
             // Biased (perhaps to us), clear or fat.
@@ -1666,7 +2012,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 Some(now) => w = now,
             }
         }
-        if F::RECORDS && Self::fresh_enter(rt, t, h, w) {
+        if !Self::SEED && Self::fresh_enter(rt, t, h, w) {
             return Ok(());
         }
         Self::enter_slow(rt, t, h, false).map(|_| ())
@@ -1678,7 +2024,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
 
     /// One load, one bit test to the bias owner's step or the thin / learn unlock, for the
     /// reason given at [`enter`](Protocol::enter).
-    #[inline]
+    #[inline(always)]
     unsafe fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let w = h.0.load(Ordering::Relaxed);
         if w & STATE_LOW == 0 {
@@ -1700,6 +2046,18 @@ impl<F: Flavor> Protocol for Biasing<F> {
             // inflates), so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
             h.0.store(new, Ordering::Release);
             return Ok(());
+        }
+        if !Self::SEED {
+            // Nested (rc 2..=255, ours, not stale): one level off with a store, then what
+            // `exit_slow` does after its store (a hash parked meanwhile is settled at rc 1).
+            let x = (w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK))
+                .wrapping_sub(t.local().rec.unlock_once);
+            if x.wrapping_sub(RC_ONE) < 254 << RC_SHIFT {
+                let new = w - RC_ONE;
+                h.0.store(new, Ordering::Release);
+                Self::settle_parked_hash_after(rt, t, h, new);
+                return Ok(());
+            }
         }
         Self::exit_slow(rt, t, h)
     }
@@ -1806,6 +2164,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
             let f = rec.thin_free.load(Ordering::Relaxed);
             local.saved_thin_free.store(f, Ordering::Relaxed);
             rec.thin_free.store(NO_BIAS, Ordering::Relaxed);
+            rec.nest_once.store(NO_NEST, Ordering::Relaxed);
         }
     }
 
@@ -1823,6 +2182,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 local.saved_thin_free.load(Ordering::Relaxed),
                 Ordering::Relaxed,
             );
+            rec.nest_once.store(rec.unlock_once, Ordering::Relaxed);
         }
     }
 

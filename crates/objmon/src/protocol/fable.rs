@@ -11,9 +11,11 @@
 //! contention, wait / notify and count overflow. Never rebias (§3.1).
 //!
 //! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores —
-//! `fable` keeps the count in the owner's lock records and never writes the header there;
-//! [`FableSeed`] keeps it in the header as Figure 6 does (see the engine's documentation for
-//! exactly what each executes); thin lock when the thin lock is free: one CAS (Figure 7 and
+//! `fable` keeps the count in the header as Figure 6 does and runs Figure 7's load, compare
+//! and store in an rseq section, which the kernel restarts when a revoker's barrier (or a
+//! preemption) lands in it; [`FableSeed`] brackets the same store with the `in_op` Dekker;
+//! [`FableRecords`] keeps the count in the owner's lock records and never writes the header
+//! there (see the engine's documentation for exactly what each executes); thin lock when the thin lock is free: one CAS (Figure 7 and
 //! `FableSeed` only when its sticky last owner is the caller; `fable` takes any free thin
 //! word, and FABLE's clear → learn, the guess's learn re-acquire and a second thread's
 //! learn → thin inline too — on Cloud and AllocLock the slow path they cost in Figure 7 made
@@ -21,14 +23,51 @@
 //! learn / thin unlock of the last level (the state's low bit is set in both, §3.2): one test
 //! and one releasing store that only decrements the count, leaving the owner in place
 //! ("sticky lock owner"; Figure 7 has a CAS here — see the engine's documentation for why a
-//! store suffices).
+//! store suffices); `fable` (and `fable-records`) also take nested learn / thin holds inline
+//! (one load, one compare, one store), so that an object held around a loop before it
+//! biased does not fall into the slow path at each nested acquisition.
 //!
 //! [`BiasConfig::learn_limit`]: super::biased::BiasConfig::learn_limit
 
 use super::biased::{Biasing, Flavor, DEFAULT_LEARN_LIMIT};
 use super::Knob;
 
-/// FABLE heuristics (seed 002 §3.1–§3.2): learn mode, per-object adaptation, sticky owner.
+/// FABLE heuristics (seed 002 §3.1–§3.2): learn mode, per-object adaptation, sticky owner;
+/// the bias owner's step is Figure 7's first case (load, compare, store of the header count)
+/// in an rseq section (see the engine's documentation).
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
+/// compare / store pair written the same way: 16): **34** plain, 34 nested (28 calling the
+/// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
+/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 141 per object. An object held
+/// around the loop before it biased (learn mode: recursions do not count, §3.1) takes the
+/// inline nested learn path: `user_loop fable nested` 246 → 67.
+#[derive(Debug)]
+pub enum FableRseqHeuristics {}
+
+impl Flavor for FableRseqHeuristics {
+    const NAME: &'static str = "fable-rseq";
+    const SUMMARY: &'static str =
+        "FABLE, the bias owner's count in the header, its step in an rseq section";
+    const LEARN: bool = true;
+    const STICKY: bool = true;
+    const RECORDS: bool = false;
+    const RSEQ: bool = true;
+}
+
+/// `fable-rseq`: FABLE biased locking (seed 002 §3), the bias owner's count in the header,
+/// stored by a load, a compare and a store in an rseq section (Figure 7's first case);
+/// x86-64 Linux with glibc's rseq registration, elsewhere it biases nothing.
+pub type FableRseq = Biasing<FableRseqHeuristics>;
+
+/// FABLE heuristics with the bias owner's count in lock records (HotSpot 17's scheme; the
+/// owner never writes a biased header): `fable`.
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
+/// compare / store pair written the same way: 16): **53** plain, 53 nested (48 directly); 4
+/// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 142 per object.
 #[derive(Debug)]
 pub enum FableHeuristics {}
 
@@ -40,12 +79,18 @@ impl Flavor for FableHeuristics {
     const RECORDS: bool = true;
 }
 
-/// `fable`: FABLE biased locking (seed 002 §3), the bias owner's count in lock records.
+/// `fable`: FABLE with the bias owner's count in lock records ([`FableHeuristics`]).
 pub type Fable = Biasing<FableHeuristics>;
 
 /// FABLE heuristics with the bias owner's count in the header, as Figures 6 and 7 have it.
 /// Not in the catalog (`biased-seed` measures the same engine path); for tests and hosts
 /// that want the seed's layout exactly.
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
+/// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
+/// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 305 per
+/// object (Figure 7 leaves learn mode to the slow path).
 #[derive(Debug)]
 pub enum FableSeedHeuristics {}
 

@@ -313,6 +313,8 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<biased::Biased>();
     v.visit::<biased::BiasedSeed>();
     v.visit::<fable::Fable>();
+    v.visit::<biased::BiasedRseq>();
+    v.visit::<fable::FableRseq>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

@@ -7,8 +7,8 @@
 //! fast path of `Monitor::lock` is one thread-local load, then the protocol's own.
 
 use super::attach::{self, Auto, Cache};
-use crate::protocol::biased::{Biased, BiasedSeed};
-use crate::protocol::fable::Fable;
+use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed};
+use crate::protocol::fable::{Fable, FableRseq};
 use crate::protocol::fat::Fat;
 use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
 use crate::protocol::stack::Stack;
@@ -179,5 +179,7 @@ process_wide! {
     Biased => crate::protocol::biased::BiasWord::new(0);
     BiasedSeed => crate::protocol::biased::BiasWord::new(0);
     Fable => crate::protocol::biased::BiasWord::new(0);
+    BiasedRseq => crate::protocol::biased::BiasWord::new(0);
+    FableRseq => crate::protocol::biased::BiasWord::new(0);
     Tasuki => crate::protocol::tasuki_bimodal::TasukiHeader::new(0, 0);
 }

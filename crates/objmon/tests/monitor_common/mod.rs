@@ -115,7 +115,7 @@ pub fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
 
 /// The catalog names the macros below cover, in `objmon::vm::visit_all` order: every protocol
 /// but the two that find a monitor by address (not `MonitorProtocol`s).
-pub const COVERED: [&str; 11] = [
+pub const COVERED: [&str; 13] = [
     "fat",
     "thin",
     "thin-seed",
@@ -127,6 +127,8 @@ pub const COVERED: [&str; 11] = [
     "biased",
     "biased-seed",
     "fable",
+    "biased-rseq",
+    "fable-rseq",
 ];
 
 /// `monitor_tests!(secs; check_a, check_b)`: for each check, a module with one `#[test]` per
@@ -139,7 +141,8 @@ macro_rules! monitor_tests {
             $crate::monitor_tests!(@each $check, $secs;
                 fat: Fat, thin: Thin, thin_seed: ThinSeed, tasuki: Tasuki, stack: Stack, lightweight: Lightweight,
                 lightweight_seed: LightweightSeed, lightweight_table: LightweightTable,
-                biased: Biased, biased_seed: BiasedSeed, fable: Fable);
+                biased: Biased, biased_seed: BiasedSeed, fable: Fable,
+                biased_rseq: BiasedRseq, fable_rseq: FableRseq);
         }
     )*};
     (@each $check:ident, $secs:literal; $($name:ident: $p:ident),*) => {$(
@@ -174,7 +177,8 @@ macro_rules! per_protocol {
             $crate::per_protocol!(@each $check, $secs;
                 fat: Fat, thin: Thin, thin_seed: ThinSeed, tasuki: Tasuki, stack: Stack, lightweight: Lightweight,
                 lightweight_seed: LightweightSeed, lightweight_table: LightweightTable,
-                biased: Biased, biased_seed: BiasedSeed, fable: Fable);
+                biased: Biased, biased_seed: BiasedSeed, fable: Fable,
+                biased_rseq: BiasedRseq, fable_rseq: FableRseq);
         }
     )*};
     (@each $check:ident, $secs:literal; $($name:ident: $p:ident),*) => {$(

@@ -44,13 +44,34 @@ pub(crate) struct LockRecords {
     /// the thread is in native, so that the test fails there at no cost (a compare with this
     /// field instead of an immediate).
     pub(super) thin_free: AtomicU64,
+    /// What the inline nested thin / learn acquisition subtracts from the word's lock bits
+    /// (non-seed flavors): `unlock_once` normally, [`NO_NEST`] in native (no word is within
+    /// reach of it), so that nested acquisitions there reach the slow path, which refuses.
+    pub(super) nest_once: AtomicU64,
+    /// rseq flavors: the address of this thread's `rseq.rseq_cs` (its thread pointer plus
+    /// `__rseq_offset + 8`), where the owner step arms its section, set on the thread itself
+    /// at attach (`revoke::rseq::initial_cs_field`: a scratch word of the thread where glibc
+    /// has no rseq area). The thread caches its bias bits only once its area is registered
+    /// (`Biasing::rseq_ready`); until then the step fails its test.
+    #[cfg(not(loom))]
+    pub(super) rseq_cs: AtomicUsize,
+    /// Under loom, the model of the rseq section: the owner's step runs under it, and the
+    /// rseq barrier takes it once (so it lands before or after a section, never inside).
+    #[cfg(loom)]
+    pub(super) cpu: crate::sync::Mutex<()>,
     pub(super) slots: [AtomicUsize; LOCK_RECORDS],
 }
 
 /// Matches no header word: its low byte is not zero. The cached bias bits until a thread's
 /// first slow path (or for good where the runtime biases nothing), and the cached bias and
-/// thin-free bits while it is in native.
-pub(super) const NO_BIAS: u64 = u64::MAX;
+/// thin-free bits while it is in native. Nor is any word within `0x1feff` above it (the
+/// rseq flavors' subtract-and-compare test): those have bit 63 (set only in biased words,
+/// state 00) together with bit 16 or 17.
+pub(super) const NO_BIAS: u64 = (1 << 63) | STATE_LOW | 0xff;
+
+/// [`LockRecords::nest_once`] in native: `x − NO_NEST < 254 · 256` needs bits 63 and 16 both
+/// set in `x`, which no lock word has (bits 63..34 are set only in biased words, state 00).
+pub(super) const NO_NEST: u64 = (1 << 63) | STATE_LOW;
 
 /// What a thread's inline thin acquisition expects of `w & !HOST` (with the owner masked out
 /// for the sticky records variant): Figure 4, thin and free (owner 0); Figure 7 (sticky
@@ -65,7 +86,7 @@ pub(super) const fn free_thin(sticky: bool, records: bool, owner: u64) -> u64 {
 }
 
 impl LockRecords {
-    pub(super) fn new(id: ThreadId, thin_free: u64) -> Self {
+    pub(super) fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
         let owner = u64::from(id.get()) << OWNER_SHIFT;
         Self {
             top: AtomicUsize::new(0),
@@ -74,6 +95,11 @@ impl LockRecords {
             thin_once: THIN | owner | RC_ONE,
             unlock_once: STATE_LOW | owner | RC_ONE,
             thin_free: AtomicU64::new(thin_free),
+            nest_once: AtomicU64::new(STATE_LOW | owner | RC_ONE),
+            #[cfg(not(loom))]
+            rseq_cs: AtomicUsize::new(rseq_cs),
+            #[cfg(loom)]
+            cpu: crate::sync::Mutex::new(()),
             slots: std::array::from_fn(|_| AtomicUsize::new(0)),
         }
     }

@@ -2,7 +2,7 @@
 //! seed's transitions and each revocation path, on real threads.
 
 use super::*;
-use crate::protocol::fable::{Fable, FableHeuristics, FableSeedHeuristics};
+use crate::protocol::fable::{Fable, FableRseq, FableRseqHeuristics, FableSeedHeuristics};
 use crate::revoke::RevocationKind as K;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
@@ -60,7 +60,7 @@ fn kko_biases_on_first_acquire_and_counts_in_the_header() {
 #[test]
 fn fable_learns_then_biases_after_n_plus_one() {
     for n in [1u32, 3, 5] {
-        let rt = rt_with::<FableHeuristics>(Revocation::Membarrier, n);
+        let rt = rt_with::<FableRseqHeuristics>(Revocation::Membarrier, n);
         let me = rt.attach().unwrap();
         let h = BiasWord::default();
         let g = me.enter(&h).unwrap();
@@ -79,7 +79,7 @@ fn fable_learns_then_biases_after_n_plus_one() {
 /// keeps the owner (§3.2 sticky owner) with count 0.
 #[test]
 fn fable_second_thread_in_learn_mode_goes_thin() {
-    let rt = Runtime::<Fable>::with_defaults();
+    let rt = Runtime::<FableRseq>::with_defaults();
     let h = BiasWord::default();
     let me = rt.attach().unwrap();
     drop(me.enter(&h).unwrap());
@@ -175,13 +175,13 @@ fn revoke_held<F: Flavor>(mode: Revocation) {
 #[test]
 fn revocation_keeps_owner_and_count() {
     for mode in MODES {
-        revoke_held::<Kko>(mode);
-        revoke_held::<FableHeuristics>(mode);
+        revoke_held::<KkoRseq>(mode);
+        revoke_held::<FableRseqHeuristics>(mode);
         revoke_held::<KkoSeed>(mode);
         revoke_held::<FableSeedHeuristics>(mode);
     }
-    revoke_held::<Kko>(Revocation::Hybrid);
-    revoke_held::<FableHeuristics>(Revocation::Hybrid);
+    revoke_held::<KkoRseq>(Revocation::Hybrid);
+    revoke_held::<FableRseqHeuristics>(Revocation::Hybrid);
 }
 
 /// A thread in native (or parked in a wait) is at a safepoint: the handshake revokes in
@@ -189,7 +189,7 @@ fn revocation_keeps_owner_and_count() {
 #[test]
 fn owner_in_native_is_revoked_in_place() {
     for mode in [Revocation::SyncHandshake, Revocation::AsyncHandshake] {
-        let rt = rt_with::<Kko>(mode, 5);
+        let rt = rt_with::<KkoRseq>(mode, 5);
         let h = BiasWord::default();
         let (inside, done) = (Barrier::new(2), Barrier::new(2));
         std::thread::scope(|s| {
@@ -218,7 +218,7 @@ fn owner_in_native_is_revoked_in_place() {
 #[test]
 fn mutual_revocation_does_not_deadlock() {
     for mode in MODES {
-        let rt = rt_with::<Kko>(mode, 5);
+        let rt = rt_with::<KkoRseq>(mode, 5);
         let rounds = 200;
         let hs: Vec<[BiasWord; 2]> = (0..rounds).map(|_| Default::default()).collect();
         let go = Barrier::new(2);
@@ -251,11 +251,11 @@ fn mutual_revocation_does_not_deadlock() {
 #[test]
 fn exited_owner_and_recycled_id() {
     for mode in MODES {
-        let rt = Runtime::<Biased>::new(Config {
+        let rt = Runtime::<BiasedRseq>::new(Config {
             max_threads: 1,
             ..Config::default()
         });
-        Biased::configure(
+        BiasedRseq::configure(
             &rt,
             BiasConfig {
                 revocation: mode,
@@ -288,7 +288,7 @@ fn exited_owner_and_recycled_id() {
 /// its count.
 #[test]
 fn wait_on_a_biased_lock_inflates_with_count() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRseq>::with_defaults();
     let me = rt.attach().unwrap();
     let h = BiasWord::default();
     let _a = me.enter(&h).unwrap();
@@ -320,7 +320,7 @@ fn biased_count_overflow_inflates() {
 /// handshake the host chose keeps the synchronous handshake, and revocation works.
 #[test]
 fn membarrier_refused_falls_back_to_no_bias_or_the_handshake() {
-    let rt = Runtime::<Fable>::with_defaults();
+    let rt = Runtime::<FableRseq>::with_defaults();
     assert_eq!(
         rt.state().set_with(BiasConfig::default(), || false),
         Revocation::NoBias
@@ -333,14 +333,14 @@ fn membarrier_refused_falls_back_to_no_bias_or_the_handshake() {
     assert_eq!(h.mode(), BiasMode::Thin, "learn → thin at the limit");
     drop(me);
 
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRseq>::with_defaults();
     rt.state().set_with(BiasConfig::default(), || false);
     assert_eq!(rt.state().revocation(), Revocation::NoBias);
     let me = rt.attach().unwrap();
     let k = BiasWord::default();
     drop(me.enter(&k).unwrap());
     assert_eq!(k.mode(), BiasMode::Thin, "clear → thin");
-    Biased::configure(
+    BiasedRseq::configure(
         &rt,
         BiasConfig {
             revocation: Revocation::SyncHandshake,
@@ -376,17 +376,17 @@ fn membarrier_refused_falls_back_to_no_bias_or_the_handshake() {
 /// there for good: revokers would then rewrite its biases in place while it runs.
 #[test]
 fn panic_at_a_safepoint_returns_to_running() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRseq>::with_defaults();
     let me = rt.attach().unwrap();
     let sp = &me.context().local().sp;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Biased::safe(me.context(), || panic!("inside"))
+        BiasedRseq::safe(me.context(), || panic!("inside"))
     }));
     assert!(r.is_err());
     assert_eq!(sp.state.load(Ordering::SeqCst), crate::revoke::RUNNING);
     // In native, a safe stretch leaves the thread in native.
     me.in_native(|| {
-        Biased::safe(me.context(), || ());
+        BiasedRseq::safe(me.context(), || ());
         assert_eq!(sp.state.load(Ordering::SeqCst), crate::revoke::SAFE);
     });
     assert_eq!(sp.state.load(Ordering::SeqCst), crate::revoke::RUNNING);
@@ -539,12 +539,12 @@ fn records_wait_inflates_with_count() {
 /// becomes a thin lock with our count; either way the header is no longer biased.
 #[test]
 fn revoke_now_unbiases_own_and_others() {
-    let rt = Runtime::<Biased>::with_defaults();
+    let rt = Runtime::<BiasedRseq>::with_defaults();
     let me = rt.attach().unwrap();
     let (mine, theirs) = (BiasWord::default(), BiasWord::default());
     let g = me.enter(&mine).unwrap();
     let g2 = me.enter(&mine).unwrap();
-    Biased::revoke_now(&rt, me.context(), &mine);
+    BiasedRseq::revoke_now(&rt, me.context(), &mine);
     assert_eq!(mine.mode(), BiasMode::Thin);
     assert_eq!(me.lock_count(&mine), 2);
     assert_eq!(mine.raw() & STALE, 0, "records buried at once");
@@ -554,7 +554,7 @@ fn revoke_now_unbiases_own_and_others() {
         s.spawn(|| drop(rt.attach().unwrap().enter(&theirs).unwrap()));
     });
     assert_eq!(theirs.mode(), BiasMode::Biased);
-    Biased::revoke_now(&rt, me.context(), &theirs);
+    BiasedRseq::revoke_now(&rt, me.context(), &theirs);
     assert_eq!(theirs.mode(), BiasMode::Thin);
     assert_eq!(rt.owner_of(&theirs), None);
 }
@@ -590,7 +590,7 @@ fn records_relocate() {
 /// the barrier revokes; the owner keeps its count.
 #[test]
 fn hybrid_falls_back_to_the_barrier() {
-    let rt = rt_with::<Kko>(Revocation::Hybrid, 5);
+    let rt = rt_with::<KkoRseq>(Revocation::Hybrid, 5);
     let h = BiasWord::default();
     let (held, go) = (Barrier::new(2), AtomicBool::new(false));
     std::thread::scope(|s| {
@@ -606,7 +606,7 @@ fn hybrid_falls_back_to_the_barrier() {
         });
         let me = rt.attach().unwrap();
         held.wait();
-        Biased::revoke(&rt, me.context(), &h, h.raw());
+        BiasedRseq::revoke(&rt, me.context(), &h, h.raw());
         assert_eq!(h.mode(), BiasMode::Thin);
         go.store(true, Ordering::Release);
         drop(me.enter(&h).unwrap());
