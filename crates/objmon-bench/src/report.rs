@@ -261,6 +261,7 @@ pub fn write(
     user_loop_section(&mut d, &res);
     seed000(&mut d, &res, out_dir);
     seed002(&mut d, &res, out_dir);
+    growth(&mut d, &res, out_dir);
     seed003(&mut d, &res);
     seed004(&mut d, &res, out_dir);
     other(&mut d, &res);
@@ -832,6 +833,71 @@ fn seed000(d: &mut Vec<Block>, r: &Results, out: &Path) {
         "ns per lock+unlock",
         &series_of(r, "threads"),
         false,
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+}
+
+/// A table with one row per subject and one column per parameter value: the figure at that
+/// value ÷ the same row's figure at the smallest value (1.00× everywhere = a flat curve).
+fn growth_table(d: &mut Vec<Block>, r: &Results, bench: &str, pname: &str) {
+    let params = r.params_of(bench);
+    let Some(&first) = params.first() else {
+        return;
+    };
+    let mut header = vec![format!("row \\ {pname}, ÷ {pname}={first}")];
+    header.extend(params.iter().map(u64::to_string));
+    let rows = r
+        .rows_of(bench)
+        .iter()
+        .map(|row| {
+            let mut v = vec![row.clone()];
+            v.extend(
+                params
+                    .iter()
+                    .map(|&p| ratio_text(r.ratio_self(bench, row, p, first))),
+            );
+            v
+        })
+        .collect();
+    d.push(Block::Table(header, rows));
+}
+
+/// Issue 13 item 6: cost per operation as the number of objects grows.
+fn growth(d: &mut Vec<Block>, r: &Results, out: &Path) {
+    if r.rows_of("multi-sync").is_empty() && r.rows_of("cloud-growth").is_empty() {
+        return;
+    }
+    d.push(Block::H(2, "Growth: cost per operation vs objects".into()));
+    d.push(Block::P(
+        "Does a lock+unlock cost the same with 1 object as with 10^6? MultiSync (one thread, \
+         n objects locked in turn; the figures are the MultiSync table above) and cloud-growth \
+         (Cloud's threads locking random objects of an n-object cloud, shorter runs than \
+         Cloud's; with few objects the threads contend, so the left end measures contention, \
+         not size). Cells: the row's figure at n ÷ its figure at the smallest n, from this \
+         run's medians. Above 1× at large n: cache and TLB misses on the headers (and, for \
+         protocols with side tables, on the tables)."
+            .into(),
+    ));
+    d.push(Block::H(3, "MultiSync n, ÷ n = 1".into()));
+    growth_table(d, r, "multi-sync", "n");
+    if r.rows_of("cloud-growth").is_empty() {
+        return;
+    }
+    d.push(Block::H(
+        3,
+        "cloud-growth n (ns per acquisition, all threads)".into(),
+    ));
+    param_table(d, r, "cloud-growth", "n");
+    growth_table(d, r, "cloud-growth", "n");
+    let file = "growth-cloud.svg";
+    let t = "cloud-growth — ns per acquisition vs objects in the cloud (log-log)";
+    let res = plot::lines(
+        &out.join(file),
+        t,
+        "objects in the cloud",
+        "ns per acquisition",
+        &series_of(r, "cloud-growth"),
+        true,
     );
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
 }
