@@ -12,7 +12,7 @@
 //! All rows run in one process with **interleaved rounds**: round r times every row once
 //! (starting at a different row each round), so a noisy neighbour or a frequency change hits
 //! every row alike; a row's figure is the median of its rounds, and ratios between rows are
-//! ratios of medians of this one run.
+//! ratios of medians of this one run. The clock is the thread's CPU time (see [`timed`]).
 //!
 //! Rows are named `user-loop-<subject>` and `user-loop-<subject>-nested` (the object already
 //! held once by the same thread, the lock taken outside the timed loop), with `<subject>` a row
@@ -25,7 +25,6 @@ use crate::subject::Kind;
 use objmon::{Protocol, ProtocolVisitor, Runtime, ThreadHandle};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
 
 /// The bench name of these rows.
 pub const BENCH: &str = "user-loop";
@@ -138,12 +137,27 @@ pub struct Row {
     run: Box<dyn FnMut(u64) -> f64>,
 }
 
-/// Times `f(n)`: ns per pair.
+/// This thread's CPU time in ns.
+pub fn thread_cpu_ns() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+/// Times `f(n)`: ns per pair, in this thread's **CPU time**. The loops never block, so on an
+/// idle machine CPU time and wall time agree; on a shared one (this 2-core machine often runs
+/// at load 5-10) wall time counts the time other processes ran, CPU time does not. (Cache
+/// and sibling-hyperthread interference remain: interleaving spreads them over all rows.)
 #[inline(always)]
 fn timed(n: u64, f: impl FnOnce()) -> f64 {
-    let t0 = Instant::now();
+    let t0 = thread_cpu_ns();
     f();
-    t0.elapsed().as_nanos() as f64 / n.max(1) as f64
+    (thread_cpu_ns() - t0) as f64 / n.max(1) as f64
 }
 
 fn row(name: &str, kind: Kind, run: impl FnMut(u64) -> f64 + 'static) -> Row {
