@@ -26,6 +26,7 @@ mod runner;
 mod stress;
 mod subject;
 mod syslock;
+mod userloop;
 
 use bench::{Bench, Plan, ALL};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -56,8 +57,9 @@ enum Command {
         #[arg(long = "bench")]
         benches: Vec<String>,
         /// Row to run (repeatable; default all): a protocol, `std-mutex`, `parking-lot`,
-        /// `sol-*`, `syslock-*`, `hotspot<version>-<mode>`, `none`; a trailing `*` matches a
-        /// prefix (`hotspot*`). A protocol with a knob also runs its knob sweep in alloc-lock
+        /// `parking-lot-mutex`, `sol-*`, `syslock-*`, `user-loop-*` (a subject's name also
+        /// selects its user-loop rows), `hotspot<version>-<mode>`, `none`; a trailing `*`
+        /// matches a prefix (`hotspot*`). A protocol with a knob also runs its knob sweep in alloc-lock
         /// (`fable[learn-limit=1]` …); one swept row can be named alone.
         #[arg(long = "protocol")]
         protocols: Vec<String>,
@@ -317,12 +319,12 @@ fn print_records(records: &[Record], format: Format) {
         }
         Format::Table => {
             println!(
-                "{:<18} {:<26} {:>7} {:>8} {:>12} {:>27} {:>8}",
+                "{:<18} {:<34} {:>7} {:>8} {:>12} {:>27} {:>8}",
                 "bench", "row", "threads", "param", "ns/op", "[min .. max]", "spread"
             );
             for r in records {
                 println!(
-                    "{:<18} {:<26} {:>7} {:>8} {:>12} {:>27} {:>7.0}%",
+                    "{:<18} {:<34} {:>7} {:>8} {:>12} {:>27} {:>7.0}%",
                     r.bench,
                     r.protocol,
                     r.threads,

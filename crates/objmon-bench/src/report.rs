@@ -12,6 +12,7 @@ use crate::record::Record;
 use crate::runner::{Outcome, Selection};
 use crate::subject::{self, Kind};
 use crate::syslock;
+use crate::userloop;
 use objmon::vm::{Protocol, ProtocolVisitor};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -257,8 +258,10 @@ pub fn write(
     d.push(Block::List(row_legend(java)));
 
     claims(&mut d, &res);
+    user_loop_section(&mut d, &res);
     seed000(&mut d, &res, out_dir);
     seed002(&mut d, &res, out_dir);
+    growth(&mut d, &res, out_dir);
     seed003(&mut d, &res);
     seed004(&mut d, &res, out_dir);
     other(&mut d, &res);
@@ -310,6 +313,13 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
             .into(),
         "sol-cas-cas — speed of light: compare-and-swap to lock and to unlock (double-atomic)"
             .into(),
+        "sol-plain-pair — speed of light: load, compare, store to lock and again to unlock, no \
+         locked instruction (the limit of a word only its owner writes: bias owner, nested); \
+         excludes no other thread"
+            .into(),
+        "user-loop-<row>[-nested] — the row in the loop a user writes, all rows interleaved \
+         round by round (bench user-loop only)"
+            .into(),
     ];
     struct P(Vec<String>);
     impl ProtocolVisitor for P {
@@ -340,6 +350,7 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
          parking_lot Mutex + Condvar"
             .into(),
     );
+    v.push("parking-lot-mutex — anchor: parking_lot::Mutex<()> + Condvar (not reentrant)".into());
     for r in syslock::ROWS {
         v.push(format!(
             "{} — system lock only (seed 004 §5.1): {}",
@@ -668,6 +679,95 @@ fn figure(d: &mut Vec<Block>, out: &Path, file: &str, caption: &str, res: plot::
     }
 }
 
+/// Issue 13's targets on the user-loop rows: (numerator row, denominator row, bound, what).
+const USER_LOOP_TARGETS: [(&str, &str, f64, &str); 4] = [
+    (
+        "user-loop-thin",
+        userloop::CAS_STORE,
+        1.2,
+        "thin ≤ 1.2× the bare CAS + release store",
+    ),
+    (
+        "user-loop-thin-nested",
+        userloop::PLAIN_PAIR,
+        3.0,
+        "nested thin ≤ 3× the plain load/compare/store pair",
+    ),
+    (
+        "user-loop-biased",
+        userloop::PLAIN_PAIR,
+        1.5,
+        "biased (bias owner) ≤ 1.5× the plain pair",
+    ),
+    (
+        "user-loop-fable",
+        userloop::PLAIN_PAIR,
+        1.5,
+        "fable (bias owner) ≤ 1.5× the plain pair",
+    ),
+];
+
+/// Issue 13: uncontended lock+unlock in the loop a user writes, every ratio from this run.
+fn user_loop_section(d: &mut Vec<Block>, r: &Results) {
+    let rows = r.rows_of(userloop::BENCH);
+    if rows.is_empty() {
+        return;
+    }
+    d.push(Block::H(
+        2,
+        "Uncontended, in the loop a user writes (user-loop)".into(),
+    ));
+    d.push(Block::P(
+        "Each row is `for _ in 0..n { let g = me.enter(&h).unwrap(); drop(g); }` through the \
+         public API (or the same loop over a bare atomic sequence or an anchor), nothing else \
+         per iteration; `-nested` rows hold the object once outside the loop. All rows run in \
+         one process with interleaved rounds; cells are `median [min–max]` ns per lock+unlock, \
+         ratios are of medians. user-loop-sol-cas-store is the single-atomic limit, \
+         user-loop-sol-plain-pair (load, compare, store to lock; the same to unlock; no locked \
+         instruction) the limit of a word only its owner writes."
+            .into(),
+    ));
+    let table_rows = rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.clone(),
+                cell(r.get(userloop::BENCH, row, 0)),
+                ratio_text(r.ratio(userloop::BENCH, row, userloop::CAS_STORE, 0)),
+                ratio_text(r.ratio(userloop::BENCH, row, userloop::PLAIN_PAIR, 0)),
+            ]
+        })
+        .collect();
+    d.push(Block::Table(
+        vec![
+            "row".into(),
+            "ns per lock+unlock".into(),
+            "÷ sol-cas-store".into(),
+            "÷ sol-plain-pair".into(),
+        ],
+        table_rows,
+    ));
+    let targets = USER_LOOP_TARGETS
+        .iter()
+        .map(|&(num, den, bound, what)| {
+            let x = r.ratio(userloop::BENCH, num, den, 0);
+            vec![
+                what.into(),
+                ratio_text(x),
+                match x {
+                    None => "not measured".into(),
+                    Some(x) if x <= bound => "met".into(),
+                    Some(_) => "NOT met".into(),
+                },
+            ]
+        })
+        .collect();
+    d.push(Block::Table(
+        vec!["issue 13 target".into(), "this run".into(), "".into()],
+        targets,
+    ));
+}
+
 fn seed000(d: &mut Vec<Block>, r: &Results, out: &Path) {
     d.push(Block::H(
         2,
@@ -733,6 +833,71 @@ fn seed000(d: &mut Vec<Block>, r: &Results, out: &Path) {
         "ns per lock+unlock",
         &series_of(r, "threads"),
         false,
+    );
+    figure(d, out, file, t, res.map_err(|e| e.to_string()));
+}
+
+/// A table with one row per subject and one column per parameter value: the figure at that
+/// value ÷ the same row's figure at the smallest value (1.00× everywhere = a flat curve).
+fn growth_table(d: &mut Vec<Block>, r: &Results, bench: &str, pname: &str) {
+    let params = r.params_of(bench);
+    let Some(&first) = params.first() else {
+        return;
+    };
+    let mut header = vec![format!("row \\ {pname}, ÷ {pname}={first}")];
+    header.extend(params.iter().map(u64::to_string));
+    let rows = r
+        .rows_of(bench)
+        .iter()
+        .map(|row| {
+            let mut v = vec![row.clone()];
+            v.extend(
+                params
+                    .iter()
+                    .map(|&p| ratio_text(r.ratio_self(bench, row, p, first))),
+            );
+            v
+        })
+        .collect();
+    d.push(Block::Table(header, rows));
+}
+
+/// Issue 13 item 6: cost per operation as the number of objects grows.
+fn growth(d: &mut Vec<Block>, r: &Results, out: &Path) {
+    if r.rows_of("multi-sync").is_empty() && r.rows_of("cloud-growth").is_empty() {
+        return;
+    }
+    d.push(Block::H(2, "Growth: cost per operation vs objects".into()));
+    d.push(Block::P(
+        "Does a lock+unlock cost the same with 1 object as with 10^6? MultiSync (one thread, \
+         n objects locked in turn; the figures are the MultiSync table above) and cloud-growth \
+         (Cloud's threads locking random objects of an n-object cloud, shorter runs than \
+         Cloud's; with few objects the threads contend, so the left end measures contention, \
+         not size). Cells: the row's figure at n ÷ its figure at the smallest n, from this \
+         run's medians. Above 1× at large n: cache and TLB misses on the headers (and, for \
+         protocols with side tables, on the tables)."
+            .into(),
+    ));
+    d.push(Block::H(3, "MultiSync n, ÷ n = 1".into()));
+    growth_table(d, r, "multi-sync", "n");
+    if r.rows_of("cloud-growth").is_empty() {
+        return;
+    }
+    d.push(Block::H(
+        3,
+        "cloud-growth n (ns per acquisition, all threads)".into(),
+    ));
+    param_table(d, r, "cloud-growth", "n");
+    growth_table(d, r, "cloud-growth", "n");
+    let file = "growth-cloud.svg";
+    let t = "cloud-growth — ns per acquisition vs objects in the cloud (log-log)";
+    let res = plot::lines(
+        &out.join(file),
+        t,
+        "objects in the cloud",
+        "ns per acquisition",
+        &series_of(r, "cloud-growth"),
+        true,
     );
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
 }
@@ -1046,6 +1211,11 @@ pub fn all_rows() -> Vec<(String, &'static str)> {
         syslock::ROWS
             .iter()
             .map(|r| (r.name.to_string(), Kind::SystemLock.as_str())),
+    );
+    v.extend(
+        userloop::names()
+            .into_iter()
+            .map(|n| (n, "user-loop bench only: the row in the loop a user writes")),
     );
     v
 }

@@ -98,6 +98,13 @@ pub fn run(sel: &Selection) -> Outcome {
     );
     let mut out = Outcome::default();
     for &b in &sel.benches {
+        if b == Bench::UserLoop {
+            bar.set_message(b.name());
+            let wants = |row: &str, subject: &str| sel.wants(row) || sel.wants(subject);
+            out.records.extend(crate::userloop::run(&sel.plan, &wants));
+            bar.inc(1);
+            continue;
+        }
         if b.subject_free() {
             if sel.wants("none") {
                 bar.set_message(format!("{} none", b.name()));
@@ -199,7 +206,9 @@ fn count_jobs(sel: &Selection) -> usize {
     sel.benches
         .iter()
         .map(|&b| {
-            if b.subject_free() {
+            if b == Bench::UserLoop {
+                1
+            } else if b.subject_free() {
                 usize::from(sel.wants("none"))
             } else {
                 let mut c = Count(sel, b, 0);

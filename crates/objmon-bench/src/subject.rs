@@ -6,9 +6,7 @@
 //! [`Proto`]); nothing here names a protocol, so a protocol added to the catalog is measured
 //! with no change to this crate.
 
-use objmon::vm::{
-    Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadContext, ThreadHandle,
-};
+use objmon::vm::{HeaderGuard, Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadHandle};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -119,6 +117,7 @@ pub fn visit_subjects(v: &mut impl SubjectVisitor) {
     v.visit::<SolEmpty>();
     v.visit::<SolCasStore>();
     v.visit::<SolCasCas>();
+    v.visit::<SolPlainPair>();
     struct Adapter<'a, V>(&'a mut V);
     impl<V: SubjectVisitor> ProtocolVisitor for Adapter<'_, V> {
         fn visit<P: Protocol>(&mut self) {
@@ -128,6 +127,7 @@ pub fn visit_subjects(v: &mut impl SubjectVisitor) {
     objmon::vm::visit_all(&mut Adapter(v));
     v.visit::<StdMutex>();
     v.visit::<ParkingLot>();
+    v.visit::<ParkingLotMutex>();
 }
 
 /// Every subject that has a knob, with it, in visiting order.
@@ -161,27 +161,12 @@ pub fn subject_names() -> Vec<(&'static str, Kind)> {
 // ---------------------------------------------------------------------------------------------
 // Protocols
 
-/// An objmon protocol as a subject. Locking goes straight to `P::enter` / `P::exit` with the
-/// thread context at hand — the path a VM's inlined monitorenter / monitorexit takes.
+/// An objmon protocol as a subject, through the public API a user calls: `lock` is
+/// [`ThreadHandle::enter`] and the guard is its [`HeaderGuard`], whose drop is monitorexit.
+/// A benchmark loop over this subject compiles to the loop a user writes
+/// (`for _ in 0..n { let g = me.enter(&h).unwrap(); drop(g); }`), including whatever
+/// bookkeeping the handle does for its guards.
 pub struct Proto<P>(PhantomData<P>);
-
-/// A held objmon lock.
-pub struct ProtoGuard<'a, P: Protocol> {
-    rt: &'a Runtime<P>,
-    cx: &'a ThreadContext<P>,
-    h: &'a P::Header,
-}
-
-impl<P: Protocol> Drop for ProtoGuard<'_, P> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `cx` is the context of the handle this guard's `lock` borrowed, on its own
-        // thread (the harness never moves a guard to another thread); `h` outlives the guard.
-        if unsafe { P::exit(self.rt, self.cx, self.h) }.is_err() {
-            failed(P::NAME, "exit");
-        }
-    }
-}
 
 #[cold]
 #[inline(never)]
@@ -198,7 +183,7 @@ impl<P: Protocol> Subject for Proto<P> {
     type Rt = Arc<Runtime<P>>;
     type Obj = P::Header;
     type Thread = ThreadHandle<'static, P>;
-    type Guard<'a> = ProtoGuard<'a, P>;
+    type Guard<'a> = HeaderGuard<'a, P>;
 
     fn runtime() -> Self::Rt {
         Runtime::with_defaults()
@@ -210,25 +195,19 @@ impl<P: Protocol> Subject for Proto<P> {
         rt.attach().expect("attach")
     }
     #[inline]
-    fn lock<'a>(t: &'a Self::Thread, o: &'a P::Header) -> ProtoGuard<'a, P> {
-        let (rt, cx) = (&**t.runtime(), t.context());
-        // SAFETY: `t` is this thread's handle (`Thread` is not `Send`), so `cx` is this
-        // thread's context; the guard borrows `o` for as long as it holds it.
-        if unsafe { P::enter(rt, cx, o) }.is_err() {
-            failed(P::NAME, "enter");
+    fn lock<'a>(t: &'a Self::Thread, o: &'a P::Header) -> HeaderGuard<'a, P> {
+        match t.enter(o) {
+            Ok(g) => g,
+            Err(_) => failed(P::NAME, "enter"),
         }
-        ProtoGuard { rt, cx, h: o }
     }
-    fn wait(g: &mut ProtoGuard<'_, P>, timeout: Duration) {
-        let deadline = std::time::Instant::now() + timeout;
-        // SAFETY: as in `ProtoGuard::drop`.
-        if unsafe { P::wait(g.rt, g.cx, g.h, Some(deadline)) }.is_err() {
+    fn wait(g: &mut HeaderGuard<'_, P>, timeout: Duration) {
+        if g.wait(Some(timeout)).is_err() {
             failed(P::NAME, "wait");
         }
     }
-    fn notify_all(g: &ProtoGuard<'_, P>) {
-        // SAFETY: as in `ProtoGuard::drop`.
-        if unsafe { P::notify(g.rt, g.cx, g.h, true) }.is_err() {
+    fn notify_all(g: &HeaderGuard<'_, P>) {
+        if g.notify_all().is_err() {
             failed(P::NAME, "notifyAll");
         }
     }
@@ -358,6 +337,59 @@ impl Subject for ParkingLot {
         g.o.cv.notify_all();
     }
     fn retire(_: &(), _: &mut PlMonitor) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+/// `parking-lot-mutex`: `parking_lot::Mutex<()>` with its `Condvar` — the fastest lock a Rust
+/// user is likely to pick (one CAS to lock, one to unlock). Not reentrant, so the nested
+/// benchmarks skip it; [`ParkingLot`] is the reentrant anchor.
+pub enum ParkingLotMutex {}
+
+/// A parking_lot mutex and its condition variable: one object's monitor.
+#[derive(Default)]
+pub struct PlMutexMonitor {
+    m: parking_lot::Mutex<()>,
+    cv: parking_lot::Condvar,
+}
+
+/// A held parking_lot mutex.
+pub struct PlMutexGuard<'a> {
+    g: parking_lot::MutexGuard<'a, ()>,
+    cv: &'a parking_lot::Condvar,
+}
+
+impl Subject for ParkingLotMutex {
+    const NAME: &'static str = "parking-lot-mutex";
+    const KIND: Kind = Kind::Anchor;
+    const REENTRANT: bool = false;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = true;
+    type Rt = ();
+    type Obj = PlMutexMonitor;
+    type Thread = ();
+    type Guard<'a> = PlMutexGuard<'a>;
+
+    fn runtime() {}
+    fn new_obj() -> PlMutexMonitor {
+        PlMutexMonitor::default()
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a PlMutexMonitor) -> PlMutexGuard<'a> {
+        PlMutexGuard {
+            g: o.m.lock(),
+            cv: &o.cv,
+        }
+    }
+    fn wait(g: &mut PlMutexGuard<'_>, timeout: Duration) {
+        g.cv.wait_for(&mut g.g, timeout);
+    }
+    fn notify_all(g: &PlMutexGuard<'_>) {
+        g.cv.notify_all();
+    }
+    fn retire(_: &(), _: &mut PlMutexMonitor) {}
     fn live_monitors(_: &()) -> Option<usize> {
         None
     }
@@ -521,6 +553,67 @@ impl Subject for SolCasCas {
     }
     fn notify_all(_: &CasRelease<'_>) {
         unreachable!("sol-cas-cas has no notify")
+    }
+    fn retire(_: &(), _: &mut AtomicU32) {}
+    fn live_monitors(_: &()) -> Option<usize> {
+        None
+    }
+}
+
+/// The owner id [`SolPlainPair`] stores: any non-zero value.
+const PLAIN_OWNER: u32 = 1;
+
+/// `sol-plain-pair`: lock and unlock each a plain load, a compare and a store (no locked
+/// instruction, no fence) — the limit of a lock whose owner alone writes the word: a bias
+/// owner's lock+unlock, thin's nested path (load, xor-compare, store). Lock checks the word is
+/// free and stores the owner; unlock checks the owner and stores 0 (release). It excludes no
+/// other thread, so the multi-threaded benches skip it.
+pub enum SolPlainPair {}
+
+/// A held [`SolPlainPair`] word.
+pub struct PlainRelease<'a>(&'a AtomicU32);
+
+impl Drop for PlainRelease<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.0.load(Ordering::Relaxed) != PLAIN_OWNER {
+            failed(SolPlainPair::NAME, "unlock");
+        }
+        self.0.store(0, Ordering::Release);
+    }
+}
+
+impl Subject for SolPlainPair {
+    const NAME: &'static str = "sol-plain-pair";
+    const KIND: Kind = Kind::SpeedOfLight;
+    const REENTRANT: bool = false;
+    const EXCLUSIVE: bool = false;
+    const WAIT: bool = false;
+    type Rt = ();
+    type Obj = AtomicU32;
+    type Thread = ();
+    type Guard<'a> = PlainRelease<'a>;
+
+    fn runtime() {}
+    fn new_obj() -> AtomicU32 {
+        AtomicU32::new(0)
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> PlainRelease<'a> {
+        // Relaxed, and a plain store: this row is the cost of the instructions alone; it is
+        // not a lock between threads (EXCLUSIVE is false).
+        if o.load(Ordering::Relaxed) != 0 {
+            failed(SolPlainPair::NAME, "lock");
+        }
+        o.store(PLAIN_OWNER, Ordering::Relaxed);
+        PlainRelease(o)
+    }
+    fn wait(_: &mut PlainRelease<'_>, _: Duration) {
+        unreachable!("sol-plain-pair has no wait")
+    }
+    fn notify_all(_: &PlainRelease<'_>) {
+        unreachable!("sol-plain-pair has no notify")
     }
     fn retire(_: &(), _: &mut AtomicU32) {}
     fn live_monitors(_: &()) -> Option<usize> {

@@ -1,0 +1,320 @@
+//! `user-loop`: uncontended lock+unlock as a user meets it (issue 13 item 1).
+//!
+//! Every row is a loop written the way a user writes it in their own crate — for a protocol
+//! `for _ in 0..n { let g = me.enter(&h).unwrap(); drop(g); }` through the public API, for the
+//! limits a bare compare-and-swap and release store, or a plain load/compare/store pair — with
+//! nothing else per iteration: no counter, no per-iteration `std::hint::black_box` (that costs a
+//! store and a load per iteration, which compresses every ratio toward 1). `black_box` hides
+//! the object once, before the loop. Each loop is its own `#[inline(never)]` function, so its
+//! machine code can be read (`objdump -d`) and its instructions counted (`callgrind`, and the
+//! single-step count of `bench::tests`).
+//!
+//! All rows run in one process with **interleaved rounds**: round r times every row once
+//! (starting at a different row each round), so a noisy neighbour or a frequency change hits
+//! every row alike; a row's figure is the median of its rounds, and ratios between rows are
+//! ratios of medians of this one run. The clock is the thread's CPU time (see [`timed`]).
+//!
+//! Rows are named `user-loop-<subject>` and `user-loop-<subject>-nested` (the object already
+//! held once by the same thread, the lock taken outside the timed loop), with `<subject>` a row
+//! name of the other benches: `sol-cas-store`, `sol-cas-cas`, `sol-plain-pair`, every protocol
+//! of [`objmon::vm::visit_all`], `std-mutex`, `parking-lot-mutex`, `parking-lot`.
+
+use crate::bench::Plan;
+use crate::record::Record;
+use crate::subject::Kind;
+use objmon::vm::{Protocol, ProtocolVisitor, Runtime, ThreadHandle};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The bench name of these rows.
+pub const BENCH: &str = "user-loop";
+
+/// Every row name starts so.
+pub const PREFIX: &str = "user-loop-";
+
+/// The row of the single-atomic limit, the denominator of the report's ratios.
+pub const CAS_STORE: &str = "user-loop-sol-cas-store";
+
+/// The row of the owner-only limit (bias owner, nested path).
+pub const PLAIN_PAIR: &str = "user-loop-sol-plain-pair";
+
+/// `sol-cas-store` as a user writes it: a compare-and-swap 0 → 1 (acquire) to lock, a release
+/// store of 0 to unlock.
+#[inline(never)]
+pub fn cas_store(w: &AtomicU32, n: u64) {
+    let w = black_box(w);
+    for _ in 0..n {
+        while w
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        w.store(0, Ordering::Release);
+    }
+}
+
+/// `sol-cas-cas`: compare-and-swap to lock and to unlock (the double-atomic limit).
+#[inline(never)]
+pub fn cas_cas(w: &AtomicU32, n: u64) {
+    let w = black_box(w);
+    for _ in 0..n {
+        while w
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        if w.compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            unreachable!("sol-cas-cas: lost its own lock");
+        }
+    }
+}
+
+/// `sol-plain-pair`: lock = load, compare with free, store the owner; unlock = load, compare
+/// with the owner, store free (release: a plain `mov` on x86). No locked instruction: the
+/// limit of a lock word only its owner writes (a bias owner; thin's nested path).
+#[inline(never)]
+pub fn plain_pair(w: &AtomicU32, n: u64) {
+    let w = black_box(w);
+    for _ in 0..n {
+        assert!(w.load(Ordering::Relaxed) == 0, "sol-plain-pair: not free");
+        w.store(1, Ordering::Relaxed);
+        assert!(w.load(Ordering::Relaxed) == 1, "sol-plain-pair: not mine");
+        w.store(0, Ordering::Release);
+    }
+}
+
+/// An objmon protocol through its public API.
+#[inline(never)]
+pub fn protocol<P: Protocol>(me: &ThreadHandle<'_, P>, h: &P::Header, n: u64) {
+    let h = black_box(h);
+    for _ in 0..n {
+        let g = me.enter(h).unwrap();
+        drop(g);
+    }
+}
+
+/// `std::sync::Mutex<()>`.
+#[inline(never)]
+pub fn std_mutex(m: &std::sync::Mutex<()>, n: u64) {
+    let m = black_box(m);
+    for _ in 0..n {
+        let g = m.lock().unwrap();
+        drop(g);
+    }
+}
+
+/// `parking_lot::Mutex<()>`.
+#[inline(never)]
+pub fn parking_lot_mutex(m: &parking_lot::Mutex<()>, n: u64) {
+    let m = black_box(m);
+    for _ in 0..n {
+        let g = m.lock();
+        drop(g);
+    }
+}
+
+/// `parking_lot::ReentrantMutex<()>` (the `parking-lot` anchor).
+#[inline(never)]
+pub fn parking_lot_reentrant(m: &parking_lot::ReentrantMutex<()>, n: u64) {
+    let m = black_box(m);
+    for _ in 0..n {
+        let g = m.lock();
+        drop(g);
+    }
+}
+
+/// One row: its name, group, and a run of `n` pairs returning ns per pair (the clock around
+/// the loop function only).
+pub struct Row {
+    /// `user-loop-…`.
+    pub name: String,
+    /// Row group.
+    pub kind: Kind,
+    run: Box<dyn FnMut(u64) -> f64>,
+}
+
+/// This thread's CPU time in ns.
+pub fn thread_cpu_ns() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+/// Times `f(n)`: ns per pair, in this thread's **CPU time**. The loops never block, so on an
+/// idle machine CPU time and wall time agree; on a shared one (this 2-core machine often runs
+/// at load 5-10) wall time counts the time other processes ran, CPU time does not. (Cache
+/// and sibling-hyperthread interference remain: interleaving spreads them over all rows.)
+#[inline(always)]
+fn timed(n: u64, f: impl FnOnce()) -> f64 {
+    let t0 = thread_cpu_ns();
+    f();
+    (thread_cpu_ns() - t0) as f64 / n.max(1) as f64
+}
+
+fn row(name: &str, kind: Kind, run: impl FnMut(u64) -> f64 + 'static) -> Row {
+    Row {
+        name: format!("{PREFIX}{name}"),
+        kind,
+        run: Box::new(run),
+    }
+}
+
+/// The row name of `subject` (nested or not).
+fn row_name(subject: &str, nested: bool) -> String {
+    format!("{PREFIX}{subject}{}", if nested { "-nested" } else { "" })
+}
+
+/// The rows `wants` selects (given the full row name and the subject's own name), in report
+/// order: limits, protocols in catalog order (each plain, then nested), anchors.
+pub fn rows(wants: &dyn Fn(&str, &str) -> bool) -> Vec<Row> {
+    let mut v: Vec<Row> = Vec::new();
+    each_row(&mut |subject, nested, f| {
+        if wants(&row_name(subject, nested), subject) {
+            v.push(f());
+        }
+    });
+    v
+}
+
+/// Every row name, in report order (for `list`).
+pub fn names() -> Vec<String> {
+    let mut v = Vec::new();
+    each_row(&mut |subject, nested, _| v.push(row_name(subject, nested)));
+    v
+}
+
+/// What [`each_row`] calls per row: `(subject, nested, make)`; `make` builds the row.
+type AddRow<'a> = dyn FnMut(&str, bool, &dyn Fn() -> Row) + 'a;
+
+/// Calls `add` for every row.
+fn each_row(add: &mut AddRow<'_>) {
+    let sol = Kind::SpeedOfLight;
+    add("sol-cas-store", false, &|| {
+        let w = AtomicU32::new(0);
+        row("sol-cas-store", sol, move |n| timed(n, || cas_store(&w, n)))
+    });
+    add("sol-cas-cas", false, &|| {
+        let w = AtomicU32::new(0);
+        row("sol-cas-cas", sol, move |n| timed(n, || cas_cas(&w, n)))
+    });
+    add("sol-plain-pair", false, &|| {
+        let w = AtomicU32::new(0);
+        row("sol-plain-pair", sol, move |n| {
+            timed(n, || plain_pair(&w, n))
+        })
+    });
+
+    struct Protos<'a, 'b>(&'a mut AddRow<'b>);
+    impl ProtocolVisitor for Protos<'_, '_> {
+        fn visit<P: Protocol>(&mut self) {
+            (self.0)(P::NAME, false, &|| {
+                let rt = Runtime::<P>::with_defaults();
+                let me = rt.attach().expect("attach");
+                let h = Box::new(P::Header::default());
+                row(P::NAME, Kind::Protocol, move |n| {
+                    timed(n, || protocol::<P>(&me, &h, n))
+                })
+            });
+            (self.0)(P::NAME, true, &|| {
+                let rt = Runtime::<P>::with_defaults();
+                let me = rt.attach().expect("attach");
+                let h = Box::new(P::Header::default());
+                row(&format!("{}-nested", P::NAME), Kind::Protocol, move |n| {
+                    let outer = me.enter(&h).unwrap();
+                    let ns = timed(n, || protocol::<P>(&me, &h, n));
+                    drop(outer);
+                    ns
+                })
+            });
+        }
+    }
+    objmon::vm::visit_all(&mut Protos(add));
+
+    let anchor = Kind::Anchor;
+    add("std-mutex", false, &|| {
+        let m = std::sync::Mutex::new(());
+        row("std-mutex", anchor, move |n| timed(n, || std_mutex(&m, n)))
+    });
+    add("parking-lot-mutex", false, &|| {
+        let m = parking_lot::Mutex::new(());
+        row("parking-lot-mutex", anchor, move |n| {
+            timed(n, || parking_lot_mutex(&m, n))
+        })
+    });
+    add("parking-lot", false, &|| {
+        let m = parking_lot::ReentrantMutex::new(());
+        row("parking-lot", anchor, move |n| {
+            timed(n, || parking_lot_reentrant(&m, n))
+        })
+    });
+    add("parking-lot", true, &|| {
+        let m = parking_lot::ReentrantMutex::new(());
+        row("parking-lot-nested", anchor, move |n| {
+            let outer = m.lock();
+            let ns = timed(n, || parking_lot_reentrant(&m, n));
+            drop(outer);
+            ns
+        })
+    });
+}
+
+/// Runs the selected rows with interleaved rounds: one untimed warm-up round, then
+/// `plan.reps` timed rounds of `plan.pairs` pairs per row.
+pub fn run(plan: &Plan, wants: &dyn Fn(&str, &str) -> bool) -> Vec<Record> {
+    let mut rows = rows(wants);
+    let n = plan.pairs;
+    for r in &mut rows {
+        black_box((r.run)(n));
+    }
+    let reps = plan.reps.max(1);
+    let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); rows.len()];
+    for round in 0..reps {
+        for k in 0..rows.len() {
+            let i = (k + round) % rows.len();
+            values[i].push((rows[i].run)(n));
+        }
+    }
+    rows.iter()
+        .zip(&values)
+        .filter_map(|(r, v)| Record::from_values(BENCH, &r.name, r.kind.as_str(), 1, 0, v))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row runs (a positive finite figure each), in the order and with the names
+    /// `names` lists; the limits the report divides by are among them; a subject's name
+    /// selects its plain and nested rows.
+    #[test]
+    fn every_row_runs() {
+        let plan = Plan {
+            reps: 1,
+            pairs: 1_000,
+            ..Plan::new(true, None)
+        };
+        let recs = run(&plan, &|_, _| true);
+        let got: Vec<String> = recs.iter().map(|r| r.protocol.clone()).collect();
+        assert_eq!(got, names());
+        for r in &recs {
+            assert!(r.median.is_finite() && r.median > 0.0, "{}", r.protocol);
+            assert_eq!(r.bench, BENCH);
+        }
+        assert!(got.iter().any(|n| n == CAS_STORE) && got.iter().any(|n| n == PLAIN_PAIR));
+        let thin: Vec<String> = rows(&|_, subject| subject == "thin")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(thin, ["user-loop-thin", "user-loop-thin-nested"]);
+    }
+}
