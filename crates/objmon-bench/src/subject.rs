@@ -125,6 +125,7 @@ pub fn visit_subjects(v: &mut impl SubjectVisitor) {
         }
     }
     objmon::vm::visit_all(&mut Adapter(v));
+    v.visit::<MonitorT>();
     v.visit::<StdMutex>();
     v.visit::<ParkingLot>();
     v.visit::<ParkingLotMutex>();
@@ -225,6 +226,51 @@ impl<P: Protocol> Subject for Proto<P> {
 
 // ---------------------------------------------------------------------------------------------
 // Anchors
+
+/// `monitor`: `objmon::Monitor<()>`, the Rust user's type — the default protocol on its
+/// process-wide runtime, no handle, threads attached on first use. Beside the anchors, since
+/// it is what a Rust program picks instead of them; its protocol row (`thin`) measures the
+/// same protocol through the embedder's handle.
+pub enum MonitorT {}
+
+impl Subject for MonitorT {
+    const NAME: &'static str = "monitor";
+    const KIND: Kind = Kind::Anchor;
+    const REENTRANT: bool = true;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = true;
+
+    type Rt = ();
+    type Obj = objmon::Monitor<()>;
+    type Thread = ();
+    type Guard<'a> = objmon::MonitorGuard<'a, ()>;
+
+    fn runtime() {}
+    fn new_obj() -> objmon::Monitor<()> {
+        objmon::Monitor::new(())
+    }
+    fn attach(_: &()) {}
+    #[inline]
+    fn lock<'a>(_: &'a (), o: &'a objmon::Monitor<()>) -> objmon::MonitorGuard<'a, ()> {
+        o.lock()
+    }
+    fn wait(g: &mut objmon::MonitorGuard<'_, ()>, timeout: Duration) {
+        if g.wait(Some(timeout)).is_err() {
+            failed("monitor", "wait");
+        }
+    }
+    fn notify_all(g: &objmon::MonitorGuard<'_, ()>) {
+        g.notify_all();
+    }
+    fn retire(_: &(), o: &mut objmon::Monitor<()>) {
+        // Dropping the old monitor gives its fat monitor back.
+        *o = objmon::Monitor::new(());
+    }
+    fn live_monitors(_: &()) -> Option<usize> {
+        // The process-wide runtime is shared by every `monitor` row of the run.
+        None
+    }
+}
 
 /// `std-mutex`: `std::sync::Mutex<()>` with a `Condvar`, the lock a Rust user reaches for
 /// first. Not reentrant (std's `ReentrantLock` is still unstable in Rust 1.95), so the nested

@@ -17,7 +17,8 @@
 //! Rows are named `user-loop-<subject>` and `user-loop-<subject>-nested` (the object already
 //! held once by the same thread, the lock taken outside the timed loop), with `<subject>` a row
 //! name of the other benches: `sol-cas-store`, `sol-cas-cas`, `sol-plain-pair`, every protocol
-//! of [`objmon::vm::visit_all`], `std-mutex`, `parking-lot-mutex`, `parking-lot`.
+//! of [`objmon::vm::visit_all`], `monitor` (`objmon::Monitor<()>`, the Rust user's type),
+//! `std-mutex`, `parking-lot-mutex`, `parking-lot`.
 
 use crate::bench::Plan;
 use crate::record::Record;
@@ -93,6 +94,16 @@ pub fn protocol<P: Protocol>(me: &ThreadHandle<'_, P>, h: &P::Header, n: u64) {
     let h = black_box(h);
     for _ in 0..n {
         let g = me.enter(h).unwrap();
+        drop(g);
+    }
+}
+
+/// `objmon::Monitor<()>`, the Rust user's type (default protocol, process-wide runtime).
+#[inline(never)]
+pub fn monitor(m: &objmon::Monitor<()>, n: u64) {
+    let m = black_box(m);
+    for _ in 0..n {
+        let g = m.lock();
         drop(g);
     }
 }
@@ -240,6 +251,19 @@ fn each_row(add: &mut AddRow<'_>) {
     objmon::vm::visit_all(&mut Protos(add));
 
     let anchor = Kind::Anchor;
+    add("monitor", false, &|| {
+        let m = objmon::Monitor::new(());
+        row("monitor", anchor, move |n| timed(n, || monitor(&m, n)))
+    });
+    add("monitor", true, &|| {
+        let m = objmon::Monitor::new(());
+        row("monitor-nested", anchor, move |n| {
+            let outer = m.lock();
+            let ns = timed(n, || monitor(&m, n));
+            drop(outer);
+            ns
+        })
+    });
     add("std-mutex", false, &|| {
         let m = std::sync::Mutex::new(());
         row("std-mutex", anchor, move |n| timed(n, || std_mutex(&m, n)))
