@@ -963,6 +963,440 @@ pub fn cli_trace(paths: &[std::path::PathBuf]) -> i32 {
     0
 }
 
+/// Replays `plan` `reps` times on every protocol of the catalog whose name is in `protocols`
+/// (all if empty), in catalog order: one result per repetition.
+pub fn replay_all(
+    plan: &ReplayPlan,
+    protocols: &[String],
+    reps: usize,
+    stall: std::time::Duration,
+) -> Vec<Vec<ReplayResult>> {
+    struct V<'a> {
+        plan: &'a ReplayPlan,
+        protocols: &'a [String],
+        reps: usize,
+        stall: std::time::Duration,
+        out: Vec<Vec<ReplayResult>>,
+    }
+    impl objmon::vm::ProtocolVisitor for V<'_> {
+        fn visit<P: objmon::Protocol>(&mut self) {
+            if !self.protocols.is_empty() && !self.protocols.iter().any(|p| p == P::NAME) {
+                return;
+            }
+            let runs = (0..self.reps.max(1))
+                .map(|_| replay::<P>(self.plan, self.stall))
+                .collect();
+            self.out.push(runs);
+        }
+    }
+    let mut v = V {
+        plan,
+        protocols,
+        reps,
+        stall,
+        out: Vec::new(),
+    };
+    objmon::vm::visit_all(&mut v);
+    v.out
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Renders replay results (one row per protocol: medians over the repetitions with min–max).
+pub fn render_replay_markdown(name: &str, plan: &ReplayPlan, runs: &[Vec<ReplayResult>]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "### Replay of `{name}`: {} threads, {} objects, {} operations ({} unmatched dropped, {} threads cut at an unended wait)\n",
+        plan.threads.len(),
+        plan.objects,
+        plan.ops,
+        plan.unmatched,
+        plan.unended_waits
+    );
+    let _ = writeln!(
+        s,
+        "| protocol | wall ns/op (median) | min – max | thread ns/op | inflations | deflations | peak live monitors | waits bounded | errors |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in runs {
+        let Some(first) = r.first() else { continue };
+        let mut wall: Vec<f64> = r.iter().map(|x| x.ns_per_op).collect();
+        let mut th: Vec<f64> = r.iter().map(|x| x.thread_ns_per_op).collect();
+        let (lo, hi) = wall
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        let mut infl: Vec<f64> = r.iter().map(|x| x.inflations as f64).collect();
+        let mut defl: Vec<f64> = r.iter().map(|x| x.deflations as f64).collect();
+        let mut peak: Vec<f64> = r.iter().map(|x| x.peak_live_monitors as f64).collect();
+        let bounded: u64 = r.iter().map(|x| x.waits_bounded).sum();
+        let errors: u64 = r.iter().map(|x| x.errors).sum();
+        let _ = writeln!(
+            s,
+            "| {} | {:.1} | {:.1} – {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+            first.protocol,
+            median(&mut wall),
+            lo,
+            hi,
+            median(&mut th),
+            median(&mut infl),
+            median(&mut defl),
+            median(&mut peak),
+            bounded,
+            errors
+        );
+    }
+    s
+}
+
+/// `objmon-bench replay TRACE [--protocol NAME]... [--reps N] [--wait-cap-ms MS]`: replays the
+/// trace on each protocol and prints a Markdown table. Returns the process exit code.
+pub fn cli_replay(path: &Path, protocols: &[String], reps: usize, wait_cap_ms: u64) -> i32 {
+    let t = match read(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return 1;
+        }
+    };
+    let p = plan(&t, std::time::Duration::from_millis(wait_cap_ms));
+    let runs = replay_all(&p, protocols, reps, std::time::Duration::from_secs(20));
+    if runs.is_empty() {
+        eprintln!("no protocol matched {protocols:?}; `objmon-bench list` names them");
+        return 2;
+    }
+    let name = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    print!("{}", render_replay_markdown(&name, &p, &runs));
+    i32::from(runs.iter().flatten().any(|r| r.errors != 0))
+}
+
+// ---- replay ---------------------------------------------------------------------------------
+
+/// One operation of a replayed thread (objects by dense index into the replay's headers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// monitorenter / synchronized-method entry.
+    Lock(u32),
+    /// monitorexit / synchronized-method exit (normal or exceptional).
+    Unlock(u32),
+    /// A recorded wait that ended: wait until `need` notifies of the object have been replayed
+    /// (the notifies the program had made on it before this wait ended), at most `bound`.
+    Wait {
+        /// Object.
+        obj: u32,
+        /// Notifies on the object that precede the wait's end in the recording.
+        need: u64,
+        /// Most time this wait may take (a safety net: the replay's notifies normally end it).
+        bound: std::time::Duration,
+    },
+    /// notify (`all == false`) or notifyAll.
+    Notify {
+        /// Object.
+        obj: u32,
+        /// notifyAll.
+        all: bool,
+    },
+}
+
+/// A trace turned into per-thread operation lists.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayPlan {
+    /// Distinct objects (headers to allocate).
+    pub objects: usize,
+    /// Per recorded thread: its id and operations in its own order.
+    pub threads: Vec<(u32, Vec<Op>)>,
+    /// Lock + unlock + wait + notify operations replayed.
+    pub ops: u64,
+    /// Unlocks and waits dropped because the thread did not hold the object in the trace
+    /// (it locked it before recording began).
+    pub unmatched: u64,
+    /// Threads cut at a wait that had not ended when the JVM exited.
+    pub unended_waits: u64,
+}
+
+/// Builds the replay plan: each thread's operations in its own order; a wait's `need` is the
+/// number of notify/notifyAll calls on its object that precede its end in `seq` order, so the
+/// replay honours the recorded wait/notify order (a wait that timed out in the program needs
+/// no further notify and returns at once, after releasing and re-acquiring the monitor), and
+/// `wait_cap` bounds every wait so that a replay can never hang on one.
+pub fn plan(t: &Trace, wait_cap: std::time::Duration) -> ReplayPlan {
+    let mut dense: HashMap<u64, u32> = HashMap::new();
+    let mut per: BTreeMap<u32, Vec<Op>> = BTreeMap::new();
+    let mut depth: HashMap<(u32, u64), u32> = HashMap::new();
+    let mut notifies: HashMap<u64, u64> = HashMap::new();
+    let mut open_wait: HashMap<u32, usize> = HashMap::new(); // tid -> op index
+    let mut cut: HashSet<u32> = HashSet::new();
+    let mut p = ReplayPlan::default();
+    for e in &t.events {
+        if cut.contains(&e.tid) {
+            continue;
+        }
+        let n = dense.len() as u32;
+        let obj = *dense.entry(e.obj).or_insert(n);
+        let ops = per.entry(e.tid).or_default();
+        let d = depth.entry((e.tid, e.obj)).or_default();
+        match e.kind {
+            k if k.is_lock() => {
+                *d += 1;
+                ops.push(Op::Lock(obj));
+            }
+            k if k.is_unlock() => {
+                if *d == 0 {
+                    p.unmatched += 1;
+                } else {
+                    *d -= 1;
+                    ops.push(Op::Unlock(obj));
+                }
+            }
+            Kind::Wait => {
+                if *d == 0 {
+                    p.unmatched += 1;
+                } else {
+                    open_wait.insert(e.tid, ops.len());
+                    ops.push(Op::Wait {
+                        obj,
+                        need: 0,
+                        bound: wait_cap,
+                    });
+                }
+            }
+            Kind::WaitEnd => {
+                if let Some(i) = open_wait.remove(&e.tid) {
+                    ops[i] = Op::Wait {
+                        obj,
+                        need: notifies.get(&e.obj).copied().unwrap_or(0),
+                        bound: wait_cap,
+                    };
+                }
+            }
+            Kind::Notify | Kind::NotifyAll => {
+                if *d > 0 {
+                    *notifies.entry(e.obj).or_default() += 1;
+                    ops.push(Op::Notify {
+                        obj,
+                        all: e.kind == Kind::NotifyAll,
+                    });
+                } else {
+                    p.unmatched += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    // A wait still open at exit: the thread never got past it; cut the thread there.
+    for (tid, i) in open_wait {
+        if let Some(ops) = per.get_mut(&tid) {
+            ops.truncate(i);
+            p.unended_waits += 1;
+        }
+        cut.insert(tid);
+    }
+    p.objects = dense.len();
+    p.ops = per.values().map(|v| v.len() as u64).sum();
+    p.threads = per.into_iter().filter(|(_, v)| !v.is_empty()).collect();
+    p
+}
+
+/// What one replay of a trace on one protocol measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplayResult {
+    /// Protocol catalog name.
+    pub protocol: String,
+    /// Replayed threads.
+    pub threads: usize,
+    /// Operations replayed.
+    pub ops: u64,
+    /// Wall time from the start barrier until every thread finished, ns.
+    pub wall_ns: u64,
+    /// `wall_ns / ops`.
+    pub ns_per_op: f64,
+    /// Summed per-thread time outside waits, divided by the operations: the cost of one
+    /// operation as the threads saw it.
+    pub thread_ns_per_op: f64,
+    /// Time the threads spent in waits, ns (summed).
+    pub wait_ns: u64,
+    /// Waits that ran to their bound before the recorded notifies arrived.
+    pub waits_bounded: u64,
+    /// Inflations (all causes) and deflations, from the runtime's counters.
+    pub inflations: u64,
+    /// Deflations.
+    pub deflations: u64,
+    /// Most fat monitors alive at once (sampled every millisecond).
+    pub peak_live_monitors: usize,
+    /// Operations the protocol refused (an error; 0 on a sound plan).
+    pub errors: u64,
+}
+
+/// Replays `plan` on a fresh runtime of protocol `P`: one OS thread per trace thread, each
+/// attached, running its operations in order after a common start barrier; headers in a
+/// `Vec` indexed by the dense object index.
+///
+/// A replay cannot deadlock on a wait (every wait is bounded). A lock-order inversion that the
+/// program's own interleaving (or a lock not in the trace) avoided could still deadlock;
+/// the watchdog then reports it on stderr and ends the process with status 3 after `stall`
+/// without progress.
+pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration) -> ReplayResult {
+    use objmon::vm::Runtime;
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Barrier;
+    use std::time::{Duration, Instant};
+
+    let rt = Runtime::<P>::with_defaults();
+    let headers: Vec<P::Header> = (0..plan.objects).map(|_| P::Header::default()).collect();
+    let notified: Vec<AtomicU64> = (0..plan.objects).map(|_| AtomicU64::new(0)).collect();
+    let progress = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let peak = AtomicUsize::new(0);
+    let barrier = Barrier::new(plan.threads.len() + 1);
+    let (wait_ns, bounded, busy_ns, errors) = (
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    );
+    let before = rt.stats_snapshot();
+    let mut wall = Duration::ZERO;
+    std::thread::scope(|s| {
+        let mut workers = Vec::with_capacity(plan.threads.len());
+        for (_, ops) in &plan.threads {
+            let (rt, headers, notified, progress, barrier) =
+                (&rt, &headers, &notified, &progress, &barrier);
+            let (wait_ns, bounded, busy_ns, errors) = (&wait_ns, &bounded, &busy_ns, &errors);
+            workers.push(s.spawn(move || {
+                let me = match rt.attach() {
+                    Ok(me) => me,
+                    Err(_) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        barrier.wait();
+                        return;
+                    }
+                };
+                barrier.wait();
+                let t0 = Instant::now();
+                let mut waited = Duration::ZERO;
+                let mut err = 0u64;
+                for (i, op) in ops.iter().enumerate() {
+                    let r = match *op {
+                        Op::Lock(o) => me.monitor_enter(&headers[o as usize]),
+                        Op::Unlock(o) => me.monitor_exit(&headers[o as usize]),
+                        Op::Notify { obj, all } => {
+                            let h = &headers[obj as usize];
+                            let r = if all { me.notify_all(h) } else { me.notify(h) };
+                            // Under the monitor: a waiter that checks the count under the same
+                            // monitor sees it (Release pairs with the waiter's Acquire).
+                            notified[obj as usize].fetch_add(1, Ordering::Release);
+                            r
+                        }
+                        Op::Wait { obj, need, bound } => {
+                            let h = &headers[obj as usize];
+                            let w0 = Instant::now();
+                            let deadline = w0 + bound;
+                            let mut r = Ok(());
+                            let mut first = true;
+                            loop {
+                                // Acquire: pairs with the notifier's Release (both under h).
+                                if notified[obj as usize].load(Ordering::Acquire) >= need {
+                                    if first {
+                                        // Already notified: still release and re-acquire, as
+                                        // the program's wait did.
+                                        r = me.wait(h, Some(Duration::ZERO)).map(|_| ());
+                                    }
+                                    break;
+                                }
+                                let now = Instant::now();
+                                if now >= deadline {
+                                    bounded.fetch_add(1, Ordering::Relaxed);
+                                    break;
+                                }
+                                first = false;
+                                // Re-check every millisecond: a `notify` may have woken another
+                                // waiter whose count was not yet reached.
+                                let step = (deadline - now).min(Duration::from_millis(1));
+                                if let Err(e) = me.wait(h, Some(step)) {
+                                    r = Err(e);
+                                    break;
+                                }
+                            }
+                            waited += w0.elapsed();
+                            r
+                        }
+                    };
+                    if r.is_err() {
+                        err += 1;
+                    }
+                    if i % 256 == 0 {
+                        progress.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                let total = t0.elapsed();
+                busy_ns.fetch_add(
+                    total.saturating_sub(waited).as_nanos() as u64,
+                    Ordering::Relaxed,
+                );
+                wait_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+                errors.fetch_add(err, Ordering::Relaxed);
+                drop(me); // detach: releases what the thread still held at the trace's end
+            }));
+        }
+        // Watchdog and live-monitor sampler.
+        let (rt2, progress2, done2, peak2) = (&rt, &progress, &done, &peak);
+        s.spawn(move || {
+            let mut last = (progress2.load(Ordering::Relaxed), Instant::now());
+            while !done2.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+                peak2.fetch_max(rt2.stats_snapshot().live_monitors, Ordering::Relaxed);
+                let p = progress2.load(Ordering::Relaxed);
+                if p != last.0 {
+                    last = (p, Instant::now());
+                } else if last.1.elapsed() > stall {
+                    eprintln!(
+                        "replay on {}: no progress for {stall:?}: a lock-order deadlock the \
+                         recorded interleaving avoided; this trace needs the original schedule",
+                        P::NAME
+                    );
+                    std::process::exit(3);
+                }
+            }
+        });
+        barrier.wait();
+        let t0 = Instant::now();
+        for w in workers {
+            if w.join().is_err() {
+                errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        wall = t0.elapsed();
+        // Release: the watchdog's Acquire load sees it and stops.
+        done.store(true, Ordering::Release);
+    });
+    let after = rt.stats_snapshot();
+    let ops = plan.ops.max(1);
+    ReplayResult {
+        protocol: P::NAME.to_string(),
+        threads: plan.threads.len(),
+        ops: plan.ops,
+        wall_ns: wall.as_nanos() as u64,
+        ns_per_op: wall.as_nanos() as f64 / ops as f64,
+        thread_ns_per_op: busy_ns.load(Ordering::Relaxed) as f64 / ops as f64,
+        wait_ns: wait_ns.load(Ordering::Relaxed),
+        waits_bounded: bounded.load(Ordering::Relaxed),
+        inflations: after.inflations() - before.inflations(),
+        deflations: after.deflations - before.deflations,
+        peak_live_monitors: peak.load(Ordering::Relaxed),
+        errors: errors.load(Ordering::Relaxed),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1171,5 +1605,40 @@ pub(crate) mod tests {
         assert_eq!(k.enter_count_zero, 4);
         assert_eq!(k.exit_slow, 1);
         assert_eq!(k.max_chain, 1);
+    }
+
+    #[test]
+    fn plan_honours_the_recorded_notify_order() {
+        let t = parse(&small()).expect("parses");
+        let p = plan(&t, std::time::Duration::from_millis(50));
+        assert_eq!(p.unmatched, 0);
+        assert_eq!(p.ops, 17 - 2); // the two WAIT_ENDs fold into their waits
+        let t1 = &p.threads[0].1;
+        let waits: Vec<(u64, std::time::Duration)> = t1
+            .iter()
+            .filter_map(|o| match o {
+                Op::Wait { need, bound, .. } => Some((*need, *bound)),
+                _ => None,
+            })
+            .collect();
+        // The first wait ended after thread 2's notify; the second needs nothing more.
+        assert_eq!(waits.len(), 2);
+        assert_eq!(waits[0].0, 1);
+        assert_eq!(waits[1].0, 1);
+        assert_eq!(waits[1].1, std::time::Duration::from_millis(50));
+    }
+
+    #[test]
+    fn replays_the_small_trace_on_every_protocol() {
+        let t = parse(&small()).expect("parses");
+        let p = plan(&t, std::time::Duration::from_millis(20));
+        let runs = replay_all(&p, &[], 1, std::time::Duration::from_secs(30));
+        assert_eq!(runs.len(), objmon::vm::names().len());
+        for r in runs.iter().flatten() {
+            assert_eq!(r.errors, 0, "{}", r.protocol);
+            assert_eq!(r.ops, 15);
+        }
+        let md = render_replay_markdown("small", &p, &runs);
+        assert!(md.contains("| fat |"));
     }
 }
