@@ -1265,13 +1265,17 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
         AtomicU64::new(0),
     );
     let before = rt.stats_snapshot();
-    let mut wall = Duration::ZERO;
+    // Wall time = last worker's end - first worker's start, in ns since `base` (measured by the
+    // workers themselves: the coordinating thread may be descheduled after the barrier).
+    let base = Instant::now();
+    let (first_start, last_end) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
     std::thread::scope(|s| {
         let mut workers = Vec::with_capacity(plan.threads.len());
         for (_, ops) in &plan.threads {
             let (rt, headers, notified, progress, barrier) =
                 (&rt, &headers, &notified, &progress, &barrier);
             let (wait_ns, bounded, busy_ns, errors) = (&wait_ns, &bounded, &busy_ns, &errors);
+            let (first_start, last_end) = (&first_start, &last_end);
             workers.push(s.spawn(move || {
                 let me = match rt.attach() {
                     Ok(me) => me,
@@ -1283,6 +1287,7 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
                 };
                 barrier.wait();
                 let t0 = Instant::now();
+                first_start.fetch_min(t0.duration_since(base).as_nanos() as u64, Ordering::Relaxed);
                 let mut waited = Duration::ZERO;
                 let mut err = 0u64;
                 for (i, op) in ops.iter().enumerate() {
@@ -1338,7 +1343,9 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
                         progress.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                let total = t0.elapsed();
+                let t1 = Instant::now();
+                last_end.fetch_max(t1.duration_since(base).as_nanos() as u64, Ordering::Relaxed);
+                let total = t1 - t0;
                 busy_ns.fetch_add(
                     total.saturating_sub(waited).as_nanos() as u64,
                     Ordering::Relaxed,
@@ -1369,18 +1376,21 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
             }
         });
         barrier.wait();
-        let t0 = Instant::now();
         for w in workers {
             if w.join().is_err() {
                 errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-        wall = t0.elapsed();
         // Release: the watchdog's Acquire load sees it and stops.
         done.store(true, Ordering::Release);
     });
     let after = rt.stats_snapshot();
     let ops = plan.ops.max(1);
+    let wall = Duration::from_nanos(
+        last_end
+            .load(Ordering::Relaxed)
+            .saturating_sub(first_start.load(Ordering::Relaxed)),
+    );
     ReplayResult {
         protocol: P::NAME.to_string(),
         threads: plan.threads.len(),
