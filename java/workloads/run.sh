@@ -5,6 +5,8 @@
 # wall time of the recorded run). Jars come from Maven Central through pom.xml (resolved once
 # into target/workloads/lib); a workload whose jars cannot be resolved is skipped with a note.
 # Characterize with: objmon-bench trace OUTDIR/*.trace
+# NOAGENT=1 runs the same workload without the recorder (OUTDIR/NAME.plain.log, wall time);
+# JAVA_OPTS adds JVM flags (e.g. -XX:LockingMode=1) to either run.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -60,8 +62,17 @@ case $name in
         args="$src $work/javac/out" ;;
     antlr) rm -rf "$work/antlr/gen"; args="$work/antlr/gen" ;;
 esac
+if [ -n "${NOAGENT:-}" ]; then
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    "$JDK/bin/java" ${JAVA_OPTS:-} -cp "$classes$cp" Main $args >"$outdir/$name.plain.log" 2>&1 || { echo "workload $name failed" >&2; exit 1; }
+    end=$(date +%s.%N)
+    echo "$name: wall time without the recorder: $(echo "$end - $start" | bc) s" | tee -a "$outdir/$name.plain.log"
+    exit 0
+fi
 start=$(date +%s.%N)
-"$JDK/bin/java" -Dobjmon.agent.verbose=1 -javaagent:"$agent=out=$outdir/$name.trace" \
+# shellcheck disable=SC2086
+"$JDK/bin/java" ${JAVA_OPTS:-} -Dobjmon.agent.verbose=1 -javaagent:"$agent=out=$outdir/$name.trace" \
     -cp "$classes$cp" Main $args >"$outdir/$name.log" 2>&1 || { echo "workload $name failed (see $outdir/$name.log)" >&2; exit 1; }
 end=$(date +%s.%N)
 echo "recorded wall time: $(echo "$end - $start" | bc) s" >>"$outdir/$name.log"

@@ -228,6 +228,9 @@ public final class Rt {
         b.varint(System.currentTimeMillis());
         b.string(options);
         writeAll(b.buf, b.pos);
+        // Loads the classes force() needs (JFR's FileForceEvent) now, not inside a flush where
+        // they would be loaded untransformed.
+        out.force(false);
     }
 
     /** The shutdown hook's final flush: every thread's block, then the statistics, then END. */
