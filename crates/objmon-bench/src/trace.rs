@@ -1651,4 +1651,82 @@ pub(crate) mod tests {
         let md = render_replay_markdown("small", &p, &runs);
         assert!(md.contains("| fat |"));
     }
+
+    /// The recorder's own exactness trace (java/agent/test/counts.trace, recorded from
+    /// `MonitorCounts` with `alloc=0`; re-record with java/agent/test/run.sh and copy
+    /// `counts.trace`/`expected.txt`): this parser must find the counts the program wrote.
+    #[test]
+    fn the_recorded_exactness_trace_has_the_programs_counts() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../java/agent/test");
+        let t = read(&dir.join("counts.trace")).expect("checked-in trace parses");
+        assert!(t.complete);
+        let expected = std::fs::read_to_string(dir.join("counts.expected")).expect("expected");
+        let mut counts: HashMap<(String, String), u64> = HashMap::new();
+        let mut max_depth: HashMap<String, u32> = HashMap::new();
+        let mut lockers: HashMap<String, HashSet<u32>> = HashMap::new();
+        let mut depth: HashMap<(u32, u64), u32> = HashMap::new();
+        for e in &t.events {
+            let class = t.class_of(e.obj).to_string();
+            let kind = match e.kind {
+                Kind::Enter => "ENTER",
+                Kind::Exit => "EXIT",
+                Kind::MethodEnter => "MENTER",
+                Kind::MethodExit => "MEXIT",
+                Kind::MethodExitExc => "MEXIT_EXC",
+                Kind::Wait => "WAIT",
+                Kind::WaitEnd => "WAIT_END",
+                Kind::Notify => "NOTIFY",
+                Kind::NotifyAll => "NOTIFY_ALL",
+            };
+            *counts.entry((class.clone(), kind.into())).or_default() += 1;
+            let d = depth.entry((e.tid, e.obj)).or_default();
+            match e.kind {
+                k if k.is_lock() => {
+                    *d += 1;
+                    let m = max_depth.entry(class.clone()).or_default();
+                    *m = (*m).max(*d);
+                    lockers.entry(class.clone()).or_default().insert(e.tid);
+                }
+                k if k.is_unlock() => *d = d.saturating_sub(1),
+                Kind::Wait if e.timeout_ms == 2 && e.timeout_ns == 0 => {
+                    *counts
+                        .entry((class, "WAIT_TIMEOUT_2MS".into()))
+                        .or_default() += 1;
+                }
+                Kind::WaitEnd if e.outcome == Some(WaitOutcome::Interrupted) => {
+                    *counts
+                        .entry((class, "WAIT_INTERRUPTED".into()))
+                        .or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        let mut checked = 0;
+        for line in expected.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let [class, what, n] = f[..] else { continue };
+            let want: u64 = n.parse().expect("count");
+            let got = match what {
+                "maxdepth" => u64::from(max_depth.get(class).copied().unwrap_or(0)),
+                "threads" => lockers.get(class).map_or(0, |s| s.len() as u64),
+                _ => counts
+                    .get(&(class.to_string(), what.to_string()))
+                    .copied()
+                    .unwrap_or(0),
+            };
+            assert_eq!(got, want, "{class} {what}");
+            checked += 1;
+        }
+        assert_eq!(checked, 34);
+        let c = characterize("counts", &t);
+        assert_eq!(c.anomalies, 0);
+        // And it replays on every protocol without an error.
+        let p = plan(&t, std::time::Duration::from_millis(20));
+        for r in replay_all(&p, &[], 1, std::time::Duration::from_secs(60))
+            .iter()
+            .flatten()
+        {
+            assert_eq!(r.errors, 0, "{}", r.protocol);
+        }
+    }
 }

@@ -115,7 +115,6 @@ public final class Agent {
             @Override
             public void run() {
                 try {
-                    System.err.println("objmon-agent: flushing");
                     shutdown();
                 } catch (Throwable e) {
                     e.printStackTrace();
