@@ -26,6 +26,7 @@ mod runner;
 mod stress;
 mod subject;
 mod syslock;
+mod trace;
 mod userloop;
 
 use bench::{Bench, Plan, ALL};
@@ -99,6 +100,27 @@ enum Command {
     },
     /// Lists benches and rows.
     List,
+    /// Characterizes recorded Java monitor traces (java/agent) as seeds 000 and 003 do.
+    Trace {
+        /// Trace files (`java/workloads/run.sh NAME OUTDIR` writes OUTDIR/NAME.trace).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Replays a recorded trace's threads on each protocol (ns per operation, inflations).
+    Replay {
+        /// Trace file.
+        file: PathBuf,
+        /// Protocol to replay on (repeatable; default every protocol).
+        #[arg(long = "protocol")]
+        protocols: Vec<String>,
+        /// Repetitions per protocol (the table shows the median and the spread).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Longest a replayed wait may take, ms (a wait also ends when its recorded notifies
+        /// have been replayed).
+        #[arg(long, default_value_t = 100)]
+        wait_cap_ms: u64,
+    },
     /// Random mixes of every monitor operation with invariants checked continuously.
     Stress {
         /// Protocol name, or `all`.
@@ -284,6 +306,13 @@ fn main() {
                 println!("{}", r.join(" | "));
             }
         }
+        Command::Trace { files } => std::process::exit(trace::cli_trace(&files)),
+        Command::Replay {
+            file,
+            protocols,
+            reps,
+            wait_cap_ms,
+        } => std::process::exit(trace::cli_replay(&file, &protocols, reps, wait_cap_ms)),
         Command::List => {
             println!("benches:");
             for b in ALL {
