@@ -18,6 +18,7 @@
 mod bench;
 mod doc;
 mod java;
+mod memory;
 mod plot;
 mod profile;
 mod record;
@@ -100,6 +101,15 @@ enum Command {
     },
     /// Lists benches and rows.
     List,
+    /// Measures one kind's memory per object in this process and prints it as JSON (the
+    /// report runs it once per kind in a child process).
+    #[command(hide = true)]
+    MemoryProbe {
+        /// A kind of `memory::KINDS`.
+        kind: String,
+        /// Objects.
+        n: usize,
+    },
     /// Characterizes recorded Java monitor traces (java/agent) as seeds 000 and 003 do.
     Trace {
         /// Trace files (`java/workloads/run.sh NAME OUTDIR` writes OUTDIR/NAME.trace).
@@ -234,6 +244,8 @@ fn main() {
             } else {
                 500
             }));
+            eprintln!("memory per object ...");
+            let memory = memory::per_object(if quick { 200_000 } else { 1_000_000 });
             let load1 = report::loadavg();
             match report::write(
                 &out,
@@ -241,6 +253,7 @@ fn main() {
                 &rust,
                 &java,
                 &space,
+                &memory,
                 &machine,
                 (load0, load1),
                 t0.elapsed(),
@@ -313,6 +326,13 @@ fn main() {
             reps,
             wait_cap_ms,
         } => std::process::exit(trace::cli_replay(&file, &protocols, reps, wait_cap_ms)),
+        Command::MemoryProbe { kind, n } => match memory::probe(&kind, n) {
+            Some(row) => println!("{}", serde_json::to_string(&row).expect("serializable")),
+            None => {
+                eprintln!("unknown kind {kind}; one of {:?}", memory::KINDS);
+                std::process::exit(2);
+            }
+        },
         Command::List => {
             println!("benches:");
             for b in ALL {
