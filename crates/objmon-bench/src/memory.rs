@@ -160,29 +160,3 @@ pub fn per_object(n: usize) -> Vec<MemRow> {
         })
         .collect()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The values themselves are resident after allocation: at least their size per object,
-    /// for every kind (a probe that measured nothing would show 0); the monitors' wait row
-    /// exists and the others' does not.
-    #[test]
-    fn probes_see_the_values() {
-        for kind in KINDS {
-            let r = probe(kind, 200_000).expect("known kind");
-            assert!(
-                r.allocated >= 0.9 * r.size_of as f64,
-                "{kind}: {} bytes per object resident, size_of {}",
-                r.allocated,
-                r.size_of
-            );
-            assert_eq!(
-                r.waited_once.is_some(),
-                kind.starts_with("monitor"),
-                "{kind}"
-            );
-        }
-    }
-}
