@@ -181,7 +181,12 @@ impl Drop for MonitorTable {
                 let raw = std::ptr::slice_from_raw_parts_mut(p, CHUNK);
                 // SAFETY: `p` came from `Box::into_raw` of a `Box<[FatMonitor]>` of length
                 // CHUNK in `allocate`, and is dropped exactly once, here, with `&mut self`.
-                drop(unsafe { Box::from_raw(raw) });
+                let chunk = unsafe { Box::from_raw(raw) };
+                if self.profile.on {
+                    // The addresses may go to another table's monitors next.
+                    crate::introspect::forget_profiles(&chunk);
+                }
+                drop(chunk);
             }
         }
     }

@@ -1,0 +1,173 @@
+//! Contended throughput as a user meets it: `N` threads lock and unlock one object in a
+//! plain loop through the embedder API (`Runtime::<P>::attach()`, `me.enter(&h)`), with a
+//! tiny critical section (one relaxed load and store of a shared counter), beside
+//! `parking_lot::Mutex` doing the same. Every configuration is measured once per round,
+//! rounds interleave the configurations (so a burst of load on the shared machine hits them
+//! all alike), and the figure is the median over the rounds of the wall time per
+//! lock+unlock (all threads together: lower is better).
+//!
+//! ```sh
+//! cargo run --release -p objmon --example contended            # 7 rounds, 2/4/8 threads
+//! cargo run --release -p objmon --example contended -- 7 2,4 fat,thin
+//! ```
+//!
+//! Arguments (all optional): rounds, comma-separated thread counts, comma-separated kinds
+//! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, or any protocol name).
+
+use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Lock+unlock pairs per configuration and round, over all threads.
+const TOTAL_OPS: u64 = 2_000_000;
+
+/// The critical section: a load and a store of a shared counter (not an atomic increment:
+/// the lock is what makes it correct, and the final count checks that).
+#[inline(always)]
+fn critical_section(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+/// Runs `threads` threads of `per_thread` iterations of `body` after a common start line;
+/// returns the wall time from the start line to the last thread's end.
+fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> Duration {
+    let start = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    body(shared);
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        for h in hs {
+            h.join().unwrap();
+        }
+        t0.elapsed()
+    })
+}
+
+struct One {
+    name: String,
+    threads: usize,
+    ns: Option<f64>,
+}
+
+impl ProtocolVisitor for One {
+    fn visit<P: Protocol>(&mut self) {
+        if P::NAME != self.name {
+            return;
+        }
+        let rt = Runtime::<P>::with_defaults();
+        let h = P::Header::default();
+        let count = AtomicU64::new(0);
+        let n = TOTAL_OPS / self.threads as u64;
+        let d = timed(self.threads, &(), |_| {
+            let me = rt.attach().unwrap();
+            run_loop(&me, &h, &count, n);
+        });
+        assert_eq!(count.load(Ordering::Relaxed), n * self.threads as u64);
+        self.ns = Some(d.as_nanos() as f64 / (n * self.threads as u64) as f64);
+    }
+}
+
+#[inline(never)]
+fn run_loop<P: Protocol>(
+    me: &objmon::vm::ThreadHandle<'_, P>,
+    h: &P::Header,
+    c: &AtomicU64,
+    n: u64,
+) {
+    for _ in 0..n {
+        let g = me.enter(black_box(h)).unwrap();
+        critical_section(c);
+        drop(g);
+    }
+}
+
+fn parking_lot_ns(threads: usize) -> f64 {
+    let m = parking_lot::Mutex::new(());
+    let count = AtomicU64::new(0);
+    let n = TOTAL_OPS / threads as u64;
+    let d = timed(threads, &m, |m| {
+        for _ in 0..n {
+            let g = black_box(m).lock();
+            critical_section(&count);
+            drop(g);
+        }
+    });
+    assert_eq!(count.load(Ordering::Relaxed), n * threads as u64);
+    d.as_nanos() as f64 / (n * threads as u64) as f64
+}
+
+fn measure(kind: &str, threads: usize) -> f64 {
+    if kind == "parking_lot" {
+        return parking_lot_ns(threads);
+    }
+    let mut one = One {
+        name: kind.to_string(),
+        threads,
+        ns: None,
+    };
+    objmon::vm::visit_all(&mut one);
+    one.ns.unwrap_or_else(|| panic!("no protocol named {kind}"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let rounds: usize = args.next().map_or(7, |a| a.parse().expect("rounds"));
+    let threads: Vec<usize> = args.next().map_or(vec![2, 4, 8], |a| {
+        a.split(',').map(|t| t.parse().expect("threads")).collect()
+    });
+    let kinds: Vec<String> = args.next().map_or_else(
+        || {
+            ["parking_lot", "fat", "thin", "tasuki", "fable"]
+                .map(String::from)
+                .to_vec()
+        },
+        |a| a.split(',').map(String::from).collect(),
+    );
+    println!(
+        "contended: {rounds} rounds, {TOTAL_OPS} lock+unlock per configuration, load average before: {}",
+        load_average()
+    );
+    let mut samples = vec![vec![Vec::new(); kinds.len()]; threads.len()];
+    for _ in 0..rounds {
+        for (ti, &t) in threads.iter().enumerate() {
+            for (ki, k) in kinds.iter().enumerate() {
+                samples[ti][ki].push(measure(k, t));
+            }
+        }
+    }
+    println!("load average after: {}", load_average());
+    for (ti, &t) in threads.iter().enumerate() {
+        let pl = kinds
+            .iter()
+            .position(|k| k == "parking_lot")
+            .map(|i| median(samples[ti][i].clone()));
+        for (ki, k) in kinds.iter().enumerate() {
+            let s = &samples[ti][ki];
+            let m = median(s.clone());
+            let lo = s.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = s.iter().copied().fold(0.0, f64::max);
+            let ratio = pl.map_or(String::new(), |p| format!("{:>6.2}x", m / p));
+            println!("threads {t}  {k:<12} {m:>8.1} ns/op  {ratio}   (min {lo:.1}, max {hi:.1})");
+        }
+    }
+}
