@@ -12,16 +12,23 @@
 //! ```
 //!
 //! Arguments (all optional): rounds, comma-separated thread counts, comma-separated kinds
-//! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, or any protocol name).
+//! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, or any protocol name; `fat@256` runs
+//! `fat` with `SystemLockConfig::spin_limit` 256).
 
-use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
+use objmon::vm::{Config, Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-/// Lock+unlock pairs per configuration and round, over all threads.
-const TOTAL_OPS: u64 = 2_000_000;
+/// Lock+unlock pairs per configuration and round, over all threads (`CONTENDED_OPS` in the
+/// environment overrides it).
+fn total_ops() -> u64 {
+    std::env::var("CONTENDED_OPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000_000)
+}
 
 /// The critical section: a load and a store of a shared counter (not an atomic increment:
 /// the lock is what makes it correct, and the final count checks that).
@@ -54,6 +61,8 @@ fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> Durat
 
 struct One {
     name: String,
+    /// `SystemLockConfig::spin_limit`, if not the default.
+    spin_limit: Option<u32>,
     threads: usize,
     ns: Option<f64>,
 }
@@ -63,10 +72,14 @@ impl ProtocolVisitor for One {
         if P::NAME != self.name {
             return;
         }
-        let rt = Runtime::<P>::with_defaults();
+        let mut config = Config::default();
+        if let Some(s) = self.spin_limit {
+            config.system_lock.spin_limit = s;
+        }
+        let rt = Runtime::<P>::new(config);
         let h = P::Header::default();
         let count = AtomicU64::new(0);
-        let n = TOTAL_OPS / self.threads as u64;
+        let n = total_ops() / self.threads as u64;
         let d = timed(self.threads, &(), |_| {
             let me = rt.attach().unwrap();
             run_loop(&me, &h, &count, n);
@@ -93,7 +106,7 @@ fn run_loop<P: Protocol>(
 fn parking_lot_ns(threads: usize) -> f64 {
     let m = parking_lot::Mutex::new(());
     let count = AtomicU64::new(0);
-    let n = TOTAL_OPS / threads as u64;
+    let n = total_ops() / threads as u64;
     let d = timed(threads, &m, |m| {
         for _ in 0..n {
             let g = black_box(m).lock();
@@ -109,8 +122,13 @@ fn measure(kind: &str, threads: usize) -> f64 {
     if kind == "parking_lot" {
         return parking_lot_ns(threads);
     }
+    let (name, spin_limit) = match kind.split_once('@') {
+        Some((n, s)) => (n, Some(s.parse().expect("spin limit after @"))),
+        None => (kind, None),
+    };
     let mut one = One {
-        name: kind.to_string(),
+        name: name.to_string(),
+        spin_limit,
         threads,
         ns: None,
     };
@@ -144,7 +162,8 @@ fn main() {
         |a| a.split(',').map(String::from).collect(),
     );
     println!(
-        "contended: {rounds} rounds, {TOTAL_OPS} lock+unlock per configuration, load average before: {}",
+        "contended: {rounds} rounds, {} lock+unlock per configuration, load average before: {}",
+        total_ops(),
         load_average()
     );
     let mut samples = vec![vec![Vec::new(); kinds.len()]; threads.len()];
