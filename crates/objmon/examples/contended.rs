@@ -3,8 +3,10 @@
 //! tiny critical section (one relaxed load and store of a shared counter), beside
 //! `parking_lot::Mutex` doing the same. Every configuration is measured once per round,
 //! rounds interleave the configurations (so a burst of load on the shared machine hits them
-//! all alike), and the figure is the median over the rounds of the wall time per
-//! lock+unlock (all threads together: lower is better).
+//! all alike), and the figures are medians over the rounds of the wall time per
+//! lock+unlock (all threads together: lower is better) and of the CPU time the threads
+//! used per lock+unlock (spinning and system calls included; on a loaded machine the less
+//! noisy of the two, since a descheduled thread uses none).
 //!
 //! ```sh
 //! cargo run --release -p objmon --example contended            # 7 rounds, 2/4/8 threads
@@ -37,25 +39,38 @@ fn critical_section(c: &AtomicU64) {
     c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
-/// Runs `threads` threads of `per_thread` iterations of `body` after a common start line;
-/// returns the wall time from the start line to the last thread's end.
-fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> Duration {
+/// This thread's CPU time (user + system).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Runs `threads` threads of `body` after a common start line; returns the wall time from
+/// the start line to the last thread's end, and the CPU time the threads used (spinning and
+/// system calls included: what the waiting costs the machine).
+fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> (Duration, Duration) {
     let start = Barrier::new(threads + 1);
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     start.wait();
+                    let c0 = thread_cpu();
                     body(shared);
+                    thread_cpu() - c0
                 })
             })
             .collect();
         start.wait();
         let t0 = Instant::now();
-        for h in hs {
-            h.join().unwrap();
-        }
-        t0.elapsed()
+        let cpu = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        (t0.elapsed(), cpu)
     })
 }
 
@@ -64,7 +79,7 @@ struct One {
     /// `SystemLockConfig::spin_limit`, if not the default.
     spin_limit: Option<u32>,
     threads: usize,
-    ns: Option<f64>,
+    ns: Option<(f64, f64)>,
 }
 
 impl ProtocolVisitor for One {
@@ -80,12 +95,13 @@ impl ProtocolVisitor for One {
         let h = P::Header::default();
         let count = AtomicU64::new(0);
         let n = total_ops() / self.threads as u64;
-        let d = timed(self.threads, &(), |_| {
+        let (d, cpu) = timed(self.threads, &(), |_| {
             let me = rt.attach().unwrap();
             run_loop(&me, &h, &count, n);
         });
         assert_eq!(count.load(Ordering::Relaxed), n * self.threads as u64);
-        self.ns = Some(d.as_nanos() as f64 / (n * self.threads as u64) as f64);
+        let ops = (n * self.threads as u64) as f64;
+        self.ns = Some((d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops));
     }
 }
 
@@ -103,11 +119,11 @@ fn run_loop<P: Protocol>(
     }
 }
 
-fn parking_lot_ns(threads: usize) -> f64 {
+fn parking_lot_ns(threads: usize) -> (f64, f64) {
     let m = parking_lot::Mutex::new(());
     let count = AtomicU64::new(0);
     let n = total_ops() / threads as u64;
-    let d = timed(threads, &m, |m| {
+    let (d, cpu) = timed(threads, &m, |m| {
         for _ in 0..n {
             let g = black_box(m).lock();
             critical_section(&count);
@@ -115,10 +131,12 @@ fn parking_lot_ns(threads: usize) -> f64 {
         }
     });
     assert_eq!(count.load(Ordering::Relaxed), n * threads as u64);
-    d.as_nanos() as f64 / (n * threads as u64) as f64
+    let ops = (n * threads as u64) as f64;
+    (d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops)
 }
 
-fn measure(kind: &str, threads: usize) -> f64 {
+/// Wall and CPU nanoseconds per lock+unlock.
+fn measure(kind: &str, threads: usize) -> (f64, f64) {
     if kind == "parking_lot" {
         return parking_lot_ns(threads);
     }
@@ -175,18 +193,27 @@ fn main() {
         }
     }
     println!("load average after: {}", load_average());
+    println!("wall ns per lock+unlock (median, its ratio to parking_lot, min..max), CPU ns per lock+unlock (median, ratio)");
     for (ti, &t) in threads.iter().enumerate() {
+        let wall = |ki: usize| samples[ti][ki].iter().map(|s| s.0).collect::<Vec<_>>();
+        let cpu = |ki: usize| samples[ti][ki].iter().map(|s| s.1).collect::<Vec<_>>();
         let pl = kinds
             .iter()
             .position(|k| k == "parking_lot")
-            .map(|i| median(samples[ti][i].clone()));
-        for (ki, k) in kinds.iter().enumerate() {
-            let s = &samples[ti][ki];
-            let m = median(s.clone());
-            let lo = s.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = s.iter().copied().fold(0.0, f64::max);
-            let ratio = pl.map_or(String::new(), |p| format!("{:>6.2}x", m / p));
-            println!("threads {t}  {k:<12} {m:>8.1} ns/op  {ratio}   (min {lo:.1}, max {hi:.1})");
+            .map(|i| (median(wall(i)), median(cpu(i))));
+        for ki in 0..kinds.len() {
+            let k = &kinds[ki];
+            let w = wall(ki);
+            let m = median(w.clone());
+            let c = median(cpu(ki));
+            let lo = w.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = w.iter().copied().fold(0.0, f64::max);
+            let (rw, rc) = pl.map_or((String::new(), String::new()), |(pw, pc)| {
+                (format!("{:>5.2}x", m / pw), format!("{:>5.2}x", c / pc))
+            });
+            println!(
+                "threads {t}  {k:<12} wall {m:>6.1} {rw} ({lo:>5.1}..{hi:>5.1})   cpu {c:>6.1} {rc}"
+            );
         }
     }
 }

@@ -146,7 +146,8 @@ impl MonitorTable {
         self.allocations.load(Ordering::Relaxed)
     }
 
-    /// Bytes of one monitor (not counting its queues' heap blocks while threads wait).
+    /// Bytes of one monitor: all of it (its entry queue and wait set are intrusive, their
+    /// nodes in the waiting threads' frames; a profiling runtime adds a side-table entry).
     pub fn monitor_bytes() -> usize {
         std::mem::size_of::<FatMonitor>()
     }
