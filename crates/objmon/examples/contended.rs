@@ -201,8 +201,7 @@ fn main() {
             .iter()
             .position(|k| k == "parking_lot")
             .map(|i| (median(wall(i)), median(cpu(i))));
-        for ki in 0..kinds.len() {
-            let k = &kinds[ki];
+        for (ki, k) in kinds.iter().enumerate() {
             let w = wall(ki);
             let m = median(w.clone());
             let c = median(cpu(ki));

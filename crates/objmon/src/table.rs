@@ -141,7 +141,7 @@ impl MonitorTable {
     }
 
     /// Monitors allocated since the table was made (inflations, for most protocols).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub fn allocations(&self) -> u64 {
         self.allocations.load(Ordering::Relaxed)
     }

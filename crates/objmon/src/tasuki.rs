@@ -161,7 +161,7 @@ pub(crate) struct QueueGuard<'a> {
     queue: &'a NodeQueue,
     head: *const QNode,
     #[cfg(loom)]
-    _model: loom::sync::MutexGuard<'a, ()>,
+    _model: Option<loom::sync::MutexGuard<'a, ()>>,
 }
 
 impl NodeQueue {
@@ -186,13 +186,19 @@ impl NodeQueue {
         QueueGuard {
             queue: self,
             head: self.word.load(Ordering::Relaxed) as *const QNode,
-            _model: model,
+            _model: Some(model),
         }
     }
 
     /// Takes the queue's lock.
     #[cfg(not(loom))]
     pub(crate) fn lock(&self) -> QueueGuard<'_> {
+        self.lock_spinning()
+    }
+
+    /// The shipped queue lock: the spin lock on bit 0 (under loom only its own model,
+    /// `tests::queue_lock_bit` below, uses it).
+    fn lock_spinning(&self) -> QueueGuard<'_> {
         let mut step = 0u32;
         loop {
             let w = self.word.load(Ordering::Relaxed);
@@ -206,6 +212,8 @@ impl NodeQueue {
                 return QueueGuard {
                     queue: self,
                     head: w as *const QNode,
+                    #[cfg(loom)]
+                    _model: None,
                 };
             }
             if step < 6 {
@@ -604,5 +612,37 @@ impl std::fmt::Debug for TasukiLock {
             .field("lock", &self.lock.load(Ordering::Relaxed))
             .field("wcount", &self.wcount.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod tests {
+    use super::*;
+
+    /// The queue's lock bit itself (the shipped spin lock, which the other models replace by
+    /// a loom mutex): two threads each do a non-atomic read-modify-write of a counter under
+    /// it, with Relaxed accesses, so that only the lock's Acquire / Release orders them. A
+    /// weaker lock loses an update.
+    #[test]
+    fn queue_lock_bit() {
+        loom::model(|| {
+            let q = Arc::new(NodeQueue::new());
+            let c = Arc::new(AtomicU32::new(0));
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let (q, c) = (q.clone(), c.clone());
+                    loom::thread::spawn(move || {
+                        let g = q.lock_spinning();
+                        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                        drop(g);
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert_eq!(c.load(Ordering::Relaxed), 2);
+            assert!(q.is_empty());
+        });
     }
 }
