@@ -62,7 +62,7 @@
 use crate::monitor::{FatMonitor, ANONYMOUS_OWNER};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
-use crate::sync::{fence, lock, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{fence, lock, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::table::{MonitorIndex, MonitorTable};
 use crate::thread::{ThreadCore, ThreadId};
 use std::collections::{BTreeMap, HashMap};
@@ -168,6 +168,11 @@ impl BlockSlot {
         true
     }
 
+    /// Whether the thread is in an episode (only meaningful for the thread itself).
+    fn in_episode(&self) -> bool {
+        self.seq.load(Ordering::Relaxed) & 1 == 1
+    }
+
     /// Ends the episode begun by a successful [`begin`](Self::begin).
     fn end(&self) {
         let s = self.seq.load(Ordering::Relaxed);
@@ -225,15 +230,6 @@ impl BlockSlot {
     }
 }
 
-/// Per-monitor contention counters (all zero and untouched unless profiling is on).
-#[derive(Debug, Default)]
-pub(crate) struct MonitorProfile {
-    enters: AtomicU64,
-    blocked_ns: AtomicU64,
-    waits: AtomicU64,
-    waited_ns: AtomicU64,
-}
-
 /// Figures of one object (or monitor) in a profile.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Counts {
@@ -260,82 +256,62 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl MonitorProfile {
-    fn snapshot(&self) -> Counts {
-        Counts {
-            enters: self.enters.load(Ordering::Relaxed),
-            blocked_ns: self.blocked_ns.load(Ordering::Relaxed),
-            waits: self.waits.load(Ordering::Relaxed),
-            waited_ns: self.waited_ns.load(Ordering::Relaxed),
-        }
+/// The contention figures of the monitors of every runtime that profiles, by monitor
+/// address: a side table, so that a monitor carries no profile (nor a pointer to one) when
+/// profiling is off, which is the default. Touched only by profiling runtimes, on slow paths
+/// (a contended enter that blocked, a wait), never on a fast path. A monitor's entry is taken
+/// out when it is freed or rebound, and when its table is dropped (its address may then be
+/// reused by another table).
+static MONITOR_PROFILES: std::sync::Mutex<BTreeMap<usize, Counts>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+fn monitor_profiles() -> std::sync::MutexGuard<'static, BTreeMap<usize, Counts>> {
+    // Plain bookkeeping that calls out to nothing: a poisoned lock still holds sound data.
+    MONITOR_PROFILES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl FatMonitor {
+    fn profile_key(&self) -> usize {
+        self as *const FatMonitor as usize
     }
 
-    fn take(&self) -> Counts {
-        Counts {
-            enters: self.enters.swap(0, Ordering::Relaxed),
-            blocked_ns: self.blocked_ns.swap(0, Ordering::Relaxed),
-            waits: self.waits.swap(0, Ordering::Relaxed),
-            waited_ns: self.waited_ns.swap(0, Ordering::Relaxed),
-        }
+    /// Adds `c` to this monitor's figures.
+    fn profile_add(&self, c: Counts) {
+        monitor_profiles()
+            .entry(self.profile_key())
+            .or_default()
+            .add(c);
+    }
+
+    /// This monitor's figures, left in place.
+    fn profile_snapshot(&self) -> Counts {
+        monitor_profiles()
+            .get(&self.profile_key())
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// This monitor's figures, taken out (zero afterwards).
+    fn profile_take(&self) -> Counts {
+        monitor_profiles()
+            .remove(&self.profile_key())
+            .unwrap_or_default()
     }
 }
 
-/// A monitor's [`MonitorProfile`], allocated at its first profiled event: with profiling off
-/// a monitor carries one null pointer, not the counters.
-#[derive(Debug, Default)]
-pub(crate) struct ProfileCell(AtomicPtr<MonitorProfile>);
-
-impl ProfileCell {
-    /// The counters, allocating them on first use.
-    fn counters(&self) -> &MonitorProfile {
-        let mut p = self.0.load(Ordering::Acquire);
-        if p.is_null() {
-            let fresh = Box::into_raw(Box::default());
-            p = match self.0.compare_exchange(
-                std::ptr::null_mut(),
-                fresh,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => fresh,
-                Err(theirs) => {
-                    // SAFETY: `fresh` came from `Box::into_raw` just above and was never
-                    // published (our CAS failed), so we own it.
-                    drop(unsafe { Box::from_raw(fresh) });
-                    theirs
-                }
-            };
-        }
-        // SAFETY: `p` is non-null, from `Box::into_raw`, published once by the CAS above and
-        // freed only in `drop` (which takes `&mut self`), so it lives as long as `&self`.
-        unsafe { &*p }
-    }
-
-    fn installed(&self) -> Option<&MonitorProfile> {
-        let p = self.0.load(Ordering::Acquire);
-        // SAFETY: as in `counters`: null, or a published box freed only by `drop`.
-        (!p.is_null()).then(|| unsafe { &*p })
-    }
-
-    fn snapshot(&self) -> Counts {
-        self.installed()
-            .map_or_else(Counts::default, MonitorProfile::snapshot)
-    }
-
-    fn take(&self) -> Counts {
-        self.installed()
-            .map_or_else(Counts::default, MonitorProfile::take)
-    }
-}
-
-impl Drop for ProfileCell {
-    fn drop(&mut self) {
-        let p = self.0.load(Ordering::Relaxed);
-        if !p.is_null() {
-            // SAFETY: published from `Box::into_raw` by `counters`; `&mut self` means no
-            // reference from `counters` or `installed` is alive; freed once, here.
-            drop(unsafe { Box::from_raw(p) });
-        }
+/// Forgets the figures of the monitors in `monitors` (a chunk of a table being dropped).
+pub(crate) fn forget_profiles(monitors: &[FatMonitor]) {
+    let Some(first) = monitors.first() else {
+        return;
+    };
+    let lo = first.profile_key();
+    let hi = lo + std::mem::size_of_val(monitors);
+    let mut all = monitor_profiles();
+    let keys: Vec<usize> = all.range(lo..hi).map(|(k, _)| *k).collect();
+    for k in keys {
+        all.remove(&k);
     }
 }
 
@@ -381,28 +357,62 @@ impl FatMonitor {
         ObjectRef(self.object.load(Ordering::Relaxed))
     }
 
-    /// The contended part of `enter`: publishes a blocked-on-enter episode (unless the thread
-    /// is in one already) and profiles it, around the system lock's spin and suspend.
+    /// The contended part of `enter`: the system lock's brief spin, then (if that did not get
+    /// the lock) a blocked-on-enter episode, published unless the thread is in one already,
+    /// around the system lock's suspend; profiled either way. A thread that gets the lock in
+    /// the spin (a few µs at most) publishes nothing: the episode's six SeqCst stores would
+    /// cost more than the spin saves, and a detector that misses a thread spinning only
+    /// reports a deadlock one look later (a false negative, never a false positive).
     #[cold]
     pub(crate) fn lock_contended(&self, t: &std::sync::Arc<ThreadCore>) {
-        let outer = t.blocking.begin(
-            BlockKind::Enter,
-            self.object.load(Ordering::Relaxed),
-            self.index,
-        );
-        let start = (outer && self.profile_on).then(Instant::now);
-        // SAFETY: `t` is the calling thread's core (`lock_contended` is reached only from
-        // `FatMonitor::enter` on the protocols' paths, whose `t` is the caller's own context).
-        unsafe { self.system_lock().lock(t) };
-        if let Some(s) = start {
-            let p = self.profile.counters();
-            p.enters.fetch_add(1, Ordering::Relaxed);
-            p.blocked_ns
-                .fetch_add(nanos(s.elapsed()), Ordering::Relaxed);
+        let start = self.profile_on.then(Instant::now);
+        let outer = if self.system_lock().spin() {
+            // Profiled here unless an outer episode of this thread covers this enter.
+            if start.is_some() && t.blocking.in_episode() {
+                return;
+            }
+            None
+        } else {
+            let outer = t.blocking.begin(
+                BlockKind::Enter,
+                self.object.load(Ordering::Relaxed),
+                self.index,
+            );
+            // SAFETY: `t` is the calling thread's core (`lock_contended` is reached only from
+            // `FatMonitor::enter` on the protocols' paths, whose `t` is the caller's own
+            // context).
+            unsafe { self.system_lock().suspend(t) };
+            Some(outer)
+        };
+        if let Some(s) = start.filter(|_| outer != Some(false)) {
+            self.profile_add(Counts {
+                enters: 1,
+                blocked_ns: nanos(s.elapsed()),
+                ..Counts::default()
+            });
         }
-        if outer {
+        if outer == Some(true) {
             t.blocking.end();
         }
+    }
+
+    /// The system lock's brief spin on behalf of [`enter_spinning`](Self::enter_spinning),
+    /// profiled like a contended enter when it gets the lock.
+    #[cold]
+    #[allow(dead_code)] // as `enter_spinning`
+    pub(crate) fn spin_contended(&self) -> bool {
+        let start = self.profile_on.then(Instant::now);
+        if !self.system_lock().spin() {
+            return false;
+        }
+        if let Some(s) = start {
+            self.profile_add(Counts {
+                enters: 1,
+                blocked_ns: nanos(s.elapsed()),
+                ..Counts::default()
+            });
+        }
+        true
     }
 
     /// Starts a wait episode; returns what [`end_wait`](Self::end_wait) needs.
@@ -428,9 +438,11 @@ impl FatMonitor {
     /// The waiter holds the monitor again: profile the whole wait.
     pub(crate) fn profile_wait(&self, (_, start): (bool, Option<Instant>)) {
         if let Some(s) = start {
-            let p = self.profile.counters();
-            p.waits.fetch_add(1, Ordering::Relaxed);
-            p.waited_ns.fetch_add(nanos(s.elapsed()), Ordering::Relaxed);
+            self.profile_add(Counts {
+                waits: 1,
+                waited_ns: nanos(s.elapsed()),
+                ..Counts::default()
+            });
         }
     }
 }
@@ -497,7 +509,7 @@ impl MonitorTable {
         let m = self.get(idx);
         let old = m.object.swap(object, Ordering::Relaxed);
         if self.profile.on && old != object {
-            self.fold(old, m.profile.take());
+            self.fold(old, m.profile_take());
         }
     }
 
@@ -506,7 +518,7 @@ impl MonitorTable {
         let m = self.get(idx);
         let old = m.object.swap(0, Ordering::Relaxed);
         if self.profile.on {
-            self.fold(old, m.profile.take());
+            self.fold(old, m.profile_take());
         }
     }
 
@@ -526,7 +538,7 @@ impl MonitorTable {
     fn profile(&self) -> Vec<ObjectProfile> {
         let mut all: HashMap<usize, Counts> = lock(&self.profile.folded).clone();
         for (_, m) in self.all_monitors() {
-            let c = m.profile.snapshot();
+            let c = m.profile_snapshot();
             if !c.is_zero() {
                 all.entry(m.object.load(Ordering::Relaxed))
                     .or_default()
@@ -557,7 +569,7 @@ impl MonitorTable {
     fn reset_profile(&self) {
         lock(&self.profile.folded).clear();
         for (_, m) in self.all_monitors() {
-            m.profile.take();
+            m.profile_take();
         }
     }
 }

@@ -2,28 +2,42 @@
 //! protocol falls back to — owner, recursion count, an entry queue (the tasuki system lock) and
 //! a wait set, with the monitor semantics of JLS §17.2.
 //!
-//! | field     | written by                      | meaning                                   |
-//! |-----------|---------------------------------|-------------------------------------------|
-//! | `lock`    | —                               | entry queue: the [`TasukiLock`]           |
-//! | `owner`   | the holder of `lock`            | raw [`ThreadId`] of the owner, 0 = none   |
-//! | `count`   | the owner                       | number of locks (not locks − 1, §2.3)     |
-//! | `waiters` | owner (enqueue, notify) / waiter (leave on timeout or interrupt) | wait set |
-//! | `hash`    | first hasher (CAS 0 → hash); the table when freed | identity hash (`fat`, `thin`, `tasuki`, biased) |
+//! **Space** (issue 13 item 5): 64 bytes, aligned to a cache line, so that the words a
+//! contended enter and exit touch (lock word, `wcount`, owner, count) share one line and no
+//! two monitors of a table share a line. It was 144 bytes (owner and count on the second
+//! line); HotSpot's `ObjectMonitor` is about 200. What each field costs and buys (x86-64):
+//!
+//! | field         | bytes | written by | buys |
+//! |---------------|------:|------------|------|
+//! | `lock`        | 24 | see `tasuki.rs` | the entry queue: the tasuki lock word (4), `wcount` (4), its configuration (8: hand-off bound, spin threshold, variant) and the queue of suspended threads (8: one word, intrusive, its lock in bit 0; was a 48-byte `Mutex<VecDeque>` + hand-off slot) |
+//! | `owner`       | 4 | the holder of `lock` | raw [`ThreadId`] of the owner, 0 = none: reentrancy, `exit`'s check, owner queries, thread dumps |
+//! | `count`       | 4 | the owner | number of locks (not locks − 1, §2.3): reentrancy |
+//! | `contentions` | 4 | contenders (RMW) | deflation (HotSpot's `_contentions`): only `stack`, `lightweight` and the external protocols use it |
+//! | `hash`        | 4 | first hasher (CAS 0 → hash); the table when freed | identity hash of `fat`, `thin`, `tasuki` (their headers have no room for it) |
+//! | `index`       | 4 | the table, once | the monitor index a blocked thread publishes (introspection) |
+//! | `profile_on`  | 1 (+3) | the table, once | whether the slow paths profile; the figures live in a side table keyed by monitor address (`introspect.rs`), so that the default (profiling off) pays no pointer for them (was an 8-byte lazily filled pointer) |
+//! | `waiters`     | 8 | owner (wait, notify) / waiter (leave on timeout or interrupt) | the wait set: one word, an intrusive FIFO of nodes in the waiters' frames with its lock in bit 0 (was a 40-byte `Mutex<VecDeque<Arc<ThreadCore>>>`) |
+//! | `object`      | 8 | the table (`bind`) | the header address, to report a monitor as an object (thread dumps, deadlocks, profiles) |
+//!
+//! Smaller is possible but not free: the lock's 8 configuration bytes are the same for every
+//! monitor of a table (a table pointer would cost as much), `index` could be derived from the
+//! address, and fields the default protocol does not use on its paths (`contentions`;
+//! `object` and `index`, for introspection) could move to side tables at the cost of an
+//! extra miss on their slow paths. Below 64 bytes, nothing is gained per line.
 //!
 //! Wait semantics (JLS §17.2): wait releases the monitor whatever the recursion depth and
 //! restores the depth before it returns; notify moves the longest waiter out of the wait set,
 //! notifyAll every waiter; a timed wait returns only once its deadline has passed, unless
 //! notified or interrupted; an interrupt set before the wait makes it return at once. A waiter
 //! that is both notified and interrupted never swallows the notification: whichever of the two
-//! takes it out of the wait set first (under the wait-set mutex) decides, so either it returns
+//! takes it out of the wait set first (under the wait set's lock) decides, so either it returns
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{deadline_passed, lock, Arc, AtomicU32, AtomicUsize, Mutex, Ordering};
-use crate::tasuki::{SystemLockConfig, TasukiLock};
+use crate::sync::{deadline_passed, Arc, AtomicU32, AtomicUsize, Ordering};
+use crate::tasuki::{NodeQueue, QNode, SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
-use std::collections::VecDeque;
 use std::time::Instant;
 
 /// `ThreadCore::wait_state`: in a wait set.
@@ -48,11 +62,11 @@ pub enum WaitOutcome {
 /// its methods trust that the `ThreadCore` they get is the calling thread's own, which the
 /// protocols' `unsafe fn` contract guarantees. Safe code outside cannot construct one or reach
 /// a runtime's monitors, so it cannot break that trust.
+#[repr(align(64))]
 pub struct FatMonitor {
     lock: TasukiLock,
     owner: AtomicU32,
     count: AtomicU32,
-    waiters: Mutex<VecDeque<Arc<ThreadCore>>>,
     /// Deflation support (HotSpot's `_contentions`): bits 30..0 count threads that found this
     /// monitor in a header and may still block on it or wait in it without owning it; bit 31
     /// ([`DEFLATING`]) is set by a deflater that has claimed the monitor. Untouched by the
@@ -64,12 +78,15 @@ pub struct FatMonitor {
     hash: AtomicU32,
     /// This monitor's index in its table (0 outside a table), for blocking publications.
     pub(crate) index: u32,
+    /// `Config::profiling` of the runtime whose table holds this monitor (the figures
+    /// themselves live in a side table, `introspect.rs`).
+    pub(crate) profile_on: bool,
+    /// The wait set, oldest first: nodes in the waiters' frames, guarded by the queue's own
+    /// lock bit. Linked by the owner (wait), unlinked by the owner (notify) or by the waiter
+    /// itself (timeout, interrupt).
+    waiters: NodeQueue,
     /// Address of the header this monitor is bound to (0: none); see `MonitorTable::bind`.
     pub(crate) object: AtomicUsize,
-    /// Contention figures, touched only when `profile_on`.
-    pub(crate) profile: crate::introspect::ProfileCell,
-    /// `Config::profiling` of the runtime whose table holds this monitor.
-    pub(crate) profile_on: bool,
 }
 
 /// `FatMonitor::contentions` bit: a deflater owns the monitor and is giving it back.
@@ -86,12 +103,11 @@ impl FatMonitor {
             lock: TasukiLock::new(config),
             owner: AtomicU32::new(0),
             count: AtomicU32::new(0),
-            waiters: Mutex::new(VecDeque::new()),
+            waiters: NodeQueue::new(),
             contentions: AtomicU32::new(0),
             hash: AtomicU32::new(0),
             index: 0,
             object: AtomicUsize::new(0),
-            profile: Default::default(),
             profile_on: false,
         }
     }
@@ -118,6 +134,26 @@ impl FatMonitor {
             return self.recurse().map(|()| true);
         }
         if !self.lock.try_lock() {
+            return Ok(false);
+        }
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Acquires the monitor if that needs at most the system lock's brief spin (a few µs,
+    /// `SystemLockConfig::spin_limit` pauses), never suspending: for a protocol that must do
+    /// something before it blocks (`thin` announces `BLOCKED` for hashers), so that it does
+    /// that only when it really is about to block. Atomic operations as [`try_enter`]
+    /// (Self::try_enter) when free; the spin's looks are plain loads.
+    #[inline]
+    // For `thin`'s inflated enter (its owner's call, issue 13 item 4): no protocol uses it yet.
+    #[allow(dead_code)]
+    pub fn enter_spinning(&self, t: &ThreadCore) -> Result<bool, MonitorError> {
+        if self.owner.load(Ordering::Relaxed) == t.raw_id() {
+            return self.recurse().map(|()| true);
+        }
+        if !self.lock.try_lock() && !self.spin_contended() {
             return Ok(false);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
@@ -196,12 +232,12 @@ impl FatMonitor {
         self.owner.load(Ordering::Relaxed) == 0
             && !self.lock.is_locked()
             && !self.lock.has_waiters()
-            && lock(&self.waiters).is_empty()
+            && self.waiters.is_empty()
     }
 
     /// Number of threads in the wait set.
     pub fn waiter_count(&self) -> usize {
-        lock(&self.waiters).len()
+        self.waiters.lock().len()
     }
 
     /// The system lock underneath (for introspection and the system-monitor benchmark).
@@ -224,10 +260,15 @@ impl FatMonitor {
         }
         let saved = self.count.load(Ordering::Relaxed);
         let episode = self.begin_wait(t, deadline.is_some());
+        // This thread in the wait set, in this frame: linked until a notifier unlinks it
+        // (and then stores NOTIFIED) or we unlink it ourselves under the queue lock (see
+        // `QNode`'s lifetime rule; every way out of the loop below is one of the two).
+        let node = QNode::new(t);
         {
-            let mut ws = lock(&self.waiters);
+            let mut ws = self.waiters.lock();
             t.wait_state.store(WAITING, Ordering::Relaxed);
-            ws.push_back(t.clone());
+            // SAFETY: `node` is unlinked and stays in this frame until unlinked (above).
+            unsafe { ws.push_back(&node) };
         }
         self.count.store(0, Ordering::Relaxed);
         self.owner.store(0, Ordering::Relaxed);
@@ -241,13 +282,14 @@ impl FatMonitor {
             let interrupted = t.is_interrupted();
             let expired = !interrupted && deadline_passed(deadline);
             if interrupted || expired {
-                let mut ws = lock(&self.waiters);
+                let mut ws = self.waiters.lock();
                 if t.wait_state.load(Ordering::Relaxed) == NOTIFIED {
                     // The notification won the race: keep it, keep the interrupt pending.
                     break Ok(WaitOutcome::Notified);
                 }
-                let me = ws.iter().position(|w| Arc::ptr_eq(w, t));
-                ws.remove(me.expect("a WAITING thread is in the wait set"));
+                // SAFETY: not NOTIFIED under the queue lock: nobody unlinked `node`, so it is
+                // still linked in this wait set.
+                unsafe { ws.remove(&node) };
                 break if interrupted {
                     t.take_interrupt();
                     Err(MonitorError::Interrupted)
@@ -257,12 +299,12 @@ impl FatMonitor {
             }
             if t.parker.park(deadline) && cfg!(loom) {
                 // Under loom a timed park models "the timeout fired": take the timeout path.
-                let mut ws = lock(&self.waiters);
+                let mut ws = self.waiters.lock();
                 if t.wait_state.load(Ordering::Relaxed) == NOTIFIED {
                     break Ok(WaitOutcome::Notified);
                 }
-                let me = ws.iter().position(|w| Arc::ptr_eq(w, t));
-                ws.remove(me.expect("a WAITING thread is in the wait set"));
+                // SAFETY: as above: not NOTIFIED under the lock, so still linked.
+                unsafe { ws.remove(&node) };
                 break Ok(WaitOutcome::TimedOut);
             }
         };
@@ -283,14 +325,22 @@ impl FatMonitor {
         if !self.is_owned_by(t) {
             return Err(MonitorError::IllegalMonitorState);
         }
-        let mut ws = lock(&self.waiters);
-        while let Some(w) = ws.pop_front() {
-            w.wait_state.store(NOTIFIED, Ordering::Release);
-            // The woken thread will block on `lock` until we exit; waking it now lets it queue.
-            w.parker.unpark();
-            if !all {
-                break;
+        let mut ws = self.waiters.lock();
+        if !all {
+            if let Some((_, w)) = ws.pop_front() {
+                // Under the queue lock, so that a waiter timing out sees it there; Release
+                // and after our last access to its node (`QNode`'s lifetime rule).
+                w.wait_state.store(NOTIFIED, Ordering::Release);
+                drop(ws);
+                // The woken thread will block on `lock` until we exit; waking it now lets it
+                // queue.
+                w.parker.unpark();
             }
+            return Ok(());
+        }
+        while let Some((_, w)) = ws.pop_front() {
+            w.wait_state.store(NOTIFIED, Ordering::Release);
+            w.parker.unpark();
         }
         Ok(())
     }
@@ -385,17 +435,18 @@ impl FatMonitor {
         if self.lock.has_waiters() || !self.lock.try_lock() {
             return PinnedClaim::Busy;
         }
-        let claim = if self.owner.load(Ordering::Relaxed) != 0 || !lock(&self.waiters).is_empty() {
-            PinnedClaim::Busy
-        } else if self
-            .contentions
-            .compare_exchange(1, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
-            .is_err()
-        {
-            PinnedClaim::Contended
-        } else {
-            return PinnedClaim::Claimed;
-        };
+        let claim =
+            if self.owner.load(Ordering::Relaxed) != 0 || self.waiters.lock().front().is_some() {
+                PinnedClaim::Busy
+            } else if self
+                .contentions
+                .compare_exchange(1, DEFLATING, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                PinnedClaim::Contended
+            } else {
+                return PinnedClaim::Claimed;
+            };
         // SAFETY: our `try_lock` above succeeded (this path is reached only after it).
         unsafe { self.lock.unlock() };
         claim
@@ -491,5 +542,53 @@ impl FatMonitor {
     /// The recursion count field, whoever owns the monitor (a racy snapshot).
     pub fn count_raw(&self) -> u32 {
         self.count.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Item 5 of issue 13: a fat monitor fits one cache line (and is aligned to one).
+    #[test]
+    fn fat_monitor_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<TasukiLock>(), 24);
+        assert_eq!(std::mem::size_of::<FatMonitor>(), 64);
+        assert_eq!(std::mem::align_of::<FatMonitor>(), 64);
+    }
+
+    /// `enter_spinning` takes a free monitor, recurses on an owned one, and gives up (without
+    /// blocking) on one held by another thread.
+    #[test]
+    fn enter_spinning_never_blocks() {
+        let rt = crate::vm::Runtime::<crate::Fat>::with_defaults();
+        let idx = rt.monitors().allocate().unwrap();
+        let m = rt.monitors().get(idx);
+        let a = rt.attach().unwrap();
+        let a = a.context().core_arc();
+        // Another thread's attempt, from another thread (attachments are per thread).
+        let other = |expect_owned: bool| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let b = rt.attach().unwrap();
+                    let b = b.context().core_arc();
+                    let got = m.enter_spinning(b).unwrap();
+                    assert_eq!(got, !expect_owned);
+                    if got {
+                        assert!(m.is_owned_by(b));
+                        m.exit(b).unwrap();
+                    }
+                });
+            })
+        };
+        assert!(m.enter_spinning(a).unwrap());
+        assert!(m.enter_spinning(a).unwrap());
+        assert_eq!(m.count_for(a), 2);
+        other(true);
+        m.exit(a).unwrap();
+        other(true);
+        m.exit(a).unwrap();
+        other(false);
+        assert!(m.is_idle());
     }
 }

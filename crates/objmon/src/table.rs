@@ -141,12 +141,13 @@ impl MonitorTable {
     }
 
     /// Monitors allocated since the table was made (inflations, for most protocols).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub fn allocations(&self) -> u64 {
         self.allocations.load(Ordering::Relaxed)
     }
 
-    /// Bytes of one monitor (not counting its queues' heap blocks while threads wait).
+    /// Bytes of one monitor: all of it (its entry queue and wait set are intrusive, their
+    /// nodes in the waiting threads' frames; a profiling runtime adds a side-table entry).
     pub fn monitor_bytes() -> usize {
         std::mem::size_of::<FatMonitor>()
     }
@@ -181,7 +182,12 @@ impl Drop for MonitorTable {
                 let raw = std::ptr::slice_from_raw_parts_mut(p, CHUNK);
                 // SAFETY: `p` came from `Box::into_raw` of a `Box<[FatMonitor]>` of length
                 // CHUNK in `allocate`, and is dropped exactly once, here, with `&mut self`.
-                drop(unsafe { Box::from_raw(raw) });
+                let chunk = unsafe { Box::from_raw(raw) };
+                if self.profile.on {
+                    // The addresses may go to another table's monitors next.
+                    crate::introspect::forget_profiles(&chunk);
+                }
+                drop(chunk);
             }
         }
     }

@@ -5,7 +5,12 @@
 //! |----------|--------------------------------------------------------------------------|
 //! | `lock`   | `UNLOCKED` / `LOCKED` / `UNLOCKING` (the third state only in Figure 7)    |
 //! | `wcount` | bits 0..=30: threads in the suspend loop (Figure 3); bit 31: `HANDOFF`   |
-//! | `queue`  | the mutex and condition variable of Figure 5: a FIFO of suspended threads|
+//! | `queue`  | the mutex and condition variable of Figure 5: one word, a FIFO of suspended threads (nodes in their own frames) with its spin lock in bit 0 |
+//! | config   | `handoff_nanos`, `spin_limit`, variant: 8 bytes, fixed at construction   |
+//!
+//! 24 bytes in all (it was 64 with a `Mutex<VecDeque<Arc<ThreadCore>>>` and a hand-off slot):
+//! Figure 5's mutex is the queue word's lock bit, its condition variable each thread's own
+//! parker, and a suspended thread's queue entry a `QNode` in its `suspend` frame.
 //!
 //! **Uncontended path** (Figure 4): `lock` is one compare-and-swap; `unlock` is a plain store
 //! and a plain test of `wcount`, no atomic read-modify-write. On a multiprocessor (§4) the
@@ -23,22 +28,23 @@
 //! **Two departures from the figures, both in the slow path:**
 //! - Figure 7 as printed spins on `UNLOCKING` by going round the loop again, re-incrementing
 //!   `wcount` each time with no matching decrement; we undo the increment before spinning, so
-//!   `wcount` stays exact (invariant under the mutex: `wcount == queue.len() + handoff slot`).
+//!   `wcount` stays exact (invariant under the queue lock: `wcount == queue.len()`).
 //!   Figure 7's unlock reads `wcount` after storing `UNLOCKED`; we read it just before (still
 //!   after the fence, which is all the proof uses), so that a hand-off can keep the lock.
 //! - **Bounded barging** (the seed's algorithm "lacks fairness", §3): a thread that has waited
 //!   longer than `fair_handoff` (default 1 ms, as parking_lot, Go and CPython) sets `HANDOFF`
-//!   in `wcount` *before* its compare-and-swap and parks in a one-thread hand-off slot. By the
+//!   in `wcount` *before* its compare-and-swap and parks at the head of the queue (one
+//!   requester at a time: a node flagged `handoff`). By the
 //!   same fence argument the holder sees `HANDOFF` at its next unlock, and instead of releasing
 //!   it retracts `UNLOCKING` to `LOCKED` and hands the lock straight to that thread. So a
 //!   waiter is overtaken for at most `fair_handoff` plus one critical section.
 //!   `fair_handoff: None` gives the seed's unfair lock.
 
 use crate::sync::{
-    fence, lock, spin_hint, waited_at_least, yield_now, Arc, AtomicU32, Mutex, Ordering,
+    fence, spin_hint, waited_at_least, yield_now, Arc, AtomicU32, AtomicUsize, Ordering,
 };
 use crate::thread::ThreadCore;
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 const UNLOCKED: u32 = 0;
@@ -46,7 +52,7 @@ const LOCKED: u32 = 1;
 /// Figure 7's transient state: the holder is releasing; contenders spin instead of sleeping.
 const UNLOCKING: u32 = 2;
 
-/// `wcount` bit: a starving waiter sits in the hand-off slot; the next unlock must grant.
+/// `wcount` bit: a starving waiter sits at the head of the queue; the next unlock must grant.
 const HANDOFF: u32 = 1 << 31;
 
 /// `ThreadCore::tasuki_signal` values.
@@ -89,11 +95,247 @@ impl Default for SystemLockConfig {
     }
 }
 
-struct Waiters {
-    /// Threads suspended in Figure 5's `condvar_wait`, oldest first.
-    queue: VecDeque<Arc<ThreadCore>>,
-    /// The starving thread that asked for a hand-off, if any.
-    handoff: Option<Arc<ThreadCore>>,
+/// A thread suspended in a [`NodeQueue`]: a node in the suspended thread's own stack frame
+/// (HotSpot's `ObjectWaiter`), so that a queue costs its lock one word and no allocation.
+///
+/// **Lifetime rule** (what makes the raw pointers sound): a node is linked and unlinked only
+/// under its queue's lock, and its frame does not return while it is linked. The thread
+/// that owns the node learns that someone else unlinked it from a signal word in its
+/// [`ThreadCore`] (`tasuki_signal`, `wait_state`), which that someone stores with Release
+/// *after* its last access to the node; the owner reads it with Acquire before its frame
+/// can end. Between linking and that moment nothing in the frame can panic.
+pub(crate) struct QNode {
+    next: Cell<*const QNode>,
+    prev: Cell<*const QNode>,
+    /// The suspended thread (a pointer to the caller's `Arc`, which outlives the node: the
+    /// node lives in a frame that borrows it). A waker clones the `Arc` under the queue lock,
+    /// so that the core outlives its wake-up even if the thread returns and detaches at once.
+    thread: *const Arc<ThreadCore>,
+    /// In the entry queue: this thread asked for a hand-off (then it is at the head).
+    handoff: Cell<bool>,
+}
+
+impl QNode {
+    /// An unlinked node for `t`.
+    pub(crate) fn new(t: &Arc<ThreadCore>) -> Self {
+        Self {
+            next: Cell::new(std::ptr::null()),
+            prev: Cell::new(std::ptr::null()),
+            thread: t,
+            handoff: Cell::new(false),
+        }
+    }
+
+    /// The node's thread, as a new `Arc`.
+    ///
+    /// # Safety
+    /// The node is linked in a queue whose lock the caller holds (so its frame is alive).
+    unsafe fn thread(n: *const QNode) -> Arc<ThreadCore> {
+        // SAFETY: the caller's contract: the node is linked, so its frame (which borrows the
+        // `Arc` that `thread` points to) has not returned (the lifetime rule).
+        unsafe { (*(*n).thread).clone() }
+    }
+}
+
+/// `NodeQueue::word` bit 0: the queue's lock (nodes are at least 8-aligned, so a node's
+/// address never has it).
+const QLOCKED: usize = 1;
+
+/// A FIFO of suspended threads in one word: the head of a circular doubly linked list of
+/// [`QNode`]s (the head's `prev` is the tail), with its lock in bit 0. The lock is a spin
+/// lock with exponential back-off then `yield`; it guards a few pointer writes (and, in the
+/// tasuki suspend path, Figure 5's increment-fence-CAS), never a system call.
+///
+/// Under loom the lock bit is modelled by a loom mutex beside the word (as `park.rs` models
+/// the futex): a spin lock makes loom's schedules grow past its branch bound, while the
+/// queue operations under the lock are the shipped ones.
+#[derive(Debug)]
+pub(crate) struct NodeQueue {
+    word: AtomicUsize,
+    #[cfg(loom)]
+    model_lock: loom::sync::Mutex<()>,
+}
+
+/// The lock of a [`NodeQueue`], held; released on drop.
+pub(crate) struct QueueGuard<'a> {
+    queue: &'a NodeQueue,
+    head: *const QNode,
+    #[cfg(loom)]
+    _model: Option<loom::sync::MutexGuard<'a, ()>>,
+}
+
+impl NodeQueue {
+    /// An empty, unlocked queue.
+    pub(crate) fn new() -> Self {
+        Self {
+            word: AtomicUsize::new(0),
+            #[cfg(loom)]
+            model_lock: loom::sync::Mutex::new(()),
+        }
+    }
+
+    /// Whether no node is linked (a racy snapshot unless the caller excludes enqueuers).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.word.load(Ordering::Relaxed) & !QLOCKED == 0
+    }
+
+    /// Takes the queue's lock (the loom model: see the type's documentation).
+    #[cfg(loom)]
+    pub(crate) fn lock(&self) -> QueueGuard<'_> {
+        let model = crate::sync::lock(&self.model_lock);
+        QueueGuard {
+            queue: self,
+            head: self.word.load(Ordering::Relaxed) as *const QNode,
+            _model: Some(model),
+        }
+    }
+
+    /// Takes the queue's lock.
+    #[cfg(not(loom))]
+    pub(crate) fn lock(&self) -> QueueGuard<'_> {
+        self.lock_spinning()
+    }
+
+    /// The shipped queue lock: the spin lock on bit 0 (under loom only its own model,
+    /// `tests::queue_lock_bit` below, uses it).
+    fn lock_spinning(&self) -> QueueGuard<'_> {
+        let mut step = 0u32;
+        loop {
+            let w = self.word.load(Ordering::Relaxed);
+            // Acquire: the list as the previous holder left it (its Release store in `drop`).
+            if w & QLOCKED == 0
+                && self
+                    .word
+                    .compare_exchange(w, w | QLOCKED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return QueueGuard {
+                    queue: self,
+                    head: w as *const QNode,
+                    #[cfg(loom)]
+                    _model: None,
+                };
+            }
+            if step < 6 {
+                for _ in 0..1u32 << step {
+                    spin_hint();
+                }
+                step += 1;
+            } else {
+                // A preempted holder needs the processor more than we do.
+                yield_now();
+            }
+        }
+    }
+}
+
+impl Drop for QueueGuard<'_> {
+    fn drop(&mut self) {
+        // Release: the next holder (Acquire in `lock`) sees every link written meanwhile.
+        self.queue.word.store(self.head as usize, Ordering::Release);
+    }
+}
+
+impl QueueGuard<'_> {
+    /// The oldest node, if any.
+    pub(crate) fn front(&self) -> Option<*const QNode> {
+        (!self.head.is_null()).then_some(self.head)
+    }
+
+    /// Links `n` at the tail.
+    ///
+    /// # Safety
+    /// `n` is unlinked, and its frame keeps it in place until it is unlinked again (the
+    /// lifetime rule of [`QNode`]).
+    pub(crate) unsafe fn push_back(&mut self, n: &QNode) {
+        // SAFETY: `n` is ours to link (contract); linked nodes are alive (lifetime rule).
+        unsafe { self.link_before(n, self.head) };
+    }
+
+    /// Links `n` at the head.
+    ///
+    /// # Safety
+    /// As [`push_back`](Self::push_back).
+    pub(crate) unsafe fn push_front(&mut self, n: &QNode) {
+        // SAFETY: as in `push_back`.
+        unsafe { self.link_before(n, self.head) };
+        self.head = n;
+    }
+
+    /// Links `n` just before `at` (the tail if `at` is the head), or as the only node.
+    unsafe fn link_before(&mut self, n: &QNode, at: *const QNode) {
+        if at.is_null() {
+            n.next.set(n);
+            n.prev.set(n);
+            self.head = n;
+            return;
+        }
+        // SAFETY: `at` and its `prev` are linked nodes, alive by the lifetime rule, and their
+        // links are ours to write under the lock we hold.
+        unsafe {
+            let prev = (*at).prev.get();
+            n.next.set(at);
+            n.prev.set(prev);
+            (*prev).next.set(n);
+            (*at).prev.set(n);
+        }
+    }
+
+    /// Unlinks `n`.
+    ///
+    /// # Safety
+    /// `n` is linked in this queue.
+    pub(crate) unsafe fn remove(&mut self, n: *const QNode) {
+        // SAFETY: `n` and its neighbours are linked in this queue (contract), hence alive, and
+        // their links are ours to write under the lock.
+        unsafe {
+            let next = (*n).next.get();
+            if next == n {
+                self.head = std::ptr::null();
+            } else {
+                let prev = (*n).prev.get();
+                (*prev).next.set(next);
+                (*next).prev.set(prev);
+                if self.head == n {
+                    self.head = next;
+                }
+            }
+            (*n).next.set(std::ptr::null());
+            (*n).prev.set(std::ptr::null());
+        }
+    }
+
+    /// Unlinks and returns the oldest node with its thread (the `Arc` cloned while the node
+    /// was still linked, so the caller may signal the thread after the node is gone).
+    pub(crate) fn pop_front(&mut self) -> Option<(*const QNode, Arc<ThreadCore>)> {
+        let n = self.front()?;
+        // SAFETY: `n` is the head, linked in this queue whose lock we hold.
+        let t = unsafe { QNode::thread(n) };
+        // SAFETY: as above.
+        unsafe { self.remove(n) };
+        Some((n, t))
+    }
+
+    /// The number of linked nodes (a walk).
+    pub(crate) fn len(&self) -> usize {
+        let Some(h) = self.front() else { return 0 };
+        let mut n = h;
+        let mut len = 0;
+        loop {
+            len += 1;
+            // SAFETY: linked nodes are alive (lifetime rule), and we hold the lock.
+            n = unsafe { (*n).next.get() };
+            if n == h {
+                return len;
+            }
+        }
+    }
+
+    /// Whether the head asked for a hand-off (entry queue only).
+    fn head_is_handoff(&self) -> bool {
+        // SAFETY: the head is linked, hence alive; we hold the lock.
+        self.front().is_some_and(|h| unsafe { (*h).handoff.get() })
+    }
 }
 
 /// The tasuki spin-suspend lock (see the module documentation). Not reentrant; it has no owner
@@ -104,7 +346,9 @@ pub struct TasukiLock {
     handoff_nanos: u32,
     spin_limit: u16,
     figure7: bool,
-    waiters: Mutex<Waiters>,
+    /// Figure 5's mutex and condition variable: the suspended threads, oldest first, with a
+    /// hand-off requester (if any) at the head.
+    queue: NodeQueue,
 }
 
 /// Pauses a contender spends waiting for an `UNLOCKING` holder's second store before it
@@ -124,10 +368,7 @@ impl TasukiLock {
             },
             spin_limit: config.spin_limit.min(u16::MAX as u32) as u16,
             figure7,
-            waiters: Mutex::new(Waiters {
-                queue: VecDeque::new(),
-                handoff: None,
-            }),
+            queue: NodeQueue::new(),
         }
     }
 
@@ -142,7 +383,11 @@ impl TasukiLock {
         if self.try_lock() {
             return;
         }
-        self.suspend(t);
+        if self.spin() {
+            return;
+        }
+        // SAFETY: our caller's contract, passed on.
+        unsafe { self.suspend(t) };
     }
 
     /// Acquires the lock if it is free right now.
@@ -192,26 +437,47 @@ impl TasukiLock {
         self.wcount.load(Ordering::Relaxed) != 0
     }
 
-    /// Figure 5 `tasuki_suspend` (with Figure 7's spin on `UNLOCKING`), preceded by a bounded
-    /// read-only spin.
-    #[cold]
-    fn suspend(&self, t: &Arc<ThreadCore>) {
-        for _ in 0..self.spin_limit {
-            spin_hint();
+    /// The seed's precursory spin (§1), read-only on the lock word: looks separated by
+    /// exponentially growing pauses (1, 2, 4, … `pause`s) until `spin_limit` pauses are
+    /// spent, and not while threads are suspended (they came first). `true` if it took the
+    /// lock.
+    #[inline]
+    pub(crate) fn spin(&self) -> bool {
+        let mut budget = u32::from(self.spin_limit);
+        let mut step = 1u32;
+        while budget != 0 {
+            let n = step.min(budget);
+            for _ in 0..n {
+                spin_hint();
+            }
+            budget -= n;
+            step <<= 1;
             if self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock() {
-                return;
+                return true;
             }
         }
+        false
+    }
+
+    /// Figure 5 `tasuki_suspend` (with Figure 7's spin on `UNLOCKING`).
+    ///
+    /// # Safety
+    /// As [`lock`](Self::lock): `t` is the calling thread's own core.
+    #[cold]
+    pub(crate) unsafe fn suspend(&self, t: &Arc<ThreadCore>) {
         let since = (self.handoff_nanos != 0).then(Instant::now);
+        // This thread in the queue, in this frame: linked only while `tasuki_signal` says
+        // SIG_WAITING (see `QNode`'s lifetime rule).
+        let node = QNode::new(t);
         // We have set HANDOFF and it has not been cleared for us yet.
         let mut requested = false;
         let mut overtaken = false;
-        let mut w = lock(&self.waiters);
+        let mut q = self.queue.lock();
         loop {
             // Figure 5 line 15, and the hand-off request (one requester at a time: with the
-            // mutex held, any other requester is parked in the slot).
+            // queue lock held, any other requester is at the head of the queue).
             if !requested
-                && w.handoff.is_none()
+                && !q.head_is_handoff()
                 && since.is_some_and(|s| waited_at_least(s, self.handoff_nanos))
             {
                 requested = true;
@@ -234,8 +500,8 @@ impl TasukiLock {
                     // The holder is between its two stores: it will be done in a moment —
                     // unless it was preempted there. So spin a bounded while (Figure 7), then
                     // yield the processor between checks, so that a preempted holder gets it
-                    // back. The waiters mutex stays held: a hand-off requester must be in the
-                    // slot before the holder's `hand_off` can look there (releasing it here
+                    // back. The queue lock stays held: a hand-off requester must be queued
+                    // before the holder's `hand_off` can look there (releasing it here
                     // lost hand-offs: conformance `mutual_exclusion` hung).
                     self.wcount.fetch_sub(1, Ordering::Relaxed);
                     let mut spins = 0;
@@ -251,16 +517,25 @@ impl TasukiLock {
                 Err(_) => {
                     // Figure 5 line 21: condvar_wait(&condvar, &mutex).
                     t.tasuki_signal.store(SIG_WAITING, Ordering::Relaxed);
-                    if requested {
-                        w.handoff = Some(t.clone());
+                    node.handoff.set(requested);
+                    // SAFETY (each push): `node` is unlinked (a waker unlinked it before
+                    // signalling us, or it was never linked) and stays in this frame until a
+                    // waker unlinks it and signals us, which we wait for below.
+                    if requested || (overtaken && !q.head_is_handoff()) {
+                        // The requester goes to the head; a woken but overtaken thread keeps
+                        // its place at the head too (behind a requester, if any).
+                        unsafe { q.push_front(&node) };
                     } else if overtaken {
-                        // Woken but overtaken: keep our place at the head.
-                        w.queue.push_front(t.clone());
+                        // SAFETY: as above; the head is linked, hence alive.
+                        let second = unsafe { (*q.head).next.get() };
+                        unsafe { q.link_before(&node, second) };
                     } else {
-                        w.queue.push_back(t.clone());
+                        unsafe { q.push_back(&node) };
                     }
-                    drop(w);
+                    drop(q);
                     let sig = loop {
+                        // Acquire: the waker's accesses to `node` happen before we reuse or
+                        // drop it (the waker stores the signal after them, with Release).
                         let s = t.tasuki_signal.load(Ordering::Acquire);
                         if s != SIG_WAITING {
                             break s;
@@ -273,7 +548,7 @@ impl TasukiLock {
                     // SIG_RETRY: whoever woke us took our count (and our HANDOFF, if any).
                     requested = false;
                     overtaken = true;
-                    w = lock(&self.waiters);
+                    q = self.queue.lock();
                 }
             }
         }
@@ -282,24 +557,26 @@ impl TasukiLock {
     /// Figure 5 `tasuki_resume`: wake one suspended thread to retry.
     #[cold]
     fn resume(&self) {
-        let mut w = lock(&self.waiters);
-        self.signal_one(&mut w);
+        let q = self.queue.lock();
+        self.signal_one(q);
     }
 
-    /// Under the mutex: take one suspended thread off the hand-off slot (first) or the queue,
-    /// with its count, and wake it to retry. Figure 5 lines 28–30.
-    fn signal_one(&self, w: &mut Waiters) {
-        let next = if let Some(h) = w.handoff.take() {
-            // A starving thread retries first; if it loses again it re-arms HANDOFF before
-            // its CAS, so the next release hands the lock to it.
-            self.wcount.fetch_sub(1 | HANDOFF, Ordering::Relaxed);
-            h
-        } else if let Some(q) = w.queue.pop_front() {
-            self.wcount.fetch_sub(1, Ordering::Relaxed);
-            q
-        } else {
+    /// Under the queue lock: take the oldest suspended thread (a hand-off requester is the
+    /// oldest) off the queue with its count, release the lock and wake it to retry. Figure 5
+    /// lines 28–30.
+    fn signal_one(&self, mut q: QueueGuard<'_>) {
+        let Some((n, next)) = q.pop_front() else {
             return;
         };
+        // SAFETY: `n` was linked until just now and its thread has not been signalled, so
+        // its frame is still alive (lifetime rule).
+        let requested = unsafe { (*n).handoff.get() };
+        // A starving thread retries first; if it loses again it re-arms HANDOFF before its
+        // CAS, so the next release hands the lock to it.
+        let undo = if requested { 1 | HANDOFF } else { 1 };
+        self.wcount.fetch_sub(undo, Ordering::Relaxed);
+        drop(q);
+        // Release: after our last access to its node (lifetime rule).
         next.tasuki_signal.store(SIG_RETRY, Ordering::Release);
         next.parker.unpark();
     }
@@ -310,22 +587,21 @@ impl TasukiLock {
         // We still hold the lock (its word says UNLOCKING, which nobody else overwrites):
         // take it back to LOCKED so that nobody acquires it while we pick the heir.
         self.lock.store(LOCKED, Ordering::Relaxed);
-        let mut w = lock(&self.waiters);
-        match w.handoff.take() {
-            Some(heir) => {
-                self.wcount.fetch_sub(1 | HANDOFF, Ordering::Relaxed);
-                drop(w);
-                heir.tasuki_signal.store(SIG_GRANTED, Ordering::Release);
-                heir.parker.unpark();
-            }
-            None => {
-                // A concurrent `resume` already woke the requester to retry. Release for
-                // real; every thread that failed its CAS against us (also against the
-                // retracted LOCKED) enqueued itself before letting go of the mutex we now
-                // hold, so waking one of them here loses no wake-up.
-                self.lock.store(UNLOCKED, Ordering::Release);
-                self.signal_one(&mut w);
-            }
+        let mut q = self.queue.lock();
+        if q.head_is_handoff() {
+            let (_, heir) = q.pop_front().expect("a hand-off requester is queued");
+            self.wcount.fetch_sub(1 | HANDOFF, Ordering::Relaxed);
+            drop(q);
+            // Release: our critical section, and our last access to the heir's node.
+            heir.tasuki_signal.store(SIG_GRANTED, Ordering::Release);
+            heir.parker.unpark();
+        } else {
+            // A concurrent `resume` already woke the requester to retry. Release for real;
+            // every thread that failed its CAS against us (also against the retracted
+            // LOCKED) queued itself before letting go of the queue lock we now hold, so
+            // waking one of them here loses no wake-up.
+            self.lock.store(UNLOCKED, Ordering::Release);
+            self.signal_one(q);
         }
     }
 }
@@ -336,5 +612,37 @@ impl std::fmt::Debug for TasukiLock {
             .field("lock", &self.lock.load(Ordering::Relaxed))
             .field("wcount", &self.wcount.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod tests {
+    use super::*;
+
+    /// The queue's lock bit itself (the shipped spin lock, which the other models replace by
+    /// a loom mutex): two threads each do a non-atomic read-modify-write of a counter under
+    /// it, with Relaxed accesses, so that only the lock's Acquire / Release orders them. A
+    /// weaker lock loses an update.
+    #[test]
+    fn queue_lock_bit() {
+        loom::model(|| {
+            let q = Arc::new(NodeQueue::new());
+            let c = Arc::new(AtomicU32::new(0));
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let (q, c) = (q.clone(), c.clone());
+                    loom::thread::spawn(move || {
+                        let g = q.lock_spinning();
+                        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                        drop(g);
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert_eq!(c.load(Ordering::Relaxed), 2);
+            assert!(q.is_empty());
+        });
     }
 }

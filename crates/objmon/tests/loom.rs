@@ -11,9 +11,9 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use objmon::lab::TasukiLock;
 use objmon::vm::{
-    Config, Fat, MonitorError, Runtime, SystemLockConfig, SystemLockVariant, TasukiLock, Thin,
-    WaitOutcome,
+    Config, Fat, MonitorError, Runtime, SystemLockConfig, SystemLockVariant, Thin, WaitOutcome,
 };
 use std::time::Duration;
 
