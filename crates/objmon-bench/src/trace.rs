@@ -81,7 +81,7 @@ pub struct Event {
     pub seq: u64,
     /// `System.nanoTime()` at the record.
     pub time: i64,
-    /// Recorder thread id (index into [`Trace::threads`] by [`Trace::thread_index`]).
+    /// Recorder thread id (an index into [`Trace::threads`]).
     pub tid: u32,
     /// What happened.
     pub kind: Kind,

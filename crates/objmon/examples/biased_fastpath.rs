@@ -27,10 +27,10 @@
 //! process, and prints the median ns per lock + unlock and its ratio to the pair (and the
 //! minimum, steadier where other work shares the cores).
 //!
-//! Protocols: `pair` (the bare load / compare / store pair, any `BENCH`), `biased`, `biased-seed`, `biased-records`, `fable`, `fable-seed`,
-//! `fable-records` (`-seed`: seed 002 Figures 3–4 / 6–7 as written, the owner's store
-//! bracketed by the `in_op` Dekker; `-records`: the count in HotSpot-style lock records,
-//! the two catalog protocols before issue 13).
+//! Protocols: `pair` (the bare load / compare / store pair, any `BENCH`), `biased`, `biased-seed`, `biased-rseq`, `fable`, `fable-seed`,
+//! `fable-rseq` (no suffix: the count in HotSpot-style lock records; `-seed`: seed 002
+//! Figures 3–4 / 6–7 as written, the owner's store bracketed by the `in_op` Dekker; `-rseq`:
+//! the header's count stored in a restartable sequence).
 
 use objmon::protocol::biased::{BiasConfig, BiasWord, Biasing, Flavor, Kko, KkoRseq, KkoSeed};
 use objmon::protocol::fable::{FableHeuristics, FableRseqHeuristics, FableSeedHeuristics};
@@ -201,21 +201,21 @@ fn time(n: u64) {
     type Row = (&'static str, fn(u64) -> f64);
     let rows: Vec<Row> = vec![
         ("pair (load/compare/store x2)", time_pair),
-        ("biased", |n| time_one::<KkoRseq>(false, n)),
-        ("biased nested", |n| time_one::<KkoRseq>(true, n)),
+        ("biased", |n| time_one::<Kko>(false, n)),
+        ("biased nested", |n| time_one::<Kko>(true, n)),
         ("biased-seed", |n| time_one::<KkoSeed>(false, n)),
         ("biased-seed nested", |n| time_one::<KkoSeed>(true, n)),
-        ("biased-records", |n| time_one::<Kko>(false, n)),
-        ("biased-records nested", |n| time_one::<Kko>(true, n)),
-        ("fable", |n| time_one::<FableRseqHeuristics>(false, n)),
-        ("fable nested", |n| time_one::<FableRseqHeuristics>(true, n)),
+        ("biased-rseq", |n| time_one::<KkoRseq>(false, n)),
+        ("biased-rseq nested", |n| time_one::<KkoRseq>(true, n)),
+        ("fable", |n| time_one::<FableHeuristics>(false, n)),
+        ("fable nested", |n| time_one::<FableHeuristics>(true, n)),
         ("fable-seed", |n| time_one::<FableSeedHeuristics>(false, n)),
         ("fable-seed nested", |n| {
             time_one::<FableSeedHeuristics>(true, n)
         }),
-        ("fable-records", |n| time_one::<FableHeuristics>(false, n)),
-        ("fable-records nested", |n| {
-            time_one::<FableHeuristics>(true, n)
+        ("fable-rseq", |n| time_one::<FableRseqHeuristics>(false, n)),
+        ("fable-rseq nested", |n| {
+            time_one::<FableRseqHeuristics>(true, n)
         }),
     ];
     let mut t = vec![Vec::new(); rows.len()];
@@ -251,12 +251,12 @@ fn main() {
     let bench = a.get(2).map(String::as_str).expect(usage);
     match a.get(1).map(String::as_str).expect(usage) {
         "pair" => pair_loop(&AtomicU64::new(0x8_0000), n),
-        "biased" => count::<KkoRseq>(bench, n),
+        "biased" => count::<Kko>(bench, n),
         "biased-seed" => count::<KkoSeed>(bench, n),
-        "biased-records" => count::<Kko>(bench, n),
-        "fable" => count::<FableRseqHeuristics>(bench, n),
+        "biased-rseq" => count::<KkoRseq>(bench, n),
+        "fable" => count::<FableHeuristics>(bench, n),
         "fable-seed" => count::<FableSeedHeuristics>(bench, n),
-        "fable-records" => count::<FableHeuristics>(bench, n),
+        "fable-rseq" => count::<FableRseqHeuristics>(bench, n),
         p => panic!("unknown protocol {p}"),
     }
 }

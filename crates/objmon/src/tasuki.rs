@@ -198,6 +198,7 @@ impl NodeQueue {
 
     /// The shipped queue lock: the spin lock on bit 0 (under loom only its own model,
     /// `tests::queue_lock_bit` below, uses it).
+    #[cfg_attr(loom, allow(dead_code))]
     fn lock_spinning(&self) -> QueueGuard<'_> {
         let mut step = 0u32;
         loop {

@@ -1,9 +1,9 @@
 //! Loom models of biased locking (seed 002): the bias owner's plain-store fast path against
 //! each revocation path — synchronous pair handshake, asynchronous pair handshake, and the
 //! membarrier revocation — for the three owner steps: the header count in an rseq section
-//! (`biased`, `fable`: Figure 4's load, compare and store; the barrier is
+//! (`biased-rseq`, `fable-rseq`: Figure 4's load, compare and store; the barrier is
 //! `membarrier(PRIVATE_EXPEDITED_RSEQ)`, which restarts a section it lands in), the owner's
-//! lock records (`biased-records`, `fable-records`: the owner's lock and unlock store
+//! lock records (`biased`, `fable`: the owner's lock and unlock store
 //! nothing to the header) and the header count behind the `in_op` Dekker (`biased-seed`,
 //! Figures 3 and 4). The records models cover an owner in the middle of a lock and of an
 //! unlock, nested holds, an unstructured (out-of-order) exit and the records overflowing
@@ -469,8 +469,8 @@ fn records_overflow_vs_membarrier_revocation() {
     });
 }
 
-/// The records variant (`biased-records`, the count in HotSpot-style lock records; `biased`
-/// before issue 13) against the barrier: the owner's record push / pop Dekker.
+/// The records variant (`biased`, the count in HotSpot-style lock records) against the
+/// barrier: the owner's record push / pop Dekker.
 #[test]
 fn records_fast_path_vs_membarrier_revocation() {
     owner_vs_revoker::<Kko>(Revocation::Membarrier);

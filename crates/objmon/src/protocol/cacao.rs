@@ -32,10 +32,10 @@
 //! Space when many objects are locked at once: per bucket 32 bytes (a one-byte test-and-set
 //! lock and a 24-byte entry, padded), per pool entry 24 bytes, all preallocated (2^10 buckets
 //! and 1024 pool entries: 56 KiB, [`CacaoState::table_bytes`]; the pool grows in doubling,
-//! never-freed chunks when all 1024 are in use), plus one monitor (112 bytes
+//! never-freed chunks when all 1024 are in use), plus one monitor (64 bytes
 //! on x86-64, `MonitorTable::monitor_bytes`) per
 //! bucket ever used (kept until a reclaim) and per overflow entry in use. So k objects locked
-//! at once cost at most 56 KiB + 112 · (buckets used + k) bytes; objects that are never locked
+//! at once cost at most 56 KiB + 64 · (buckets used + k) bytes; objects that are never locked
 //! cost nothing beyond the host's word — the seed's point: javac would carry nearly 1 MB of
 //! mutexes if each of its 111 504 objects had one, but never locks more than 5 at a time.
 //!

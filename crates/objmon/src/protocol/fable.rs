@@ -11,11 +11,11 @@
 //! contention, wait / notify and count overflow. Never rebias (§3.1).
 //!
 //! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores —
-//! `fable` keeps the count in the header as Figure 6 does and runs Figure 7's load, compare
-//! and store in an rseq section, which the kernel restarts when a revoker's barrier (or a
-//! preemption) lands in it; [`FableSeed`] brackets the same store with the `in_op` Dekker;
-//! [`FableRecords`] keeps the count in the owner's lock records and never writes the header
-//! there (see the engine's documentation for exactly what each executes); thin lock when the thin lock is free: one CAS (Figure 7 and
+//! `fable` keeps the count in the owner's lock records and never writes the header there;
+//! [`FableRseq`] keeps the count in the header as Figure 6 does and runs Figure 7's load,
+//! compare and store in an rseq section, which the kernel restarts when a revoker's barrier
+//! (or a preemption) lands in it; [`FableSeed`] brackets the same store with the `in_op`
+//! Dekker (see the engine's documentation for exactly what each executes); thin lock when the thin lock is free: one CAS (Figure 7 and
 //! `FableSeed` only when its sticky last owner is the caller; `fable` takes any free thin
 //! word, and FABLE's clear → learn, the guess's learn re-acquire and a second thread's
 //! learn → thin inline too — on Cloud and AllocLock the slow path they cost in Figure 7 made
@@ -23,7 +23,7 @@
 //! learn / thin unlock of the last level (the state's low bit is set in both, §3.2): one test
 //! and one releasing store that only decrements the count, leaving the owner in place
 //! ("sticky lock owner"; Figure 7 has a CAS here — see the engine's documentation for why a
-//! store suffices); `fable` (and `fable-records`) also take nested learn / thin holds inline
+//! store suffices); `fable` (and `fable-rseq`) also take nested learn / thin holds inline
 //! (one load, one compare, one store), so that an object held around a loop before it
 //! biased does not fall into the slow path at each nested acquisition.
 //!

@@ -30,7 +30,7 @@
 //! beyond the word (whose host now keeps 8 of its 32 bits).
 //!
 //! Lock bits per object: 0. Memory when many objects are locked at once: per bound object one
-//! monitor (112 bytes on x86-64,
+//! monitor (64 bytes on x86-64,
 //! `MonitorTable::monitor_bytes`) and one cache
 //! slot (16 bytes, [`MonitorCacheState::slot_bytes`], plus the map's control byte, at a load
 //! factor of at most 7/8); unlocked objects stay bound until a sweep, so the cache holds up to

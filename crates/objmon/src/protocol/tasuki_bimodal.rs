@@ -31,7 +31,7 @@
 //! so the contended path does no table search and a re-inflation allocates nothing. Memory
 //! when many objects are locked at once: nothing beyond the header for flat locks; one
 //! monitor (`MonitorTable::monitor_bytes`) per
-//! object that has ever been contended, waited on or nested beyond 256 (112 bytes on x86-64),
+//! object that has ever been contended, waited on or nested beyond 256 (64 bytes on x86-64),
 //! until reclaimed — a lock that deflates keeps its monitor in the aux word for the next
 //! inflation. The header is 8 bytes, twice `thin`'s word.
 //!

@@ -86,6 +86,7 @@ pub(super) const fn free_thin(sticky: bool, records: bool, owner: u64) -> u64 {
 }
 
 impl LockRecords {
+    #[cfg_attr(loom, allow(unused_variables))] // the rseq area is not modelled under loom
     pub(super) fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
         let owner = u64::from(id.get()) << OWNER_SHIFT;
         Self {
