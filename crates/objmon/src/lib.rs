@@ -61,9 +61,10 @@
 //!
 //! [`DefaultProtocol`] says why `thin` is the default, with the measurements. In short: pick
 //! `thin` (the smallest header, the fastest uncontended path) unless one thread locks the
-//! same objects over and over with nobody else (`fable`, `biased`), or contention is the
-//! common case (`tasuki`, whose contention bit lets an unlock hand over without a fat
-//! monitor's queue). `docs/architecture.md` has the full catalog and layer map.
+//! same objects over and over with nobody else (`fable`, `biased`: a plain load and store
+//! for the bias owner, a revocation when another thread comes), or the lock is mostly
+//! contended (then `parking_lot::Mutex` is faster today: see the README).
+//! `docs/architecture.md` has the full catalog and layer map.
 //!
 //! ## Safety
 //!
