@@ -855,21 +855,10 @@ mod tests {
         crate::subject::visit_subjects(&mut Check(plan));
     }
 
-    /// `sol-cas-store` written plainly, as in a user's crate: the reference the harness's
-    /// `lock_loop::<SolCasStore>` is held against.
-    #[inline(never)]
-    fn plain_cas_store(w: &AtomicU32, n: u64) {
-        let w = black_box(w);
-        for _ in 0..n {
-            while w
-                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                std::hint::spin_loop();
-            }
-            w.store(0, Ordering::Release);
-        }
-    }
+    /// `sol-cas-store` written plainly, as in a user's crate (`userloop::cas_store`, which the
+    /// `user-loop` rows time): the reference the harness's `lock_loop::<SolCasStore>` is held
+    /// against.
+    use crate::userloop::cas_store as plain_cas_store;
 
     /// The harness's loop before issue 13: a `black_box`'d counter stored and loaded every
     /// iteration. Kept only to show that the checks below catch such per-iteration work.
