@@ -102,7 +102,8 @@ public final class ObjmonBench {
                         long t0 = System.nanoTime();
                         for (long i = 0; i < pairs; i++) {
                             synchronized (o) {
-                                count++;
+                                // Empty, as the Rust rows' loop (issue 13 item 1): the lock
+                                // itself is kept by -XX:-EliminateLocks.
                             }
                         }
                         return perOp(t0, pairs);
@@ -114,7 +115,7 @@ public final class ObjmonBench {
                             long t0 = System.nanoTime();
                             for (long i = 0; i < pairs; i++) {
                                 synchronized (o) {
-                                    count++;
+                                    // Empty, as in `sync`.
                                 }
                             }
                             return perOp(t0, pairs);
@@ -131,7 +132,7 @@ public final class ObjmonBench {
                             for (long p = 0; p < passes; p++) {
                                 for (Obj x : objs) {
                                     synchronized (x) {
-                                        count++;
+                                        // Empty, as in `sync`.
                                     }
                                 }
                             }
