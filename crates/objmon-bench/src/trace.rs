@@ -2134,8 +2134,10 @@ pub(crate) mod tests {
     }
 
     /// Exits out of LIFO order across objects, and a wait at depth 2 that another thread's
-    /// notify ends: every anchor releases every level in the wait (else thread 2 could not
-    /// enter A to notify, and the wait would run to its bound).
+    /// notify ends: every anchor releases every level in the wait. Thread 2 enters A only after
+    /// thread 1's notify of B, which thread 1 makes holding A twice just before its wait; an
+    /// anchor that released one level only would keep thread 2 out of A, and thread 1's wait
+    /// would run to its bound.
     #[test]
     fn anchors_replay_unstructured_exits_and_nested_waits() {
         let mut w = Writer::new();
@@ -2143,11 +2145,18 @@ pub(crate) mod tests {
         w.op(1, 1, 2, (0, 0)); // enter B
         w.op(1, 2, 1, (0, 0)); // exit A (B still held: not LIFO)
         w.op(1, 2, 2, (0, 0)); // exit B
+        w.op(2, 1, 2, (0, 0)); // thread 2 enters B
+        w.op(2, 6, 2, (0, 0)); // and waits on it
         w.op(1, 1, 1, (0, 0)); // enter A
         w.op(1, 3, 1, (0, 0)); // menter A (depth 2)
-        w.op(1, 6, 1, (0, 0)); // wait(0) at depth 2
-        w.op(2, 1, 1, (0, 0)); // thread 2 enters A
-        w.op(2, 8, 1, (0, 0)); // notify
+        w.op(1, 1, 2, (0, 0)); // enter B
+        w.op(1, 8, 2, (0, 0)); // notify B: thread 2 may go on
+        w.op(1, 2, 2, (0, 0)); // exit B
+        w.op(1, 6, 1, (0, 0)); // wait(0) on A at depth 2
+        w.op(2, 7, 2, (0, 0)); // thread 2's wait returns
+        w.op(2, 2, 2, (0, 0));
+        w.op(2, 1, 1, (0, 0)); // thread 2 enters A: thread 1 must have released both levels
+        w.op(2, 8, 1, (0, 0)); // notify A
         w.op(2, 2, 1, (0, 0));
         w.op(1, 7, 1, (0, 0)); // wait returns, depth 2 again
         w.op(1, 4, 1, (0, 0));
@@ -2160,7 +2169,7 @@ pub(crate) mod tests {
         assert_eq!(runs.len(), ANCHORS.len());
         for r in runs.iter().flatten() {
             assert_eq!(r.errors, 0, "{}", r.protocol);
-            assert_eq!(r.ops, 12);
+            assert_eq!(r.ops, 18);
             assert_eq!(r.waits_bounded, 0, "{}", r.protocol);
         }
     }
