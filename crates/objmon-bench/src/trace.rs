@@ -1,7 +1,8 @@
 //! Monitor traces of real Java programs: the parser of the recorder's format
 //! (`java/agent/FORMAT.md`), the seeds' characterization of a program's locking (seed 000
 //! Table 1 and Figure 3; seed 003 Tables 2–5), and [`replay`] of a trace's threads against an
-//! objmon runtime.
+//! objmon runtime or an anchor ([`replay_anchor`]: `objmon::Monitor<()>`, `std::sync::Mutex`,
+//! `parking_lot::ReentrantMutex`), all through one driver.
 //!
 //! Every figure is computed from the operation events sorted by their global sequence number,
 //! which the recorder takes while the object's monitor is held: per object this is the order
@@ -963,8 +964,9 @@ pub fn cli_trace(paths: &[std::path::PathBuf]) -> i32 {
     0
 }
 
-/// Replays `plan` `reps` times on every protocol of the catalog whose name is in `protocols`
-/// (all if empty), in catalog order: one result per repetition.
+/// Replays `plan` `reps` times on every protocol of the catalog, then every anchor
+/// ([`ANCHORS`]), whose name is in `protocols` (all if empty), in that order: one result per
+/// repetition.
 pub fn replay_all(
     plan: &ReplayPlan,
     protocols: &[String],
@@ -997,6 +999,15 @@ pub fn replay_all(
         out: Vec::new(),
     };
     objmon::vm::visit_all(&mut v);
+    for a in ANCHORS {
+        if !protocols.is_empty() && !protocols.iter().any(|p| p == a) {
+            continue;
+        }
+        let runs = (0..reps.max(1))
+            .filter_map(|_| replay_anchor(a, plan, stall))
+            .collect();
+        v.out.push(runs);
+    }
     v.out
 }
 
@@ -1023,9 +1034,17 @@ pub fn render_replay_markdown(name: &str, plan: &ReplayPlan, runs: &[Vec<ReplayR
     );
     let _ = writeln!(
         s,
-        "| protocol | wall ns/op (median) | min – max | thread ns/op | inflations | deflations | peak live monitors | waits bounded | errors |"
+        "| protocol | wall ns/op (median) | min – max | thread ns/op | inflations | deflations | revocations | peak live monitors | waits bounded | errors |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    // Median of a counter over the repetitions; `—` where the row has no such counter.
+    fn med_opt<T: Into<f64> + Copy>(v: impl Iterator<Item = Option<T>>) -> String {
+        let v: Option<Vec<f64>> = v.map(|x| x.map(Into::into)).collect();
+        match v {
+            Some(mut v) if !v.is_empty() => format!("{}", median(&mut v)),
+            _ => "—".into(),
+        }
+    }
     for r in runs {
         let Some(first) = r.first() else { continue };
         let mut wall: Vec<f64> = r.iter().map(|x| x.ns_per_op).collect();
@@ -1033,22 +1052,20 @@ pub fn render_replay_markdown(name: &str, plan: &ReplayPlan, runs: &[Vec<ReplayR
         let (lo, hi) = wall
             .iter()
             .fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
-        let mut infl: Vec<f64> = r.iter().map(|x| x.inflations as f64).collect();
-        let mut defl: Vec<f64> = r.iter().map(|x| x.deflations as f64).collect();
-        let mut peak: Vec<f64> = r.iter().map(|x| x.peak_live_monitors as f64).collect();
+        let infl = med_opt(r.iter().map(|x| x.inflations.map(|v| v as f64)));
+        let defl = med_opt(r.iter().map(|x| x.deflations.map(|v| v as f64)));
+        let revo = med_opt(r.iter().map(|x| x.revocations.map(|v| v as f64)));
+        let peak = med_opt(r.iter().map(|x| x.peak_live_monitors.map(|v| v as f64)));
         let bounded: u64 = r.iter().map(|x| x.waits_bounded).sum();
         let errors: u64 = r.iter().map(|x| x.errors).sum();
         let _ = writeln!(
             s,
-            "| {} | {:.1} | {:.1} – {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+            "| {} | {:.1} | {:.1} – {:.1} | {:.1} | {infl} | {defl} | {revo} | {peak} | {} | {} |",
             first.protocol,
             median(&mut wall),
             lo,
             hi,
             median(&mut th),
-            median(&mut infl),
-            median(&mut defl),
-            median(&mut peak),
             bounded,
             errors
         );
@@ -1057,7 +1074,8 @@ pub fn render_replay_markdown(name: &str, plan: &ReplayPlan, runs: &[Vec<ReplayR
 }
 
 /// `objmon-bench replay TRACE [--protocol NAME]... [--reps N] [--wait-cap-ms MS]`: replays the
-/// trace on each protocol and prints a Markdown table. Returns the process exit code.
+/// trace on each protocol and anchor (`monitor`, `std-mutex`, `parking-lot`) and prints a
+/// Markdown table. Returns the process exit code.
 pub fn cli_replay(path: &Path, protocols: &[String], reps: usize, wait_cap_ms: u64) -> i32 {
     let t = match read(path) {
         Ok(t) => t,
@@ -1207,10 +1225,10 @@ pub fn plan(t: &Trace, wait_cap: std::time::Duration) -> ReplayPlan {
     p
 }
 
-/// What one replay of a trace on one protocol measured.
+/// What one replay of a trace on one protocol or anchor measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplayResult {
-    /// Protocol catalog name.
+    /// Protocol catalog name, or the anchor's row name (`monitor`, `std-mutex`, `parking-lot`).
     pub protocol: String,
     /// Replayed threads.
     pub threads: usize,
@@ -1227,32 +1245,460 @@ pub struct ReplayResult {
     pub wait_ns: u64,
     /// Waits that ran to their bound before the recorded notifies arrived.
     pub waits_bounded: u64,
-    /// Inflations (all causes) and deflations, from the runtime's counters.
-    pub inflations: u64,
-    /// Deflations.
-    pub deflations: u64,
-    /// Most fat monitors alive at once (sampled every millisecond).
-    pub peak_live_monitors: usize,
+    /// Inflations (all causes), from the runtime's counters; `None` for the anchors (no
+    /// runtime of their own: `monitor` uses the default protocol's process-wide runtime,
+    /// whose counters the public API does not reach).
+    pub inflations: Option<u64>,
+    /// Deflations (`None` as for `inflations`).
+    pub deflations: Option<u64>,
+    /// Bias revocations (all kinds) of the biased protocols (`BiasState::revocations`);
+    /// `None` for protocols without biasing and for the anchors.
+    pub revocations: Option<u64>,
+    /// Most fat monitors alive at once (sampled every millisecond); `None` for the anchors.
+    pub peak_live_monitors: Option<usize>,
     /// Operations the protocol refused (an error; 0 on a sound plan).
     pub errors: u64,
 }
 
-/// Replays `plan` on a fresh runtime of protocol `P`: one OS thread per trace thread, each
-/// attached, running its operations in order after a common start barrier; headers in a
-/// `Vec` indexed by the dense object index.
+/// An operation a replay target refused.
+#[derive(Debug)]
+struct Refused;
+
+/// The runtime counters a replay target exposes (`None`: it has no such thing).
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    inflations: Option<u64>,
+    deflations: Option<u64>,
+    revocations: Option<u64>,
+    live_monitors: Option<usize>,
+}
+
+/// What the replay driver ([`replay_on`]) needs of a lock: the plan's objects (indexed by the
+/// plan's dense object index) and a per-thread handle that performs the operations. One
+/// implementation per protocol of the catalog ([`ProtoTarget`]) and one per anchor.
+trait ReplayTarget: Sync {
+    /// The calling thread's handle (it lives on that thread only).
+    type Thread<'a>: ReplayThread
+    where
+        Self: 'a;
+    /// Row name.
+    fn name(&self) -> &'static str;
+    /// Attaches the calling thread (`None`: refused).
+    fn attach(&self) -> Option<Self::Thread<'_>>;
+    /// The counters now.
+    fn counters(&self) -> Counters;
+}
+
+/// One replayed thread's operations (objects by dense index).
+trait ReplayThread {
+    fn lock(&mut self, o: u32) -> Result<(), Refused>;
+    fn unlock(&mut self, o: u32) -> Result<(), Refused>;
+    /// Java's `wait` with a timeout: releases every level this thread holds on `o`, waits,
+    /// takes them back.
+    fn wait(&mut self, o: u32, timeout: std::time::Duration) -> Result<(), Refused>;
+    fn notify(&mut self, o: u32, all: bool) -> Result<(), Refused>;
+}
+
+/// An objmon protocol: a fresh runtime and one header per object.
+struct ProtoTarget<P: objmon::Protocol> {
+    rt: std::sync::Arc<objmon::vm::Runtime<P>>,
+    headers: Vec<P::Header>,
+}
+
+impl<P: objmon::Protocol> ProtoTarget<P> {
+    fn new(objects: usize) -> Self {
+        Self {
+            rt: objmon::vm::Runtime::<P>::with_defaults(),
+            headers: (0..objects).map(|_| P::Header::default()).collect(),
+        }
+    }
+}
+
+struct ProtoThread<'a, P: objmon::Protocol> {
+    me: objmon::vm::ThreadHandle<'a, P>,
+    headers: &'a [P::Header],
+}
+
+impl<P: objmon::Protocol> ReplayTarget for ProtoTarget<P> {
+    type Thread<'a> = ProtoThread<'a, P>;
+
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn attach(&self) -> Option<ProtoThread<'_, P>> {
+        let me = self.rt.attach().ok()?;
+        Some(ProtoThread {
+            me,
+            headers: &self.headers,
+        })
+    }
+
+    fn counters(&self) -> Counters {
+        let s = self.rt.stats_snapshot();
+        // Every biased flavor (`biased`, `fable`, their `-seed`/`-rseq` variants) keeps its
+        // runtime-wide state in one `BiasState`; `P::State: 'static` because `P: 'static`.
+        let any: &dyn std::any::Any = self.rt.state();
+        let revocations = any
+            .downcast_ref::<objmon::protocol::biased::BiasState>()
+            .map(|b| b.revocations().total());
+        Counters {
+            inflations: Some(s.inflations()),
+            deflations: Some(s.deflations),
+            revocations,
+            live_monitors: Some(s.live_monitors),
+        }
+    }
+}
+
+impl<P: objmon::Protocol> ReplayThread for ProtoThread<'_, P> {
+    fn lock(&mut self, o: u32) -> Result<(), Refused> {
+        self.me
+            .monitor_enter(&self.headers[o as usize])
+            .map_err(|_| Refused)
+    }
+
+    fn unlock(&mut self, o: u32) -> Result<(), Refused> {
+        self.me
+            .monitor_exit(&self.headers[o as usize])
+            .map_err(|_| Refused)
+    }
+
+    fn wait(&mut self, o: u32, timeout: std::time::Duration) -> Result<(), Refused> {
+        self.me
+            .wait(&self.headers[o as usize], Some(timeout))
+            .map(|_| ())
+            .map_err(|_| Refused)
+    }
+
+    fn notify(&mut self, o: u32, all: bool) -> Result<(), Refused> {
+        let h = &self.headers[o as usize];
+        let r = if all {
+            self.me.notify_all(h)
+        } else {
+            self.me.notify(h)
+        };
+        r.map_err(|_| Refused)
+    }
+}
+
+/// `monitor`: one `objmon::Monitor<()>` per object (the default protocol on its process-wide
+/// runtime, as `Monitor::new` gives a user). Each thread keeps its guards in a stack of
+/// `(object, guard)`; an exit drops the topmost guard of its object, so the trace's
+/// unstructured exits (out of LIFO order across objects) need nothing special — guards are
+/// independent values. A wait waits on any guard of the object: `MonitorGuard::wait` releases
+/// every level, as Java does.
+struct MonitorTarget {
+    objs: Vec<objmon::Monitor<()>>,
+}
+
+struct MonitorThread<'a> {
+    objs: &'a [objmon::Monitor<()>],
+    held: Vec<(u32, objmon::MonitorGuard<'a, ()>)>,
+}
+
+impl ReplayTarget for MonitorTarget {
+    type Thread<'a> = MonitorThread<'a>;
+
+    fn name(&self) -> &'static str {
+        "monitor"
+    }
+
+    fn attach(&self) -> Option<MonitorThread<'_>> {
+        Some(MonitorThread {
+            objs: &self.objs,
+            held: Vec::new(),
+        })
+    }
+
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+}
+
+/// Index in `held` of the topmost entry of object `o`.
+fn top_of<G>(held: &[(u32, G)], o: u32) -> Result<usize, Refused> {
+    held.iter().rposition(|(x, _)| *x == o).ok_or(Refused)
+}
+
+impl ReplayThread for MonitorThread<'_> {
+    fn lock(&mut self, o: u32) -> Result<(), Refused> {
+        let g = self.objs[o as usize].lock();
+        self.held.push((o, g));
+        Ok(())
+    }
+
+    fn unlock(&mut self, o: u32) -> Result<(), Refused> {
+        let i = top_of(&self.held, o)?;
+        drop(self.held.remove(i));
+        Ok(())
+    }
+
+    fn wait(&mut self, o: u32, timeout: std::time::Duration) -> Result<(), Refused> {
+        let i = top_of(&self.held, o)?;
+        self.held[i]
+            .1
+            .wait(Some(timeout))
+            .map(|_| ())
+            .map_err(|_| Refused)
+    }
+
+    fn notify(&mut self, o: u32, all: bool) -> Result<(), Refused> {
+        let g = &self.held[top_of(&self.held, o)?].1;
+        if all {
+            g.notify_all();
+        } else {
+            g.notify();
+        }
+        Ok(())
+    }
+}
+
+/// `std-mutex`: `std::sync::Mutex<()>` + `Condvar` per object (as the bench's `std-mutex`
+/// row). std's mutex is not reentrant, so each thread keeps `(object, depth, guard)` for the
+/// objects it holds: only the outermost enter locks and the outermost exit unlocks. A wait
+/// at any depth hands the one guard to the condvar, which releases the mutex entirely and
+/// takes it back — Java's semantics (every level released), the depth kept aside meanwhile.
+struct StdTarget {
+    objs: Vec<(std::sync::Mutex<()>, std::sync::Condvar)>,
+}
+
+type StdHeld<'a> = (u32, u32, Option<std::sync::MutexGuard<'a, ()>>);
+
+struct StdThread<'a> {
+    objs: &'a [(std::sync::Mutex<()>, std::sync::Condvar)],
+    held: Vec<StdHeld<'a>>,
+}
+
+impl ReplayTarget for StdTarget {
+    type Thread<'a> = StdThread<'a>;
+
+    fn name(&self) -> &'static str {
+        "std-mutex"
+    }
+
+    fn attach(&self) -> Option<StdThread<'_>> {
+        Some(StdThread {
+            objs: &self.objs,
+            held: Vec::new(),
+        })
+    }
+
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+}
+
+impl StdThread<'_> {
+    fn find(&self, o: u32) -> Option<usize> {
+        self.held.iter().rposition(|(x, _, _)| *x == o)
+    }
+}
+
+impl ReplayThread for StdThread<'_> {
+    fn lock(&mut self, o: u32) -> Result<(), Refused> {
+        if let Some(i) = self.find(o) {
+            self.held[i].1 += 1;
+        } else {
+            let g = self.objs[o as usize]
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            self.held.push((o, 1, Some(g)));
+        }
+        Ok(())
+    }
+
+    fn unlock(&mut self, o: u32) -> Result<(), Refused> {
+        let i = self.find(o).ok_or(Refused)?;
+        self.held[i].1 -= 1;
+        if self.held[i].1 == 0 {
+            drop(self.held.remove(i));
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, o: u32, timeout: std::time::Duration) -> Result<(), Refused> {
+        let i = self.find(o).ok_or(Refused)?;
+        let g = self.held[i].2.take().ok_or(Refused)?;
+        let (g, _) = self.objs[o as usize]
+            .1
+            .wait_timeout(g, timeout)
+            .unwrap_or_else(|e| e.into_inner());
+        self.held[i].2 = Some(g);
+        Ok(())
+    }
+
+    fn notify(&mut self, o: u32, all: bool) -> Result<(), Refused> {
+        self.find(o).ok_or(Refused)?;
+        let cv = &self.objs[o as usize].1;
+        if all {
+            cv.notify_all();
+        } else {
+            cv.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// A `parking-lot` object: the scheme of the bench's `parking-lot` row (`subject::ParkingLot`,
+/// whose fields are private to it): `parking_lot::ReentrantMutex<()>`, and a side
+/// `Mutex<()>` + `Condvar` for wait/notify, taken while the reentrant mutex is held.
+#[derive(Default)]
+struct PlObj {
+    m: parking_lot::ReentrantMutex<()>,
+    side: parking_lot::Mutex<()>,
+    cv: parking_lot::Condvar,
+}
+
+/// `parking-lot`: every enter takes the reentrant mutex (its own recursion count measured),
+/// the guards kept in a per-thread stack of `(object, guard)` like `monitor`'s. A wait at
+/// depth `d` takes the side mutex, drops `d - 1` guards, releases the last level while the
+/// condvar releases the side mutex (a notifier needs the reentrant mutex, then the side one,
+/// so it cannot slip in between), then re-takes the `d - 1` levels: Java's semantics at every
+/// depth, not only at depth 1 as the bench's row.
+struct PlTarget {
+    objs: Vec<PlObj>,
+}
+
+struct PlThread<'a> {
+    objs: &'a [PlObj],
+    held: Vec<(u32, parking_lot::ReentrantMutexGuard<'a, ()>)>,
+}
+
+impl ReplayTarget for PlTarget {
+    type Thread<'a> = PlThread<'a>;
+
+    fn name(&self) -> &'static str {
+        "parking-lot"
+    }
+
+    fn attach(&self) -> Option<PlThread<'_>> {
+        Some(PlThread {
+            objs: &self.objs,
+            held: Vec::new(),
+        })
+    }
+
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+}
+
+impl ReplayThread for PlThread<'_> {
+    fn lock(&mut self, o: u32) -> Result<(), Refused> {
+        let g = self.objs[o as usize].m.lock();
+        self.held.push((o, g));
+        Ok(())
+    }
+
+    fn unlock(&mut self, o: u32) -> Result<(), Refused> {
+        let i = top_of(&self.held, o)?;
+        drop(self.held.remove(i));
+        Ok(())
+    }
+
+    fn wait(&mut self, o: u32, timeout: std::time::Duration) -> Result<(), Refused> {
+        let obj = &self.objs[o as usize];
+        let mut side = obj.side.lock();
+        // Keep the topmost level, drop the others (the mutex stays held by the kept one).
+        let mut last = None;
+        let mut extra = 0usize;
+        let mut i = self.held.len();
+        while i > 0 {
+            i -= 1;
+            if self.held[i].0 == o {
+                let (_, g) = self.held.remove(i);
+                if last.is_none() {
+                    last = Some(g);
+                } else {
+                    drop(g);
+                    extra += 1;
+                }
+            }
+        }
+        let mut g = last.ok_or(Refused)?;
+        parking_lot::ReentrantMutexGuard::unlocked(&mut g, || {
+            obj.cv.wait_for(&mut side, timeout);
+            drop(side);
+        });
+        for _ in 0..extra {
+            self.held.push((o, obj.m.lock()));
+        }
+        self.held.push((o, g));
+        Ok(())
+    }
+
+    fn notify(&mut self, o: u32, all: bool) -> Result<(), Refused> {
+        top_of(&self.held, o)?;
+        let obj = &self.objs[o as usize];
+        let _side = obj.side.lock();
+        if all {
+            obj.cv.notify_all();
+        } else {
+            obj.cv.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// The anchors' row names, in the order [`replay_all`] runs them (after the protocols).
+pub const ANCHORS: [&str; 3] = ["monitor", "std-mutex", "parking-lot"];
+
+/// Replays `plan` on anchor `name` (one of [`ANCHORS`]; `None` for another name).
+pub fn replay_anchor(
+    name: &str,
+    plan: &ReplayPlan,
+    stall: std::time::Duration,
+) -> Option<ReplayResult> {
+    let n = plan.objects;
+    Some(match name {
+        "monitor" => replay_on(
+            &MonitorTarget {
+                objs: (0..n).map(|_| objmon::Monitor::new(())).collect(),
+            },
+            plan,
+            stall,
+        ),
+        "std-mutex" => replay_on(
+            &StdTarget {
+                objs: (0..n).map(|_| Default::default()).collect(),
+            },
+            plan,
+            stall,
+        ),
+        "parking-lot" => replay_on(
+            &PlTarget {
+                objs: (0..n).map(|_| PlObj::default()).collect(),
+            },
+            plan,
+            stall,
+        ),
+        _ => return None,
+    })
+}
+
+/// Replays `plan` on a fresh runtime of protocol `P` (see [`replay_on`] for the driver).
+pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration) -> ReplayResult {
+    replay_on(&ProtoTarget::<P>::new(plan.objects), plan, stall)
+}
+
+/// The replay driver, shared by the protocols and the anchors: one OS thread per trace thread,
+/// each attached, running its operations in order after a common start barrier.
 ///
 /// A replay cannot deadlock on a wait (every wait is bounded). A lock-order inversion that the
 /// program's own interleaving (or a lock not in the trace) avoided could still deadlock;
 /// the watchdog then reports it on stderr and ends the process with status 3 after `stall`
 /// without progress.
-pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration) -> ReplayResult {
-    use objmon::vm::Runtime;
+fn replay_on<T: ReplayTarget>(
+    target: &T,
+    plan: &ReplayPlan,
+    stall: std::time::Duration,
+) -> ReplayResult {
     use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::sync::Barrier;
     use std::time::{Duration, Instant};
 
-    let rt = Runtime::<P>::with_defaults();
-    let headers: Vec<P::Header> = (0..plan.objects).map(|_| P::Header::default()).collect();
     let notified: Vec<AtomicU64> = (0..plan.objects).map(|_| AtomicU64::new(0)).collect();
     let progress = AtomicU64::new(0);
     let done = AtomicBool::new(false);
@@ -1264,7 +1710,7 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
         AtomicU64::new(0),
         AtomicU64::new(0),
     );
-    let before = rt.stats_snapshot();
+    let before = target.counters();
     // Wall time = last worker's end - first worker's start, in ns since `base` (measured by the
     // workers themselves: the coordinating thread may be descheduled after the barrier).
     let base = Instant::now();
@@ -1272,18 +1718,14 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
     std::thread::scope(|s| {
         let mut workers = Vec::with_capacity(plan.threads.len());
         for (_, ops) in &plan.threads {
-            let (rt, headers, notified, progress, barrier) =
-                (&rt, &headers, &notified, &progress, &barrier);
+            let (notified, progress, barrier) = (&notified, &progress, &barrier);
             let (wait_ns, bounded, busy_ns, errors) = (&wait_ns, &bounded, &busy_ns, &errors);
             let (first_start, last_end) = (&first_start, &last_end);
             workers.push(s.spawn(move || {
-                let me = match rt.attach() {
-                    Ok(me) => me,
-                    Err(_) => {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                        barrier.wait();
-                        return;
-                    }
+                let Some(mut me) = target.attach() else {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    barrier.wait();
+                    return;
                 };
                 barrier.wait();
                 let t0 = Instant::now();
@@ -1292,29 +1734,28 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
                 let mut err = 0u64;
                 for (i, op) in ops.iter().enumerate() {
                     let r = match *op {
-                        Op::Lock(o) => me.monitor_enter(&headers[o as usize]),
-                        Op::Unlock(o) => me.monitor_exit(&headers[o as usize]),
+                        Op::Lock(o) => me.lock(o),
+                        Op::Unlock(o) => me.unlock(o),
                         Op::Notify { obj, all } => {
-                            let h = &headers[obj as usize];
-                            let r = if all { me.notify_all(h) } else { me.notify(h) };
+                            let r = me.notify(obj, all);
                             // Under the monitor: a waiter that checks the count under the same
                             // monitor sees it (Release pairs with the waiter's Acquire).
                             notified[obj as usize].fetch_add(1, Ordering::Release);
                             r
                         }
                         Op::Wait { obj, need, bound } => {
-                            let h = &headers[obj as usize];
                             let w0 = Instant::now();
                             let deadline = w0 + bound;
                             let mut r = Ok(());
                             let mut first = true;
                             loop {
-                                // Acquire: pairs with the notifier's Release (both under h).
+                                // Acquire: pairs with the notifier's Release (both under the
+                                // object's monitor).
                                 if notified[obj as usize].load(Ordering::Acquire) >= need {
                                     if first {
                                         // Already notified: still release and re-acquire, as
                                         // the program's wait did.
-                                        r = me.wait(h, Some(Duration::ZERO)).map(|_| ());
+                                        r = me.wait(obj, Duration::ZERO);
                                     }
                                     break;
                                 }
@@ -1327,7 +1768,7 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
                                 // Re-check every millisecond: a `notify` may have woken another
                                 // waiter whose count was not yet reached.
                                 let step = (deadline - now).min(Duration::from_millis(1));
-                                if let Err(e) = me.wait(h, Some(step)) {
+                                if let Err(e) = me.wait(obj, step) {
                                     r = Err(e);
                                     break;
                                 }
@@ -1352,16 +1793,20 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
                 );
                 wait_ns.fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
                 errors.fetch_add(err, Ordering::Relaxed);
-                drop(me); // detach: releases what the thread still held at the trace's end
+                // Detach / drop the guards: releases what the thread still held at the
+                // trace's end.
+                drop(me);
             }));
         }
         // Watchdog and live-monitor sampler.
-        let (rt2, progress2, done2, peak2) = (&rt, &progress, &done, &peak);
+        let (progress2, done2, peak2) = (&progress, &done, &peak);
         s.spawn(move || {
             let mut last = (progress2.load(Ordering::Relaxed), Instant::now());
             while !done2.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(1));
-                peak2.fetch_max(rt2.stats_snapshot().live_monitors, Ordering::Relaxed);
+                if let Some(live) = target.counters().live_monitors {
+                    peak2.fetch_max(live, Ordering::Relaxed);
+                }
                 let p = progress2.load(Ordering::Relaxed);
                 if p != last.0 {
                     last = (p, Instant::now());
@@ -1369,7 +1814,7 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
                     eprintln!(
                         "replay on {}: no progress for {stall:?}: a lock-order deadlock the \
                          recorded interleaving avoided; this trace needs the original schedule",
-                        P::NAME
+                        target.name()
                     );
                     std::process::exit(3);
                 }
@@ -1384,15 +1829,16 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
         // Release: the watchdog's Acquire load sees it and stops.
         done.store(true, Ordering::Release);
     });
-    let after = rt.stats_snapshot();
+    let after = target.counters();
     let ops = plan.ops.max(1);
     let wall = Duration::from_nanos(
         last_end
             .load(Ordering::Relaxed)
             .saturating_sub(first_start.load(Ordering::Relaxed)),
     );
+    let delta = |a: Option<u64>, b: Option<u64>| Some(a? - b?);
     ReplayResult {
-        protocol: P::NAME.to_string(),
+        protocol: target.name().to_string(),
         threads: plan.threads.len(),
         ops: plan.ops,
         wall_ns: wall.as_nanos() as u64,
@@ -1400,9 +1846,10 @@ pub fn replay<P: objmon::Protocol>(plan: &ReplayPlan, stall: std::time::Duration
         thread_ns_per_op: busy_ns.load(Ordering::Relaxed) as f64 / ops as f64,
         wait_ns: wait_ns.load(Ordering::Relaxed),
         waits_bounded: bounded.load(Ordering::Relaxed),
-        inflations: after.inflations() - before.inflations(),
-        deflations: after.deflations - before.deflations,
-        peak_live_monitors: peak.load(Ordering::Relaxed),
+        inflations: delta(after.inflations, before.inflations),
+        deflations: delta(after.deflations, before.deflations),
+        revocations: delta(after.revocations, before.revocations),
+        peak_live_monitors: after.live_monitors.map(|_| peak.load(Ordering::Relaxed)),
         errors: errors.load(Ordering::Relaxed),
     }
 }
@@ -1643,13 +2090,88 @@ pub(crate) mod tests {
         let t = parse(&small()).expect("parses");
         let p = plan(&t, std::time::Duration::from_millis(20));
         let runs = replay_all(&p, &[], 1, std::time::Duration::from_secs(30));
-        assert_eq!(runs.len(), objmon::vm::names().len());
+        assert_eq!(runs.len(), objmon::vm::names().len() + ANCHORS.len());
         for r in runs.iter().flatten() {
             assert_eq!(r.errors, 0, "{}", r.protocol);
             assert_eq!(r.ops, 15);
         }
         let md = render_replay_markdown("small", &p, &runs);
         assert!(md.contains("| fat |"));
+        for a in ANCHORS {
+            assert!(md.contains(&format!("| {a} |")), "{a}");
+        }
+    }
+
+    #[test]
+    fn anchors_are_selected_by_name_and_report_no_runtime_counters() {
+        let t = parse(&small()).expect("parses");
+        let p = plan(&t, std::time::Duration::from_millis(20));
+        let names: Vec<String> = ["std-mutex", "thin", "biased"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let runs = replay_all(&p, &names, 2, std::time::Duration::from_secs(30));
+        let rows: Vec<&str> = runs.iter().map(|r| r[0].protocol.as_str()).collect();
+        assert_eq!(rows, ["thin", "biased", "std-mutex"]);
+        for r in runs.iter().flatten() {
+            assert_eq!(r.errors, 0, "{}", r.protocol);
+            assert_eq!(r.ops, p.ops);
+            match r.protocol.as_str() {
+                "std-mutex" => {
+                    assert_eq!(r.inflations, None);
+                    assert_eq!(r.revocations, None);
+                    assert_eq!(r.peak_live_monitors, None);
+                }
+                "thin" => {
+                    assert!(r.inflations.is_some());
+                    assert_eq!(r.revocations, None);
+                }
+                _ => assert!(r.revocations.is_some(), "{}", r.protocol),
+            }
+        }
+        let md = render_replay_markdown("small", &p, &runs);
+        assert!(md.contains("| std-mutex |") && md.contains("—"));
+    }
+
+    /// Exits out of LIFO order across objects, and a wait at depth 2 that another thread's
+    /// notify ends: every anchor releases every level in the wait. Thread 2 enters A only after
+    /// thread 1's notify of B, which thread 1 makes holding A twice just before its wait; an
+    /// anchor that released one level only would keep thread 2 out of A, and thread 1's wait
+    /// would run to its bound.
+    #[test]
+    fn anchors_replay_unstructured_exits_and_nested_waits() {
+        let mut w = Writer::new();
+        w.op(1, 1, 1, (0, 0)); // enter A
+        w.op(1, 1, 2, (0, 0)); // enter B
+        w.op(1, 2, 1, (0, 0)); // exit A (B still held: not LIFO)
+        w.op(1, 2, 2, (0, 0)); // exit B
+        w.op(2, 1, 2, (0, 0)); // thread 2 enters B
+        w.op(2, 6, 2, (0, 0)); // and waits on it
+        w.op(1, 1, 1, (0, 0)); // enter A
+        w.op(1, 3, 1, (0, 0)); // menter A (depth 2)
+        w.op(1, 1, 2, (0, 0)); // enter B
+        w.op(1, 8, 2, (0, 0)); // notify B: thread 2 may go on
+        w.op(1, 2, 2, (0, 0)); // exit B
+        w.op(1, 6, 1, (0, 0)); // wait(0) on A at depth 2
+        w.op(2, 7, 2, (0, 0)); // thread 2's wait returns
+        w.op(2, 2, 2, (0, 0));
+        w.op(2, 1, 1, (0, 0)); // thread 2 enters A: thread 1 must have released both levels
+        w.op(2, 8, 1, (0, 0)); // notify A
+        w.op(2, 2, 1, (0, 0));
+        w.op(1, 7, 1, (0, 0)); // wait returns, depth 2 again
+        w.op(1, 4, 1, (0, 0));
+        w.op(1, 2, 1, (0, 0));
+        let t = parse(&w.finish()).expect("parses");
+        let p = plan(&t, std::time::Duration::from_secs(2));
+        assert_eq!(p.unmatched, 0);
+        let names: Vec<String> = ANCHORS.iter().map(|s| s.to_string()).collect();
+        let runs = replay_all(&p, &names, 3, std::time::Duration::from_secs(30));
+        assert_eq!(runs.len(), ANCHORS.len());
+        for r in runs.iter().flatten() {
+            assert_eq!(r.errors, 0, "{}", r.protocol);
+            assert_eq!(r.ops, 18);
+            assert_eq!(r.waits_bounded, 0, "{}", r.protocol);
+        }
     }
 
     /// The recorder's own exactness trace (java/agent/test/counts.trace, recorded from
@@ -1720,13 +2242,13 @@ pub(crate) mod tests {
         assert_eq!(checked, 34);
         let c = characterize("counts", &t);
         assert_eq!(c.anomalies, 0);
-        // And it replays on every protocol without an error.
+        // And it replays on every protocol and anchor without an error.
         let p = plan(&t, std::time::Duration::from_millis(20));
-        for r in replay_all(&p, &[], 1, std::time::Duration::from_secs(60))
-            .iter()
-            .flatten()
-        {
+        let runs = replay_all(&p, &[], 1, std::time::Duration::from_secs(60));
+        assert_eq!(runs.len(), objmon::vm::names().len() + ANCHORS.len());
+        for r in runs.iter().flatten() {
             assert_eq!(r.errors, 0, "{}", r.protocol);
+            assert_eq!(r.ops, p.ops, "{}", r.protocol);
         }
     }
 }
