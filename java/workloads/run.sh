@@ -20,7 +20,6 @@ if [ "$name" = all ]; then
     for w in javac h2 lucene xalan antlr; do "$0" "$w" "$outdir" || rc=1; done
     exit $rc
 fi
-agent=$("$root/java/agent/build.sh")
 work=$root/target/workloads
 lib=$work/lib
 if [ "$name" != javac ] && [ ! -f "$lib/.resolved" ]; then
@@ -70,6 +69,7 @@ if [ -n "${NOAGENT:-}" ]; then
     echo "$name: wall time without the recorder: $(echo "$end - $start" | bc) s" | tee -a "$outdir/$name.plain.log"
     exit 0
 fi
+agent=$("$root/java/agent/build.sh")  # only for a recorded run: it needs JDK 25
 start=$(date +%s.%N)
 # shellcheck disable=SC2086
 "$JDK/bin/java" ${JAVA_OPTS:-} -Dobjmon.agent.verbose=1 -javaagent:"$agent=out=$outdir/$name.trace" \
