@@ -67,7 +67,8 @@ enum Command {
         /// in the order given. A name or pattern that selects no row is an error (exit 2,
         /// with the valid names and the closest one), except a HotSpot one (`hotspot*`) when
         /// no JDK is found or with `--no-java`: that is a warning, so one command line runs
-        /// on machines with and without a JDK.
+        /// on machines with and without a JDK. A selection that measures nothing (rows no
+        /// selected bench runs) is an error too, unless such a warning explains it.
         #[arg(long = "protocol")]
         protocols: Vec<String>,
         /// Threads: for `threads`, the thread count; for `cloud`, the number of lockers (1 or more).
@@ -246,7 +247,7 @@ fn main() {
             };
             let warnings = runner::check_rows(&protocols, &mut { java_rows })
                 .unwrap_or_else(|e| usage_error(&e));
-            for w in warnings {
+            for w in &warnings {
                 eprintln!("warning: {w}");
             }
             let sel = Selection {
@@ -270,6 +271,17 @@ fn main() {
                 notes.extend(j.notes);
             }
             sel.order(&mut records);
+            // Empty because of a warned-about HotSpot filter (no JDK): the warning says why.
+            if records.is_empty() && warnings.is_empty() {
+                for n in notes {
+                    eprintln!("note: {n}");
+                }
+                usage_error(
+                    "the selection measures nothing: no selected bench runs the selected rows \
+                     (knob rows run in alloc-lock only, syslock-* in system-monitor, \
+                     user-loop-* in user-loop; see `objmon-bench list`)",
+                );
+            }
             print_records(&records, format);
             for n in notes {
                 eprintln!("note: {n}");

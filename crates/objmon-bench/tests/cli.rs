@@ -71,6 +71,23 @@ fn knob_values_are_checked() {
     );
 }
 
+/// Valid names that no selected bench runs: an error, not an empty table.
+#[test]
+fn a_selection_that_measures_nothing_is_an_error() {
+    usage_error(
+        &[
+            "run",
+            "--quick",
+            "--bench",
+            "sync",
+            "--protocol",
+            "fable[learn-limit=3]",
+            "--no-java",
+        ],
+        &["measures nothing", "alloc-lock"],
+    );
+}
+
 #[test]
 fn zero_counts_are_refused_by_the_parser() {
     usage_error(
