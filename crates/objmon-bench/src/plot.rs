@@ -21,6 +21,16 @@ type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Horizontal bars, one per row, with a whisker from the fastest to the slowest repetition.
 pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult {
+    bars_on(path, title, x_desc, rows, false)
+}
+
+/// [`bars`] on a log axis, for rows that span orders of magnitude (ProdCons: a lock-free
+/// hand-off next to an inflating one); bars start at the axis' left end.
+pub fn bars_log(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult {
+    bars_on(path, title, x_desc, rows, true)
+}
+
+fn bars_on(path: &Path, title: &str, x_desc: &str, rows: &[Bar], log: bool) -> PlotResult {
     if rows.is_empty() {
         return Ok(());
     }
@@ -28,31 +38,66 @@ pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult 
     let height = 90 + 22 * n as u32;
     let root = SVGBackend::new(path, (820, height)).into_drawing_area();
     root.fill(&WHITE)?;
+    // Whiskers inside the plot area: the axis spans every repetition's figure, with a margin.
     let xmax = rows
         .iter()
         .map(|r| r.3.max(r.1))
         .fold(0.0f64, f64::max)
         .max(1e-9)
-        * 1.08;
-    let mut chart = ChartBuilder::on(&root)
+        * if log { 1.5 } else { 1.08 };
+    let mut builder = ChartBuilder::on(&root);
+    builder
         .caption(title, ("sans-serif", 16))
         .margin(10)
         .x_label_area_size(36)
-        .y_label_area_size(170)
-        // An integer range is inclusive in plotters: 0..n-1 gives exactly n bands.
-        .build_cartesian_2d(0f64..xmax, (0..n.saturating_sub(1).max(1)).into_segmented())?;
+        .y_label_area_size(170);
+    // An integer range is inclusive in plotters: 0..n-1 gives exactly n bands.
+    let y = (0..n.saturating_sub(1).max(1)).into_segmented();
+    if log {
+        let xmin = rows
+            .iter()
+            .map(|r| r.2.min(r.1))
+            .filter(|&v| v > 0.0)
+            .fold(f64::MAX, f64::min)
+            .min(xmax / 10.0)
+            / 1.5;
+        let mut chart = builder.build_cartesian_2d((xmin..xmax).log_scale(), y)?;
+        draw_bars(&mut chart, x_desc, rows, xmin)?;
+    } else {
+        let mut chart = builder.build_cartesian_2d(0f64..xmax, y)?;
+        draw_bars(&mut chart, x_desc, rows, 0.0)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+type Bands = plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>;
+
+fn draw_bars<'a, X>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Bands>>,
+    x_desc: &str,
+    rows: &[Bar],
+    base: f64,
+) -> PlotResult
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let n = rows.len();
+    let x_fmt = |v: &f64| tick(*v);
+    let y_fmt = |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
+            // Row 0 at the top, as a table reads.
+            rows[n - 1 - *i].0.clone()
+        }
+        _ => String::new(),
+    };
     chart
         .configure_mesh()
         .disable_y_mesh()
         .x_desc(x_desc)
         .y_labels(n)
-        .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
-                // Row 0 at the top, as a table reads.
-                rows[n - 1 - *i].0.clone()
-            }
-            _ => String::new(),
-        })
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 12))
         .draw()?;
     for (i, (label, med, min, max)) in rows.iter().enumerate() {
@@ -60,7 +105,7 @@ pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult 
         let color = color_for(label);
         chart.draw_series(std::iter::once(Rectangle::new(
             [
-                (0.0, SegmentValue::Exact(y)),
+                (base, SegmentValue::Exact(y)),
                 (*med, SegmentValue::Exact(y + 1)),
             ],
             color.mix(0.75).filled(),
@@ -73,7 +118,6 @@ pub fn bars(path: &Path, title: &str, x_desc: &str, rows: &[Bar]) -> PlotResult 
             BLACK.stroke_width(1),
         )))?;
     }
-    root.present()?;
     Ok(())
 }
 
@@ -383,6 +427,23 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert!(svg.contains(">1k<") && svg.contains(">100k<"), "{svg}");
         assert!(!svg.contains("e3<") && !svg.contains("e4<"));
+    }
+
+    /// ProdCons' bars on a log axis: rows a thousand times apart both readable.
+    #[test]
+    fn log_bars() {
+        let path = std::env::temp_dir().join(format!("objmon-bars-{}.svg", std::process::id()));
+        let rows: Vec<Bar> = vec![
+            ("thin".into(), 20.0, 18.0, 25.0),
+            ("fat".into(), 20_000.0, 15_000.0, 30_000.0),
+        ];
+        bars_log(&path, "t", "ns", &rows).unwrap();
+        let svg: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        std::fs::remove_file(&path).unwrap();
+        assert!(svg.contains(">100<") && svg.contains(">10k<"), "{svg}");
     }
 
     #[test]

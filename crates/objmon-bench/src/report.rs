@@ -944,8 +944,8 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     ));
     wide_table(d, r, &["prod-cons"]);
     let file = "seed002-fig11-prodcons.svg";
-    let t = "Figure 11 shape: ProdCons — ns per object (lower is better)";
-    let res = plot::bars(
+    let t = "Figure 11 shape: ProdCons — ns per object, log scale (lower is better)";
+    let res = plot::bars_log(
         &out.join(file),
         t,
         "ns per object",
