@@ -144,6 +144,13 @@ pub fn lines(
     if x0 == x1 {
         x1 = x0 + 1.0;
     }
+    // Whiskers inside the plot area: a margin left and right of the first and last points.
+    let (x0, x1) = if log_x {
+        (x0 / 1.25, x1 * 1.25)
+    } else {
+        let pad = (x1 - x0) * 0.03;
+        (x0 - pad, x1 + pad)
+    };
     let (y0, y1) = ((y0 * 0.8).max(1e-3), y1 * 1.25);
     // Tall enough for the legend: a knob sweep adds a row per value.
     let height = 540.max(60 + LEGEND_ROW * series.len() as u32);
@@ -292,7 +299,7 @@ const PALETTE: [RGBColor; 20] = [
     RGBColor(100, 130, 0),
     RGBColor(170, 0, 110),
     RGBColor(60, 60, 60),
-    RGBColor(0, 140, 200),
+    RGBColor(225, 165, 0),
     RGBColor(160, 100, 40),
 ];
 
@@ -323,7 +330,7 @@ fn color_for(label: &str) -> RGBColor {
             "sol-plain-pair",
         ];
         let k = sol.iter().position(|s| *s == name).unwrap_or(stable(name));
-        let g = 90 + 25 * (k % 4) as u8;
+        let g = 70 + 20 * (k % 4) as u8;
         RGBColor(g, g, g)
     } else if name.starts_with("hotspot") {
         [
