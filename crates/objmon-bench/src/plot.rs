@@ -62,10 +62,10 @@ fn bars_on(path: &Path, title: &str, x_desc: &str, rows: &[Bar], log: bool) -> P
             .min(xmax / 10.0)
             / 1.5;
         let mut chart = builder.build_cartesian_2d((xmin..xmax).log_scale(), y)?;
-        draw_bars(&mut chart, x_desc, rows, xmin)?;
+        draw_bars(&mut chart, x_desc, rows, xmin, true)?;
     } else {
         let mut chart = builder.build_cartesian_2d(0f64..xmax, y)?;
-        draw_bars(&mut chart, x_desc, rows, 0.0)?;
+        draw_bars(&mut chart, x_desc, rows, 0.0, false)?;
     }
     root.present()?;
     Ok(())
@@ -78,12 +78,13 @@ fn draw_bars<'a, X>(
     x_desc: &str,
     rows: &[Bar],
     base: f64,
+    log: bool,
 ) -> PlotResult
 where
     X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
 {
     let n = rows.len();
-    let x_fmt = |v: &f64| tick(*v);
+    let x_fmt = |v: &f64| if log { log_tick(*v) } else { tick(*v) };
     let y_fmt = |v: &SegmentValue<usize>| match v {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if *i < n => {
             // Row 0 at the top, as a table reads.
@@ -168,8 +169,8 @@ pub fn lines(
         let mut chart = builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
         chart
             .configure_mesh()
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
+            .x_label_formatter(&|v| log_tick(*v))
+            .y_label_formatter(&|v| log_tick(*v))
             .x_desc(x_desc)
             .y_desc(y_desc)
             .label_style(("sans-serif", 12))
@@ -179,7 +180,7 @@ pub fn lines(
         let mut chart = builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?;
         chart
             .configure_mesh()
-            .y_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| log_tick(*v))
             .x_desc(x_desc)
             .y_desc(y_desc)
             .label_style(("sans-serif", 12))
@@ -356,7 +357,24 @@ fn color_for(label: &str) -> RGBColor {
     }
 }
 
-/// A log axis' tick label: 1, 10, 100, 1k, 10k, 1M, 1G (and 0.1, 0.01 below 1).
+/// A log axis' tick label: only at 1, 2 and 5 times a power of ten (plotters puts a tick at
+/// every 100, 200, …, 900, whose labels run together), as [`tick`]; blank elsewhere.
+fn log_tick(v: f64) -> String {
+    if v <= 0.0 {
+        return String::new();
+    }
+    let m = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|k| (m - k).abs() < 1e-6 * k)
+    {
+        tick(v)
+    } else {
+        String::new()
+    }
+}
+
+/// A tick label: 1, 10, 100, 1k, 10k, 1M, 1G (and 0.1, 0.01 below 1).
 pub fn tick(v: f64) -> String {
     let (scaled, unit) = if v >= 1e9 {
         (v / 1e9, "G")
@@ -462,5 +480,9 @@ mod tests {
         assert_eq!(tick(1e6), "1M");
         assert_eq!(tick(2.5e9), "2.5G");
         assert_eq!(tick(0.1), "0.1");
+        assert_eq!(log_tick(200.0), "200");
+        assert_eq!(log_tick(5000.0), "5k");
+        assert_eq!(log_tick(700.0), "");
+        assert_eq!(log_tick(1000.0), "1k");
     }
 }

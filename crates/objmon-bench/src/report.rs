@@ -379,7 +379,7 @@ fn summary(d: &mut Vec<Block>, r: &Results) {
     let mut items = Vec::new();
     for (bench, what) in [
         ("sync", "an uncontended lock+unlock"),
-        ("nested-sync", "a nested (recursive) lock+unlock"),
+        ("nested-sync", "a nested, recursive lock+unlock"),
         (
             "cloud",
             "an acquisition with many threads over many objects",
