@@ -66,6 +66,17 @@ fn esc(t: &str) -> String {
         .replace("**", "")
 }
 
+/// Whether a table cell is a figure (right-aligned, kept on one line: `12.3`, `-4 %`,
+/// `[1.2 .. 3.4]`, `0.98x`) rather than text (left-aligned, wrapped to fit the page).
+fn is_figure(cell: &str) -> bool {
+    let c = cell.trim();
+    c.chars().count() <= 28
+        && c.chars()
+            .next()
+            .is_some_and(|f| f.is_ascii_digit() || "-+[~<>≈×—".contains(f))
+        && !c.contains(": ")
+}
+
 /// HTML rendering (one self-contained page; the SVGs are files beside it).
 pub fn html(title: &str, blocks: &[Block]) -> String {
     let mut s = String::new();
@@ -74,8 +85,8 @@ pub fn html(title: &str, blocks: &[Block]) -> String {
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\
          body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}}\
          table{{border-collapse:collapse;margin:1em 0;font-size:13px}}\
-         td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}}\
-         td:first-child,th:first-child{{text-align:left}}\
+         td,th{{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}}\
+         td.n{{text-align:right;white-space:nowrap}} td.t{{min-width:6em;max-width:38em}}\
          th{{background:#f2f2f2}} img{{max-width:100%;border:1px solid #eee}}\
          figure{{margin:1em 0}} figcaption{{font-size:13px;color:#555}}\
          pre{{background:#f7f7f7;padding:.6em;overflow-x:auto}}\
@@ -106,7 +117,8 @@ pub fn html(title: &str, blocks: &[Block]) -> String {
                 for r in rows {
                     s.push_str("<tr>");
                     for c in r {
-                        let _ = write!(s, "<td>{}</td>", esc(c));
+                        let class = if is_figure(c) { "n" } else { "t" };
+                        let _ = write!(s, "<td class=\"{class}\">{}</td>", esc(c));
                     }
                     s.push_str("</tr>\n");
                 }
@@ -139,6 +151,9 @@ mod tests {
             ),
         ];
         assert!(markdown(&d).contains("| a | b |\n|---|---|\n| 1 | <2> |"));
-        assert!(html("T", &d).contains("<td>&lt;2&gt;</td>"));
+        assert!(html("T", &d).contains("<td class=\"n\">&lt;2&gt;</td>"));
+        // Text (a claim, a protocol name) is left-aligned and wraps; figures stay right.
+        assert!(is_figure("12.3") && is_figure("[1.2 .. 3.4]") && is_figure("-4 %"));
+        assert!(!is_figure("thin") && !is_figure("2 loads per lock on the fast path, seed 000"));
     }
 }

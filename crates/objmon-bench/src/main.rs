@@ -55,18 +55,24 @@ enum Format {
 enum Command {
     /// Measures the selected benches on the selected rows and prints the figures.
     Run {
-        /// Bench to run (repeatable; default all). See `list`.
+        /// Bench to run (repeatable; default all, in the order given). See `list`. An unknown
+        /// name is an error (exit 2) naming the benches and the closest one.
         #[arg(long = "bench")]
         benches: Vec<String>,
         /// Row to run (repeatable; default all): a protocol, `std-mutex`, `parking-lot`,
         /// `parking-lot-mutex`, `sol-*`, `syslock-*`, `user-loop-*` (a subject's name also
         /// selects its user-loop rows), `hotspot<version>-<mode>`, `none`; a trailing `*`
-        /// matches a prefix (`hotspot*`). A protocol with a knob also runs its knob sweep in alloc-lock
-        /// (`fable[learn-limit=1]` …); one swept row can be named alone.
+        /// matches a prefix (`hotspot*`). A protocol with a knob also runs its knob sweep in
+        /// alloc-lock (`fable[learn-limit=1]` …); one swept row can be named alone. Rows print
+        /// in the order given. A name or pattern that selects no row is an error (exit 2,
+        /// with the valid names and the closest one), except a HotSpot one (`hotspot*`) when
+        /// no JDK is found or with `--no-java`: that is a warning, so one command line runs
+        /// on machines with and without a JDK. A selection that measures nothing (rows no
+        /// selected bench runs) is an error too, unless such a warning explains it.
         #[arg(long = "protocol")]
         protocols: Vec<String>,
-        /// Threads: for `threads`, the thread count; for `cloud`, the number of lockers.
-        #[arg(long)]
+        /// Threads: for `threads`, the thread count; for `cloud`, the number of lockers (1 or more).
+        #[arg(long, value_parser = at_least_one())]
         threads: Option<usize>,
         /// Parameter of the swept benches (multi-sync n, threads n, alloc-lock k); repeatable.
         #[arg(long = "param")]
@@ -75,7 +81,7 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Timed repetitions per figure (default 5 quick, 7 full).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one())]
         reps: Option<usize>,
         /// Output format (json: one object per line).
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -89,11 +95,11 @@ enum Command {
         /// Small sizes: the whole report in under 3 minutes on 2 cores.
         #[arg(long)]
         quick: bool,
-        /// Output directory.
+        /// Output directory (created if missing; checked writable before anything runs).
         #[arg(long, default_value = "target/objmon-report")]
         out: PathBuf,
         /// Timed repetitions per figure (default 5 quick, 7 full).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one())]
         reps: Option<usize>,
         /// Leave the HotSpot rows out even if a JDK is installed.
         #[arg(long)]
@@ -133,17 +139,17 @@ enum Command {
     },
     /// Random mixes of every monitor operation with invariants checked continuously.
     Stress {
-        /// Protocol name, or `all`.
+        /// Protocol name, or `all` (an unknown name is an error, exit 2).
         #[arg(long, default_value = "all")]
         protocol: String,
         /// Seconds per protocol.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
         /// Worker threads (default: 4 per core, at least 8).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one())]
         threads: Option<usize>,
         /// Objects.
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 64, value_parser = at_least_one())]
         objects: usize,
         /// Seed of the random streams (default: from the clock; printed).
         #[arg(long)]
@@ -154,13 +160,49 @@ enum Command {
     },
     /// The contention profile: a contended workload per protocol, profiling off then on.
     Profile {
-        /// Protocol name (default: every protocol).
+        /// Protocol name (default: every protocol; an unknown name is an error, exit 2).
         #[arg(long)]
         protocol: Option<String>,
         /// Milliseconds per run.
         #[arg(long, default_value_t = 500)]
         millis: u64,
     },
+}
+
+/// A count of 1 or more (`--threads 0` is refused by the parser).
+fn at_least_one() -> fn(&str) -> Result<usize, String> {
+    |s| match s.parse::<usize>() {
+        Ok(0) => Err("must be 1 or more".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Prints a usage error and exits with code 2 (as clap does for its own).
+fn usage_error(msg: &str) -> ! {
+    eprintln!("error: {msg}");
+    std::process::exit(2)
+}
+
+/// Exits with a usage error unless `name` is one of `valid` (`what`: "protocol", …).
+fn check_name(what: &str, name: &str, valid: &[&str], more: &str) {
+    if !valid.contains(&name) {
+        usage_error(&runner::unknown(what, name, valid, more));
+    }
+}
+
+/// Exits with a usage error unless `dir` can be created and written to.
+fn check_out_dir(dir: &std::path::Path) {
+    let probe = dir.join(".objmon-bench-write-check");
+    let r = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe));
+    if let Err(e) = r {
+        usage_error(&format!(
+            "--out {}: cannot write the report there: {e}",
+            dir.display()
+        ));
+    }
 }
 
 fn main() {
@@ -178,16 +220,36 @@ fn main() {
             let benches = if benches.is_empty() {
                 ALL.to_vec()
             } else {
+                let names: Vec<&str> = ALL.iter().map(|b| b.name()).collect();
                 benches
                     .iter()
                     .map(|n| {
                         Bench::by_name(n).unwrap_or_else(|| {
-                            eprintln!("unknown bench {n:?}; `objmon-bench list` names them");
-                            std::process::exit(2)
+                            usage_error(&runner::unknown(
+                                "bench",
+                                n,
+                                &names,
+                                "; `objmon-bench list` describes them",
+                            ))
                         })
                     })
                     .collect()
             };
+            let java_rows = || {
+                if no_java {
+                    return Vec::new();
+                }
+                java::find_jdks()
+                    .iter()
+                    .flat_map(java::modes)
+                    .map(|m| m.row)
+                    .collect()
+            };
+            let warnings = runner::check_rows(&protocols, &mut { java_rows })
+                .unwrap_or_else(|e| usage_error(&e));
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
             let sel = Selection {
                 benches,
                 rows: protocols,
@@ -208,6 +270,18 @@ fn main() {
                 records.extend(j.records);
                 notes.extend(j.notes);
             }
+            sel.order(&mut records);
+            // Empty because of a warned-about HotSpot filter (no JDK): the warning says why.
+            if records.is_empty() && warnings.is_empty() {
+                for n in notes {
+                    eprintln!("note: {n}");
+                }
+                usage_error(
+                    "the selection measures nothing: no selected bench runs the selected rows \
+                     (knob rows run in alloc-lock only, syslock-* in system-monitor, \
+                     user-loop-* in user-loop; see `objmon-bench list`)",
+                );
+            }
             print_records(&records, format);
             for n in notes {
                 eprintln!("note: {n}");
@@ -219,6 +293,7 @@ fn main() {
             reps,
             no_java,
         } => {
+            check_out_dir(&out);
             let t0 = Instant::now();
             let load0 = report::loadavg();
             let machine = report::machine();
@@ -278,6 +353,14 @@ fn main() {
             seed,
             watchdog,
         } => {
+            if protocol != "all" {
+                check_name(
+                    "protocol",
+                    &protocol,
+                    &objmon::protocol::names(),
+                    ", or all",
+                );
+            }
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let seed = seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
@@ -312,6 +395,9 @@ fn main() {
             }
         }
         Command::Profile { protocol, millis } => {
+            if let Some(p) = &protocol {
+                check_name("protocol", p, &objmon::protocol::names(), "");
+            }
             let profiles = profile::run(Duration::from_millis(millis), protocol.as_deref());
             let (head, rows) = profile::rows(&profiles);
             println!("{}", head.join(" | "));

@@ -253,6 +253,7 @@ pub fn write(
         load.0.as_deref().unwrap_or("?"),
         load.1.as_deref().unwrap_or("?")
     )));
+    summary(&mut d, &res);
     d.push(Block::H(2, "Machine".into()));
     d.push(Block::List(machine.lines.clone()));
     d.push(Block::H(2, "Rows".into()));
@@ -369,6 +370,119 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
         ));
     }
     v
+}
+
+/// The findings of this run in sentences, at the top of the report: per headline bench, the
+/// fastest protocol and where the anchors stand; then the papers' headline ratios beside this
+/// run's, each said to hold (within a factor 2 of the paper's) or not, and by how much.
+fn summary(d: &mut Vec<Block>, r: &Results) {
+    let mut items = Vec::new();
+    for (bench, what) in [
+        ("sync", "an uncontended lock+unlock"),
+        ("nested-sync", "a nested, recursive lock+unlock"),
+        (
+            "cloud",
+            "an acquisition with many threads over many objects",
+        ),
+        ("prod-cons", "an object handed from producer to consumer"),
+        ("wait-notify", "a wait/notify hand-over"),
+    ] {
+        let param = r.params_of(bench).first().copied().unwrap_or(0);
+        let mut protos: Vec<&Record> = r
+            .records
+            .iter()
+            .filter(|x| {
+                x.bench == bench
+                    && x.param == param
+                    && x.kind == Kind::Protocol.as_str()
+                    && !x.protocol.contains('[')
+            })
+            .collect();
+        protos.sort_by(|a, b| a.median.total_cmp(&b.median));
+        let Some(best) = protos.first() else { continue };
+        let next = protos
+            .get(1)
+            .map(|n| format!(", then {} ({} ns)", n.protocol, num(n.median)))
+            .unwrap_or_default();
+        let anchors: Vec<String> = ["std-mutex", "parking-lot"]
+            .iter()
+            .filter_map(|a| r.get(bench, a, param))
+            .map(|a| {
+                format!(
+                    "{} {} ns ({:.1}× the fastest)",
+                    a.protocol,
+                    num(a.median),
+                    a.median / best.median
+                )
+            })
+            .collect();
+        let anchors = if anchors.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", anchors.join(", "))
+        };
+        items.push(format!(
+            "{bench} ({what}): fastest protocol {} at {} ns{next}{anchors}.",
+            best.protocol,
+            num(best.median)
+        ));
+    }
+    // (claim, the paper's ratio as a range, bench, numerator row, denominator row)
+    let headline = [
+        (
+            "thin locks vs the monitor cache on Sync (seed 000)",
+            (3.7, 3.7),
+            "sync",
+            "monitor-cache",
+            "thin",
+        ),
+        (
+            "thin locks vs always-fat locks on Sync (seed 000)",
+            (1.8, 1.8),
+            "sync",
+            "fat",
+            "thin",
+        ),
+        (
+            "FABLE vs simple biased locking on Cloud (seed 002)",
+            (8.0, 55.0),
+            "cloud",
+            "biased",
+            "fable",
+        ),
+        (
+            "FABLE vs biased locking on ProdCons (seed 002)",
+            (6.0, 6.0),
+            "prod-cons",
+            "biased",
+            "fable",
+        ),
+    ];
+    for (claim, (lo, hi), bench, num_row, den_row) in headline {
+        let Some(ours) = r.ratio(bench, num_row, den_row, 0) else {
+            continue;
+        };
+        let paper = if lo == hi {
+            format!("{lo}×")
+        } else {
+            format!("{lo}–{hi}×")
+        };
+        let verdict = if ours < lo / 2.0 {
+            format!("did not hold ({:.1}× short of the paper's)", lo / ours)
+        } else if ours > hi * 2.0 {
+            format!("held and more ({:.1}× beyond the paper's)", ours / hi)
+        } else {
+            "held (within a factor 2)".to_string()
+        };
+        items.push(format!(
+            "{claim}: the paper's {paper}, this run's {ours:.1}× ({num_row} ÷ {den_row}): {verdict}."
+        ));
+    }
+    if items.is_empty() {
+        return;
+    }
+    d.push(Block::H(2, "Summary of this run".into()));
+    d.push(Block::List(items));
 }
 
 fn claim_row(seed: &str, claim: &str, ours: String, how: &str) -> Vec<String> {
@@ -944,8 +1058,8 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     ));
     wide_table(d, r, &["prod-cons"]);
     let file = "seed002-fig11-prodcons.svg";
-    let t = "Figure 11 shape: ProdCons — ns per object (lower is better)";
-    let res = plot::bars(
+    let t = "Figure 11 shape: ProdCons — ns per object, log scale (lower is better)";
+    let res = plot::bars_log(
         &out.join(file),
         t,
         "ns per object",
@@ -1283,6 +1397,26 @@ mod tests {
             }
         }
         subject::visit_subjects(&mut V);
+    }
+
+    /// The summary names the fastest protocol per bench and says whether a claim held.
+    #[test]
+    fn summary_in_sentences() {
+        let rec =
+            |row: &str, v: f64| Record::from_values("sync", row, "protocol", 1, 0, &[v]).unwrap();
+        let r = Results {
+            records: vec![
+                rec("thin", 2.0),
+                rec("monitor-cache", 7.0),
+                rec("fat", 20.0),
+            ],
+        };
+        let mut d = Vec::new();
+        summary(&mut d, &r);
+        let text = crate::doc::markdown(&d);
+        assert!(text.contains("fastest protocol thin at 2"), "{text}");
+        assert!(text.contains("3.5× (monitor-cache ÷ thin): held"), "{text}");
+        assert!(text.contains("10.0× (fat ÷ thin): held and more"), "{text}");
     }
 
     /// A knob sweep's rows sit right after their subject's row, although they first ran in

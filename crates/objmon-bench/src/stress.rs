@@ -76,6 +76,9 @@ pub struct Violation {
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.config;
+        if self.kind == "usage" {
+            return write!(f, "{}", self.detail);
+        }
         write!(
             f,
             "VIOLATION ({}) on {}: {}\n  repeat: objmon-bench stress --protocol {} --seconds {} \
@@ -634,7 +637,7 @@ pub fn run(config: &StressConfig) -> Result<Vec<(&'static str, StressReport)>, V
         return Err(Violation {
             kind: "usage",
             detail: format!(
-                "no protocol named {:?} (have: {:?})",
+                "unknown protocol {:?} (have: {:?})",
                 config.protocol,
                 objmon::protocol::names()
             ),
