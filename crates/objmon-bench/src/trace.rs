@@ -1084,6 +1084,12 @@ pub fn cli_replay(path: &Path, protocols: &[String], reps: usize, wait_cap_ms: u
             return 1;
         }
     };
+    let mut valid: Vec<&str> = objmon::vm::names();
+    valid.extend(ANCHORS);
+    if let Some(bad) = protocols.iter().find(|n| !valid.contains(&n.as_str())) {
+        eprintln!("{}", crate::runner::unknown("protocol", bad, &valid, ""));
+        return 2;
+    }
     let p = plan(&t, std::time::Duration::from_millis(wait_cap_ms));
     let runs = replay_all(&p, protocols, reps, std::time::Duration::from_secs(20));
     if runs.is_empty() {

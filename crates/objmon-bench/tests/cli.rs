@@ -189,3 +189,21 @@ fn rows_print_in_the_order_asked_for() {
     assert!(err.contains("[1/2] sync: 3 rows"), "{err}");
     assert!(err.contains("[2/2] nested-sync: 3 rows"), "{err}");
 }
+
+/// `replay --protocol` with an unknown name is a usage error naming the valid ones, as
+/// everywhere else in the CLI.
+#[test]
+fn replay_rejects_an_unknown_protocol() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../java/agent/test/counts.trace"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_objmon-bench"))
+        .args(["replay", trace, "--protocol", "thinn"])
+        .output()
+        .expect("run objmon-bench");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean \"thin\""), "{err}");
+    assert!(err.contains("std-mutex"), "{err}");
+}
