@@ -396,25 +396,6 @@ impl FatMonitor {
         }
     }
 
-    /// The system lock's brief spin on behalf of [`enter_spinning`](Self::enter_spinning),
-    /// profiled like a contended enter when it gets the lock.
-    #[cold]
-    #[allow(dead_code)] // as `enter_spinning`
-    pub(crate) fn spin_contended(&self) -> bool {
-        let start = self.profile_on.then(Instant::now);
-        if !self.system_lock().spin() {
-            return false;
-        }
-        if let Some(s) = start {
-            self.profile_add(Counts {
-                enters: 1,
-                blocked_ns: nanos(s.elapsed()),
-                ..Counts::default()
-            });
-        }
-        true
-    }
-
     /// Starts a wait episode; returns what [`end_wait`](Self::end_wait) needs.
     pub(crate) fn begin_wait(&self, t: &ThreadCore, timed: bool) -> (bool, Option<Instant>) {
         let kind = if timed {

@@ -141,26 +141,6 @@ impl FatMonitor {
         Ok(true)
     }
 
-    /// Acquires the monitor if that needs at most the system lock's brief spin (a few µs,
-    /// `SystemLockConfig::spin_limit` pauses), never suspending: for a protocol that must do
-    /// something before it blocks (`thin` announces `BLOCKED` for hashers), so that it does
-    /// that only when it really is about to block. Atomic operations as [`try_enter`]
-    /// (Self::try_enter) when free; the spin's looks are plain loads.
-    #[inline]
-    // For `thin`'s inflated enter (its owner's call, issue 13 item 4): no protocol uses it yet.
-    #[allow(dead_code)]
-    pub fn enter_spinning(&self, t: &ThreadCore) -> Result<bool, MonitorError> {
-        if self.owner.load(Ordering::Relaxed) == t.raw_id() {
-            return self.recurse().map(|()| true);
-        }
-        if !self.lock.try_lock() && !self.spin_contended() {
-            return Ok(false);
-        }
-        self.owner.store(t.raw_id(), Ordering::Relaxed);
-        self.count.store(1, Ordering::Relaxed);
-        Ok(true)
-    }
-
     fn recurse(&self) -> Result<(), MonitorError> {
         let c = self.count.load(Ordering::Relaxed);
         let c = c.checked_add(1).ok_or(MonitorError::RecursionOverflow)?;
@@ -555,40 +535,5 @@ mod tests {
         assert_eq!(std::mem::size_of::<TasukiLock>(), 24);
         assert_eq!(std::mem::size_of::<FatMonitor>(), 64);
         assert_eq!(std::mem::align_of::<FatMonitor>(), 64);
-    }
-
-    /// `enter_spinning` takes a free monitor, recurses on an owned one, and gives up (without
-    /// blocking) on one held by another thread.
-    #[test]
-    fn enter_spinning_never_blocks() {
-        let rt = crate::vm::Runtime::<crate::Fat>::with_defaults();
-        let idx = rt.monitors().allocate().unwrap();
-        let m = rt.monitors().get(idx);
-        let a = rt.attach().unwrap();
-        let a = a.context().core_arc();
-        // Another thread's attempt, from another thread (attachments are per thread).
-        let other = |expect_owned: bool| {
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let b = rt.attach().unwrap();
-                    let b = b.context().core_arc();
-                    let got = m.enter_spinning(b).unwrap();
-                    assert_eq!(got, !expect_owned);
-                    if got {
-                        assert!(m.is_owned_by(b));
-                        m.exit(b).unwrap();
-                    }
-                });
-            })
-        };
-        assert!(m.enter_spinning(a).unwrap());
-        assert!(m.enter_spinning(a).unwrap());
-        assert_eq!(m.count_for(a), 2);
-        other(true);
-        m.exit(a).unwrap();
-        other(true);
-        m.exit(a).unwrap();
-        other(false);
-        assert!(m.is_idle());
     }
 }

@@ -70,17 +70,7 @@ fn critical(inside: &AtomicBool, count: &AtomicUsize) {
 /// the revoker is done (it must cooperate); barrier mode: it never polls.
 fn owner_vs_revoker<F: Flavor>(mode: Revocation) {
     model(move || {
-        let rt = Runtime::<Biasing<F>>::new(config());
-        assert_eq!(
-            Biasing::<F>::configure(
-                &rt,
-                BiasConfig {
-                    revocation: mode,
-                    learn_limit: 1,
-                }
-            ),
-            mode
-        );
+        let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
         let inside = Arc::new(AtomicBool::new(false));
         let count = Arc::new(AtomicUsize::new(0));
@@ -127,14 +117,7 @@ fn owner_vs_revoker<F: Flavor>(mode: Revocation) {
 /// revoker must hand it a thin lock with the same count, and get the lock only after.
 fn held_across_revocation<F: Flavor>(mode: Revocation) {
     model(move || {
-        let rt = Runtime::<Biasing<F>>::new(config());
-        Biasing::<F>::configure(
-            &rt,
-            BiasConfig {
-                revocation: mode,
-                learn_limit: 1,
-            },
-        );
+        let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
         let released = Arc::new(AtomicBool::new(false));
         let me = rt.attach().unwrap();
@@ -204,14 +187,7 @@ fn two_revokers<F: Flavor>(mode: Revocation) {
     // (`mode` stays a parameter so the handshake variant can be added once loom schedules
     // spinners fairly.)
     model_with(2, move || {
-        let rt = Runtime::<Biasing<F>>::new(config());
-        Biasing::<F>::configure(
-            &rt,
-            BiasConfig {
-                revocation: mode,
-                learn_limit: 1,
-            },
-        );
+        let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
         let inside = Arc::new(AtomicBool::new(false));
         let count = Arc::new(AtomicUsize::new(0));
@@ -301,8 +277,18 @@ fn fable_learn_mode_contention() {
     });
 }
 
+/// A runtime of flavor `F` revoking by `mode`, learn limit 1 (two acquisitions bias a FABLE
+/// lock, one a KKO lock).
 fn runtime<F: Flavor>(mode: Revocation) -> std::sync::Arc<Runtime<Biasing<F>>> {
-    let rt = Runtime::<Biasing<F>>::new(config());
+    runtime_with::<F>(config(), mode)
+}
+
+/// [`runtime`] with `config`.
+fn runtime_with<F: Flavor>(
+    config: Config,
+    mode: Revocation,
+) -> std::sync::Arc<Runtime<Biasing<F>>> {
+    let rt = Runtime::<Biasing<F>>::new(config);
     assert_eq!(
         Biasing::<F>::configure(
             &rt,
@@ -717,16 +703,12 @@ fn kko_owner_goes_native_with_sync_request_posted() {
 /// without the owner's mutex, racing one that found it `EXITED`: both used to count it).
 fn detached_owner_vs_id_reuse<F: Flavor>(mode: Revocation) {
     model_with(2, move || {
-        let rt = Runtime::<Biasing<F>>::new(Config {
-            max_threads: 2,
-            ..config()
-        });
-        Biasing::<F>::configure(
-            &rt,
-            BiasConfig {
-                revocation: mode,
-                learn_limit: 1,
+        let rt = runtime_with::<F>(
+            Config {
+                max_threads: 2,
+                ..config()
             },
+            mode,
         );
         let h = Arc::new(BiasWord::default());
         let inside = Arc::new(AtomicBool::new(false));
