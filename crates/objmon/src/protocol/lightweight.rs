@@ -75,6 +75,11 @@
 //! - unlock: one load, one compare-and-swap (`00` → `01`; stored `01` → `00`), two stores;
 //!   recursive unlock: two stores.
 //!
+//! Measured instructions per lock+unlock through the guard API (callgrind,
+//! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
+//! `lightweight` 44 uncontended, 38 nested; `lightweight-table` 44 / 38; `lightweight-seed`
+//! 43 / 237 (the seed inflates on recursion, so its nested enter goes through the monitor).
+//!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a
 //! `lightweight-table` entry with its header).

@@ -42,6 +42,10 @@
 //! use. Atomic operations per path: every enter and exit: the cache lock's compare-and-swap
 //! and exchange, plus the monitor's (enter: one compare-and-swap; nested: none; last exit:
 //! one SeqCst fence).
+//!
+//! Measured instructions per lock+unlock through the guard API (callgrind,
+//! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
+//! 294 uncontended, 281 nested: the cache look-up under its lock dominates both.
 
 use super::cacao::HostWord;
 use super::Protocol;

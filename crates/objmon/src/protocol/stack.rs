@@ -74,6 +74,10 @@
 //! - unlock: one compare-and-swap of the displaced header back, two or three stores;
 //!   recursive unlock: stores only.
 //!
+//! Measured instructions per lock+unlock through the guard API (callgrind,
+//! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
+//! 76 uncontended, 79 nested.
+//!
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
 //! points at a record, which moves never. See [`Stack::locked_objects`], [`Runtime::relocate`].
 
