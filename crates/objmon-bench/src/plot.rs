@@ -2,7 +2,7 @@
 //! (one bar per row, like seed 000 Figure 4 and seed 002 Figures 8 and 11) and line charts
 //! over a parameter with min–max error bars (seed 000 MultiSync / Threads, seed 002 Fig. 16).
 
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{SegmentValue, ValueFormatter};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -81,7 +81,7 @@ fn draw_bars<'a, X>(
     log: bool,
 ) -> PlotResult
 where
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let n = rows.len();
     let x_fmt = |v: &f64| if log { log_tick(*v) } else { tick(*v) };
@@ -101,6 +101,18 @@ where
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 12))
         .draw()?;
+    // A rule between families (fat, thin, stack, bias, anchors, HotSpot): 28 bars read as
+    // six groups. Bars need no panels: each is labelled, none hides another.
+    let right = chart.x_range().end;
+    for i in 1..n {
+        if family_of(&rows[i].0) != family_of(&rows[i - 1].0) {
+            let y = SegmentValue::Exact(n - i);
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(base, y.clone()), (right, y)],
+                RGBColor(120, 120, 120).stroke_width(1),
+            )))?;
+        }
+    }
     for (i, (label, med, min, max)) in rows.iter().enumerate() {
         let y = n - 1 - i;
         let color = color_for(label);
@@ -122,7 +134,58 @@ where
     Ok(())
 }
 
-/// A line per row over a parameter, with min–max error bars; log scales on request.
+/// From this many lines on, [`lines`] draws small multiples instead of one chart: 28 curves
+/// in one plot area (MultiSync, Threads, AllocLock with every row) are a tangle in which no
+/// curve can be followed, and a 28-entry legend is a colour-matching puzzle.
+pub const SMALL_MULTIPLES_AT: usize = 20;
+
+/// Rows drawn in every panel of a small-multiples chart as thin, dotted reference
+/// lines (the locks a Rust user would otherwise pick), so that panels can be compared with
+/// each other, not only through their shared axes.
+const REFERENCES: [&str; 2] = ["std-mutex", "parking-lot-mutex"];
+
+/// The families of rows that share a panel, in panel order: the seeds' own lineages (a
+/// monitor per object; an inflating header word; lock records on the stack; an owner's
+/// fast path), then the things they are measured against. Rows of one family answer one
+/// question (which variant of this design is fastest here?); the reference lines and the
+/// shared axes answer the other (how does this design compare?).
+const FAMILIES: [&str; 6] = [
+    "fat family: a monitor per object",
+    "thin family: an inflating header word",
+    "stack family: lock records on the stack",
+    "bias family: a fast path for one owner",
+    "Rust anchors and speed-of-light floors",
+    "HotSpot (dashed)",
+];
+
+/// The panel of row `label` ([`FAMILIES`] index; `FAMILIES.len()` for a row of no family):
+/// by its subject's name, so a knob row (`fable[learn-limit=3]`) or a user-loop row
+/// (`user-loop-thin-nested`) sits with its subject.
+fn family_of(label: &str) -> usize {
+    let name = label.split('[').next().unwrap_or(label);
+    let name = name.strip_prefix("user-loop-").unwrap_or(name);
+    let name = name.strip_suffix("-nested").unwrap_or(name);
+    let is = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
+    if matches!(name, "fat" | "monitor-cache" | "cacao") {
+        0
+    } else if is(&["thin", "tasuki"]) {
+        1
+    } else if is(&["stack", "lightweight"]) {
+        2
+    } else if is(&["biased", "fable"]) {
+        3
+    } else if matches!(name, "monitor" | "std-mutex" | "none") || is(&["parking-lot", "sol-"]) {
+        4
+    } else if is(&["hotspot"]) {
+        5
+    } else {
+        FAMILIES.len()
+    }
+}
+
+/// A line per row over a parameter, with min–max error bars; log scales on request. From
+/// [`SMALL_MULTIPLES_AT`] rows on, one panel per family of rows (see [`FAMILIES`]) on shared
+/// axes, each row in its colour of every other chart.
 pub fn lines(
     path: &Path,
     title: &str,
@@ -131,90 +194,267 @@ pub fn lines(
     series: &[Series],
     log_x: bool,
 ) -> PlotResult {
-    let pts = series.iter().flat_map(|s| s.1.iter());
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, _, lo, hi) in pts {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(lo);
-        y1 = y1.max(hi);
-    }
-    if series.is_empty() || x0 > x1 {
+    let Some(range) = Range::of(series, log_x) else {
         return Ok(());
-    }
-    if x0 == x1 {
-        x1 = x0 + 1.0;
-    }
-    // Whiskers inside the plot area: a margin left and right of the first and last points.
-    let (x0, x1) = if log_x {
-        (x0 / 1.25, x1 * 1.25)
-    } else {
-        let pad = (x1 - x0) * 0.03;
-        (x0 - pad, x1 + pad)
     };
-    let (y0, y1) = ((y0 * 0.8).max(1e-3), y1 * 1.25);
+    if series.len() >= SMALL_MULTIPLES_AT {
+        return small_multiples(path, title, x_desc, y_desc, series, log_x, range);
+    }
     // Tall enough for the legend: a knob sweep adds a row per value.
     let height = 540.max(60 + LEGEND_ROW * series.len() as u32);
     let root = SVGBackend::new(path, (1000, height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut builder = ChartBuilder::on(&root);
-    builder
-        .caption(title, ("sans-serif", 16))
-        .margin(10)
-        .margin_right(LEGEND_WIDTH)
-        .x_label_area_size(36)
-        .y_label_area_size(60);
-    // Log y always: rows span orders of magnitude (a biased fast path vs a futex hand-off).
-    if log_x {
-        let mut chart = builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_label_formatter(&|v| log_tick(*v))
-            .y_label_formatter(&|v| log_tick(*v))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style(("sans-serif", 12))
-            .draw()?;
-        draw_series_into(&mut chart, series)?;
-    } else {
-        let mut chart = builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?;
-        chart
-            .configure_mesh()
-            .y_label_formatter(&|v| log_tick(*v))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style(("sans-serif", 12))
-            .draw()?;
-        draw_series_into(&mut chart, series)?;
-    }
-    legend(&root, series)?;
+    let panel = Panel {
+        title,
+        title_size: 16,
+        x_desc,
+        y_desc,
+        series: series.iter().collect(),
+        refs: Vec::new(),
+    };
+    panel.draw(&root, log_x, range)?;
     root.present()?;
     Ok(())
 }
 
-fn draw_series_into<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-    series: &[Series],
-) -> PlotResult
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
-    let colors = series_colors(series);
-    for ((label, pts), &color) in series.iter().zip(&colors) {
-        let style = line_style(label, color);
-        let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
-        if label.starts_with("hotspot") {
-            chart.draw_series(DashedLineSeries::new(xy, 6, 4, style))?;
-        } else {
-            chart.draw_series(LineSeries::new(xy, style))?;
+/// Both axes' ranges of a line chart, from every point's whisker, with a margin so that the
+/// whiskers stay inside the plot area.
+#[derive(Clone, Copy)]
+struct Range {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    /// Every x is a whole number (threads, k): the linear axis labels only whole numbers.
+    whole_x: bool,
+}
+
+impl Range {
+    fn of(series: &[Series], log_x: bool) -> Option<Range> {
+        let pts = series.iter().flat_map(|s| s.1.iter());
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        let mut whole_x = true;
+        for &(x, _, lo, hi) in pts {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(lo);
+            y1 = y1.max(hi);
+            whole_x &= x.fract() == 0.0;
         }
-        chart.draw_series(
-            pts.iter()
-                .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.filled(), 6)),
-        )?;
+        if x0 > x1 {
+            return None;
+        }
+        if x0 == x1 {
+            x1 = x0 + 1.0;
+        }
+        let (x0, x1) = if log_x {
+            (x0 / 1.25, x1 * 1.25)
+        } else {
+            let pad = (x1 - x0) * 0.03;
+            (x0 - pad, x1 + pad)
+        };
+        Some(Range {
+            x0,
+            x1,
+            y0: (y0 * 0.8).max(1e-3),
+            y1: y1 * 1.25,
+            whole_x,
+        })
     }
+}
+
+/// One plot area with its legend in its right margin: a whole line chart, or one panel of
+/// small multiples.
+struct Panel<'s> {
+    title: &'s str,
+    title_size: u32,
+    x_desc: &'s str,
+    y_desc: &'s str,
+    /// The rows this panel is about.
+    series: Vec<&'s Series>,
+    /// Reference rows, drawn thin and dotted, without whiskers.
+    refs: Vec<&'s Series>,
+}
+
+impl Panel<'_> {
+    fn draw(&self, area: &Area<'_>, log_x: bool, r: Range) -> PlotResult {
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(self.title, ("sans-serif", self.title_size))
+            .margin(10)
+            .margin_right(LEGEND_WIDTH)
+            .x_label_area_size(36)
+            .y_label_area_size(60);
+        // Log y always: rows span orders of magnitude (a biased fast path vs a futex hand-off).
+        let y = (r.y0..r.y1).log_scale();
+        if log_x {
+            let mut chart = builder.build_cartesian_2d((r.x0..r.x1).log_scale(), y)?;
+            self.mesh_and_lines(&mut chart, &|v| log_tick(*v))?;
+        } else {
+            let mut chart = builder.build_cartesian_2d(r.x0..r.x1, y)?;
+            let whole = |v: &f64| {
+                if !r.whole_x || v.fract() == 0.0 {
+                    tick(*v)
+                } else {
+                    String::new()
+                }
+            };
+            self.mesh_and_lines(&mut chart, &whole)?;
+        }
+        self.legend(area)
+    }
+
+    fn mesh_and_lines<'a, X, Y>(
+        &self,
+        chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+        x_fmt: &dyn Fn(&f64) -> String,
+    ) -> PlotResult
+    where
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        chart
+            .configure_mesh()
+            .x_label_formatter(x_fmt)
+            .y_label_formatter(&|v| log_tick(*v))
+            .x_desc(self.x_desc)
+            .y_desc(self.y_desc)
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 13))
+            .draw()?;
+        for s in &self.refs {
+            let xy: Vec<(f64, f64)> = s.1.iter().map(|p| (p.0, p.1)).collect();
+            chart.draw_series(DashedLineSeries::new(xy, 2, 3, ref_style(&s.0)))?;
+        }
+        let colors = series_colors(&self.series);
+        for (s, &color) in self.series.iter().zip(&colors) {
+            let (label, pts) = (&s.0, &s.1);
+            let style = line_style(label, color);
+            let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+            if label.starts_with("hotspot") {
+                chart.draw_series(DashedLineSeries::new(xy, 6, 4, style))?;
+            } else {
+                chart.draw_series(LineSeries::new(xy, style))?;
+            }
+            chart.draw_series(
+                pts.iter()
+                    .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.filled(), 6)),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The legend, drawn on the whole area in its right margin (plotters' own legend is
+    /// clipped to the plotting area, where it would hide lines).
+    fn legend(&self, area: &Area<'_>) -> PlotResult {
+        let (w, _) = area.dim_in_pixel();
+        let x = w as i32 - LEGEND_WIDTH as i32 + 8;
+        let colors = series_colors(&self.series);
+        // (label, style, dash and gap in pixels; 0 for a solid line)
+        let rows = self.series.iter().zip(colors).map(|(s, c)| {
+            let style = line_style(&s.0, c);
+            let dash = if s.0.starts_with("hotspot") {
+                (6, 4)
+            } else {
+                (0, 0)
+            };
+            (s.0.clone(), style, dash)
+        });
+        let refs = self
+            .refs
+            .iter()
+            .map(|s| (format!("{} (ref)", s.0), ref_style(&s.0), (2, 3)));
+        for (i, (label, style, (dash, gap))) in rows.chain(refs).enumerate() {
+            let y = 40 + LEGEND_ROW as i32 * i as i32;
+            if dash == 0 {
+                area.draw(&PathElement::new(vec![(x, y), (x + 20, y)], style))?;
+            } else {
+                let mut x0 = x;
+                while x0 < x + 20 {
+                    let x1 = (x0 + dash).min(x + 20);
+                    area.draw(&PathElement::new(vec![(x0, y), (x1, y)], style))?;
+                    x0 = x1 + gap;
+                }
+            }
+            area.draw(&Text::new(
+                label,
+                (x + 26, y - 7),
+                ("sans-serif", 13).into_font(),
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Width of one panel of small multiples (two side by side; the report's page scales the
+/// image down to its 1100-pixel column).
+const PANEL_WIDTH: u32 = 620;
+/// Smallest height of one panel.
+const PANEL_HEIGHT: u32 = 330;
+
+/// [`lines`] as small multiples: a 2-column grid of panels, one per family with rows here
+/// (see [`FAMILIES`]), all on the same axes, each with the [`REFERENCES`] rows as thin lines.
+fn small_multiples(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    log_x: bool,
+    range: Range,
+) -> PlotResult {
+    let mut panels: Vec<(String, Vec<&Series>)> = Vec::new();
+    for f in 0..=FAMILIES.len() {
+        let members: Vec<&Series> = series.iter().filter(|s| family_of(&s.0) == f).collect();
+        if !members.is_empty() {
+            let name = FAMILIES.get(f).copied().unwrap_or("other rows");
+            panels.push((name.to_string(), members));
+        }
+    }
+    let refs: Vec<&Series> = REFERENCES
+        .iter()
+        .filter_map(|r| series.iter().find(|s| s.0 == *r))
+        .collect();
+    let cols = 2;
+    let rows = panels.len().div_ceil(cols);
+    let entries = panels.iter().map(|p| p.1.len()).max().unwrap_or(0) + refs.len();
+    let panel_h = PANEL_HEIGHT.max(70 + LEGEND_ROW * entries as u32);
+    let title_h = 40;
+    let root = SVGBackend::new(
+        path,
+        (PANEL_WIDTH * cols as u32, title_h + panel_h * rows as u32),
+    )
+    .into_drawing_area();
+    root.fill(&WHITE)?;
+    let body = root.titled(title, ("sans-serif", 18))?;
+    let areas = body.split_evenly((rows, cols));
+    for ((name, members), area) in panels.iter().zip(&areas) {
+        // A panel of anchors draws them as its own rows, not again as references.
+        let own_refs = refs
+            .iter()
+            .filter(|r| !members.iter().any(|m| m.0 == r.0))
+            .copied()
+            .collect();
+        let panel = Panel {
+            title: name,
+            title_size: 14,
+            x_desc,
+            y_desc,
+            series: members.clone(),
+            refs: own_refs,
+        };
+        panel.draw(area, log_x, range)?;
+    }
+    root.present()?;
     Ok(())
+}
+
+/// A reference row: its own colour (not a paler one: pale lines vanish on white), thin and
+/// dotted, so that it reads as a backdrop to the panel's rows.
+fn ref_style(label: &str) -> ShapeStyle {
+    ShapeStyle::from(&color_for(label)).stroke_width(1)
 }
 
 /// Thin lines for the floors and for knob sweeps (many curves of one family), thick for the
@@ -231,7 +471,7 @@ fn is_knob_row(label: &str) -> bool {
 
 /// Each series' colour: [`color_for`], except that the rows of one knob sweep share a hue
 /// and run from light (lowest value) to dark (highest), as one family of curves.
-fn series_colors(series: &[Series]) -> Vec<RGBColor> {
+fn series_colors(series: &[&Series]) -> Vec<RGBColor> {
     let family = |l: &str| l.split('[').next().unwrap_or(l).to_string();
     series
         .iter()
@@ -251,33 +491,6 @@ fn series_colors(series: &[Series]) -> Vec<RGBColor> {
             RGBColor(mix(90, 10), mix(150, 40), mix(230, 110))
         })
         .collect()
-}
-
-/// The legend, drawn on the whole image in the right margin (plotters' own legend is clipped
-/// to the plotting area, where it would hide lines).
-fn legend(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    series: &[Series],
-) -> PlotResult {
-    let (w, _) = root.dim_in_pixel();
-    let x = w as i32 - LEGEND_WIDTH as i32 + 8;
-    let colors = series_colors(series);
-    for (i, ((label, _), &color)) in series.iter().zip(&colors).enumerate() {
-        let y = 40 + LEGEND_ROW as i32 * i as i32;
-        let style = line_style(label, color);
-        if label.starts_with("hotspot") {
-            root.draw(&PathElement::new(vec![(x, y), (x + 8, y)], style))?;
-            root.draw(&PathElement::new(vec![(x + 12, y), (x + 20, y)], style))?;
-        } else {
-            root.draw(&PathElement::new(vec![(x, y), (x + 20, y)], style))?;
-        }
-        root.draw(&Text::new(
-            label.clone(),
-            (x + 26, y - 6),
-            ("sans-serif", 12).into_font(),
-        ))?;
-    }
-    Ok(())
 }
 
 /// Strong, mutually distinct colours (none pale on white), for protocols and anchors.
@@ -452,6 +665,49 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert!(svg.contains(">1k<") && svg.contains(">100k<"), "{svg}");
         assert!(!svg.contains("e3<") && !svg.contains("e4<"));
+    }
+
+    /// 20+ lines become one panel per family on shared axes: every family's title, each row
+    /// in its one colour, and the reference rows in the other families' panels; fewer lines
+    /// stay one chart.
+    #[test]
+    fn small_multiples_by_family() {
+        let path = std::env::temp_dir().join(format!("objmon-sm-{}.svg", std::process::id()));
+        let names = crate::subject::subject_names();
+        let mut s: Vec<Series> = names
+            .iter()
+            .map(|(n, _)| {
+                (
+                    n.to_string(),
+                    vec![(1.0, 5.0, 4.0, 6.0), (4.0, 9.0, 8.0, 10.0)],
+                )
+            })
+            .collect();
+        s.push(("hotspot25-lm2".into(), vec![(1.0, 7.0, 6.0, 8.0)]));
+        assert!(s.len() >= SMALL_MULTIPLES_AT);
+        for (n, _) in &names {
+            assert!(family_of(n) < FAMILIES.len(), "{n} has no family");
+        }
+        assert_eq!(family_of("fable[learn-limit=3]"), family_of("fable"));
+        assert_eq!(family_of("user-loop-thin-nested"), family_of("thin"));
+        let svg_of = |s: &[Series]| {
+            lines(&path, "t", "threads", "ns", s, false).unwrap();
+            let svg = std::fs::read_to_string(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            svg
+        };
+        let svg = svg_of(&s);
+        for f in FAMILIES {
+            assert!(svg.contains(f), "no panel {f}");
+        }
+        // Five panels with references (the anchors' own panel draws them as its rows).
+        assert_eq!(svg.matches("std-mutex (ref)").count(), FAMILIES.len() - 1);
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        assert!(svg.contains(&hex(color_for("thin"))));
+        // Whole-number x (threads): no "1.5" tick.
+        assert!(!svg.contains(">1.5<"));
+        let few = svg_of(&s[..5]);
+        assert!(!few.contains(FAMILIES[0]) && !few.contains("(ref)"));
     }
 
     /// ProdCons' bars on a log axis: rows a thousand times apart both readable.
