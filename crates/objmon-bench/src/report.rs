@@ -408,12 +408,17 @@ fn summary(d: &mut Vec<Block>, r: &Results) {
             .iter()
             .filter_map(|a| r.get(bench, a, param))
             .map(|a| {
-                format!(
-                    "{} {} ns ({:.1}× the fastest)",
-                    a.protocol,
-                    num(a.median),
-                    a.median / best.median
-                )
+                let x = a.median / best.median;
+                let how = if x >= 1.0 {
+                    format!("{x:.1}× slower than {}", best.protocol)
+                } else {
+                    format!(
+                        "faster than every protocol: {} takes {:.2}× as long",
+                        best.protocol,
+                        1.0 / x
+                    )
+                };
+                format!("{} {} ns ({how})", a.protocol, num(a.median))
             })
             .collect();
         let anchors = if anchors.is_empty() {
@@ -1415,12 +1420,24 @@ mod tests {
                 rec("thin", 2.0),
                 rec("monitor-cache", 7.0),
                 rec("fat", 20.0),
+                Record::from_values("sync", "std-mutex", "anchor", 1, 0, &[3.0]).unwrap(),
+                Record::from_values("sync", "parking-lot", "anchor", 1, 0, &[1.6]).unwrap(),
             ],
         };
         let mut d = Vec::new();
         summary(&mut d, &r);
         let text = crate::doc::markdown(&d);
         assert!(text.contains("fastest protocol thin at 2"), "{text}");
+        assert!(
+            text.contains("std-mutex 3.000 ns (1.5× slower than thin)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "parking-lot 1.600 ns (faster than every protocol: thin takes 1.25× as long)"
+            ),
+            "{text}"
+        );
         assert!(text.contains("3.5× (monitor-cache ÷ thin): held"), "{text}");
         assert!(text.contains("10.0× (fat ÷ thin): held and more"), "{text}");
     }
