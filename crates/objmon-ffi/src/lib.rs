@@ -105,6 +105,7 @@ impl From<MonitorError> for objmon_status {
             MonitorError::RecursionOverflow => OBJMON_E_RECURSION_OVERFLOW,
             MonitorError::NoSuchThread => OBJMON_E_NO_SUCH_THREAD,
             MonitorError::InNative => OBJMON_E_IN_NATIVE,
+            MonitorError::ForeignHeader => OBJMON_E_FOREIGN_HEADER,
         }
     }
 }

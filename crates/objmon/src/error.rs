@@ -29,6 +29,11 @@ pub enum MonitorError {
     /// [`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native), where a protocol whose
     /// revocation counts on native threads not locking (`biased`, `fable`) refuses it.
     InNative,
+    /// The header belongs to another runtime: it names a fat monitor that this runtime's
+    /// table has not bound to it, or a lock owner this runtime does not know. A header must
+    /// be used with one runtime only (`docs/soundness.md` §6); where using it with a second
+    /// one is detected, the operation fails with this and changes nothing.
+    ForeignHeader,
 }
 
 impl fmt::Display for MonitorError {
@@ -42,6 +47,7 @@ impl fmt::Display for MonitorError {
             Self::RecursionOverflow => "monitor recursion count overflow",
             Self::NoSuchThread => "no attached thread has this id",
             Self::InNative => "monitor operation made while the thread is in native code",
+            Self::ForeignHeader => "the header belongs to another runtime",
         })
     }
 }
