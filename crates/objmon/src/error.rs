@@ -17,9 +17,11 @@ pub enum MonitorError {
     /// the future that the clock cannot represent the deadline (Java's
     /// `IllegalArgumentException`).
     InvalidTimeout,
-    /// Every thread id (1..=`Config::max_threads`, at most 32767) is in use.
+    /// `Config::max_threads` threads are attached (retired ids count), or every thread id of
+    /// the process (32767, shared by all runtimes) is in use.
     TooManyThreads,
-    /// Every slot of the monitor table (at most 2^23 − 1, seed 000 §2.3) is in use.
+    /// `Config::monitor_capacity` monitors are in use, or every index of the process (2^23 − 1,
+    /// seed 000 §2.3, shared by all runtimes in chunks of 1024) is.
     MonitorTableFull,
     /// The recursion count of a fat monitor would exceed `u32::MAX`.
     RecursionOverflow,
