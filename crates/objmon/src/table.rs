@@ -342,3 +342,38 @@ impl std::fmt::Debug for MonitorTable {
             .finish()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Issue 11 item 13: two live tables never hand out the same index, and neither resolves
+    /// the other's; a dropped table's chunks go to the next table.
+    #[test]
+    fn tables_share_one_index_space() {
+        let config = SystemLockConfig::default();
+        let a = MonitorTable::new(MAX_MONITOR_INDEX, config);
+        let b = MonitorTable::new(MAX_MONITOR_INDEX, config);
+        let ia: Vec<_> = (0..CHUNK + 3).map(|_| a.allocate().unwrap()).collect();
+        let ib: Vec<_> = (0..5).map(|_| b.allocate().unwrap()).collect();
+        for i in &ia {
+            assert!(!ib.contains(i));
+            assert!(a.try_get(*i).is_some());
+            assert!(b.try_get(*i).is_none());
+            assert_eq!(b.checked(*i).err(), Some(MonitorError::ForeignHeader));
+        }
+        for i in &ib {
+            assert!(a.try_get(*i).is_none());
+            assert_eq!(b.get(*i).index, i.get());
+        }
+        assert_eq!(a.handed_out().len(), CHUNK + 3);
+        assert!(a.any_owned_by(0));
+        // Capacity bounds the count, not the values.
+        let small = MonitorTable::new(2, config);
+        let (x, y) = (small.allocate().unwrap(), small.allocate().unwrap());
+        assert_eq!(small.allocate(), Err(MonitorError::MonitorTableFull));
+        small.free(x);
+        assert!(small.allocate().is_ok());
+        let _ = y;
+    }
+}
