@@ -53,7 +53,10 @@
  * - One header, one runtime: a header initialised by one runtime is used with that runtime only.
  *   Where the protocol's word leaves room (`thin`, `fat`, `cacao`, `monitor-cache`), the header
  *   carries a runtime tag and the calls off the lock fast path answer `OBJMON_E_FOREIGN_HEADER`
- *   for another runtime's header; elsewhere the rule is the host's to keep.
+ *   for another runtime's header. On every protocol, thread ids and monitor indices are unique in
+ *   the process, so a second runtime's lock calls wait or answer `OBJMON_E_FOREIGN_HEADER`, never
+ *   take the lock as well (pending on `cacao`, `monitor-cache`, `lightweight-table` and the biased
+ *   protocols: there the rule is still the host's to keep; docs/soundness.md §7).
  * - The host's bits: each protocol leaves `objmon_host_bits_width(rt)` bits (7 to 16) of the
  *   header to the host: a type tag, GC colour or age. Write them at `objmon_header_init_host`,
  *   read them with `objmon_header_host_bits`; they survive locking, inflation, hashing and
@@ -178,8 +181,9 @@ typedef enum objmon_status {
    */
   OBJMON_E_NOT_IN_NATIVE = 15,
   /**
-   * The header was initialised by another runtime (detected where the protocol leaves
-   * room for a runtime tag; see `objmon_header`); nothing was done.
+   * The header belongs to another runtime: its runtime tag (where the protocol leaves room
+   * for one; see `objmon_header`) or a monitor index or lock owner of another runtime;
+   * nothing was done.
    */
   OBJMON_E_FOREIGN_HEADER = 16,
   /**

@@ -28,7 +28,10 @@
 //!   4-byte words of `thin`, `fat`, `cacao`, `monitor-cache`), the header carries its runtime's
 //!   tag and the calls off the lock fast path (`objmon_wait`, `objmon_notify*`,
 //!   `objmon_monitor_enter`, `objmon_identity_hash`, `objmon_owner_of`, ...) answer
-//!   `OBJMON_E_FOREIGN_HEADER` for a header of another runtime; elsewhere it is the host's rule.
+//!   `OBJMON_E_FOREIGN_HEADER` for a header of another runtime. Everywhere, thread ids and
+//!   monitor indices are unique in the process, so a second runtime's lock calls wait or
+//!   answer `OBJMON_E_FOREIGN_HEADER`, never take the lock as well (`docs/soundness.md` §7,
+//!   with the protocols where that is still pending).
 #![allow(non_camel_case_types)]
 
 use objmon::vm::{
@@ -81,8 +84,9 @@ pub enum objmon_status {
     OBJMON_E_WRONG_THREAD = 14,
     /// `objmon_leave_native` without a matching `objmon_enter_native`.
     OBJMON_E_NOT_IN_NATIVE = 15,
-    /// The header was initialised by another runtime (detected where the protocol leaves
-    /// room for a runtime tag; see `objmon_header`); nothing was done.
+    /// The header belongs to another runtime: its runtime tag (where the protocol leaves room
+    /// for one; see `objmon_header`) or a monitor index or lock owner of another runtime;
+    /// nothing was done.
     OBJMON_E_FOREIGN_HEADER = 16,
     /// `objmon_header_init_host` was given bits beyond `objmon_host_bits_width`; nothing was
     /// done.
@@ -105,6 +109,7 @@ impl From<MonitorError> for objmon_status {
             MonitorError::RecursionOverflow => OBJMON_E_RECURSION_OVERFLOW,
             MonitorError::NoSuchThread => OBJMON_E_NO_SUCH_THREAD,
             MonitorError::InNative => OBJMON_E_IN_NATIVE,
+            MonitorError::ForeignHeader => OBJMON_E_FOREIGN_HEADER,
         }
     }
 }

@@ -128,7 +128,10 @@ pub(crate) fn deflate_idle<P: Locate>(rt: &Runtime<P>, h: &AtomicU64) -> bool {
 
 /// Steps 1–5 of the module documentation for monitor `idx`, which `h` named when read.
 pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: MonitorIndex) -> bool {
-    let m = rt.monitors().get(idx);
+    // Another runtime's index (a header used with two runtimes): not ours to deflate.
+    let Some(m) = rt.monitors().try_get(idx) else {
+        return false;
+    };
     // `idx` may be stale: since it was read (or since the caller exited it), the monitor may
     // have been deflated by another thread, freed, and allocated for another inflation that
     // has not locked it yet. Taking its system lock then would make that inflation fail. So
@@ -211,7 +214,9 @@ pub(crate) fn enter_monitor<P: Locate>(
     let Some(idx) = P::locate(rt, h, w) else {
         return Ok(Via::Retry);
     };
-    let m = rt.monitors().get(idx);
+    // Another runtime's index: `ForeignHeader`, never a monitor of ours (table.rs). Not a
+    // race with deflation: this table's chunks stay its own while it lives.
+    let m = rt.monitors().checked(idx)?;
     if m.is_owned_by(t.core()) {
         // Owned monitors are never deflated, so if `h` names it now it is `h`'s.
         if !P::names(rt, h, h.load(Ordering::Acquire), idx) {
@@ -252,7 +257,10 @@ pub(crate) fn owned_monitor<'r, P: Locate>(
     w: u64,
 ) -> Result<Option<(&'r FatMonitor, MonitorIndex)>, ()> {
     let idx = P::locate(rt, h, w).ok_or(())?;
-    let m = rt.monitors().get(idx);
+    // Another runtime's index: not owned by `t` (table.rs).
+    let Some(m) = rt.monitors().try_get(idx) else {
+        return Ok(None);
+    };
     // Owned monitors are never deflated, so if `h` names it now it is `h`'s; and if `t` does
     // not own it, `t` does not own `h` either (possibly a stale index, but `t`'s own
     // ownership of `h` cannot change behind its back).
@@ -293,12 +301,15 @@ pub(crate) fn wait_owned<P: Protocol>(
     r
 }
 
-/// The raw owner of the monitor named by `w` (read from `h`) while `h` names it, or `None` if
-/// `h` changed (re-read). [`ANONYMOUS_OWNER`](crate::monitor::ANONYMOUS_OWNER) is returned as
+/// The raw owner of the monitor named by `w` (read from `h`) while `h` names it (0 for another
+/// runtime's monitor index), or `None` if `h` changed (re-read). [`ANONYMOUS_OWNER`](crate::monitor::ANONYMOUS_OWNER) is returned as
 /// is.
 pub(crate) fn monitor_owner<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -> Option<u32> {
     let idx = P::locate(rt, h, w)?;
-    let m = rt.monitors().get(idx);
+    // Another runtime's index: no owner of ours (0), an answer, not a re-read.
+    let Some(m) = rt.monitors().try_get(idx) else {
+        return Some(0);
+    };
     if !m.add_contention() {
         yield_now();
         return None;

@@ -17,9 +17,11 @@ pub enum MonitorError {
     /// the future that the clock cannot represent the deadline (Java's
     /// `IllegalArgumentException`).
     InvalidTimeout,
-    /// Every thread id (1..=`Config::max_threads`, at most 32767) is in use.
+    /// `Config::max_threads` threads are attached (retired ids count), or every thread id of
+    /// the process (32767, shared by all runtimes) is in use.
     TooManyThreads,
-    /// Every slot of the monitor table (at most 2^23 − 1, seed 000 §2.3) is in use.
+    /// `Config::monitor_capacity` monitors are in use, or every index of the process (2^23 − 1,
+    /// seed 000 §2.3, shared by all runtimes in chunks of 1024) is.
     MonitorTableFull,
     /// The recursion count of a fat monitor would exceed `u32::MAX`.
     RecursionOverflow,
@@ -29,6 +31,11 @@ pub enum MonitorError {
     /// [`ThreadHandle::in_native`](crate::vm::ThreadHandle::in_native), where a protocol whose
     /// revocation counts on native threads not locking (`biased`, `fable`) refuses it.
     InNative,
+    /// The header belongs to another runtime: it names a fat monitor that this runtime's
+    /// table has not bound to it, or a lock owner this runtime does not know. A header must
+    /// be used with one runtime only (`docs/soundness.md` §6); where using it with a second
+    /// one is detected, the operation fails with this and changes nothing.
+    ForeignHeader,
 }
 
 impl fmt::Display for MonitorError {
@@ -42,6 +49,7 @@ impl fmt::Display for MonitorError {
             Self::RecursionOverflow => "monitor recursion count overflow",
             Self::NoSuchThread => "no attached thread has this id",
             Self::InNative => "monitor operation made while the thread is in native code",
+            Self::ForeignHeader => "the header belongs to another runtime",
         })
     }
 }

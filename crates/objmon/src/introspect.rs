@@ -511,9 +511,7 @@ impl MonitorTable {
 
     /// Every monitor handed out so far, with its index (free ones included).
     pub(crate) fn all_monitors(&self) -> impl Iterator<Item = (MonitorIndex, &FatMonitor)> {
-        (1..=self.high_water())
-            .filter_map(MonitorIndex::new)
-            .map(move |i| (i, self.get(i)))
+        self.handed_out().into_iter().map(move |i| (i, self.get(i)))
     }
 
     fn profile(&self) -> Vec<ObjectProfile> {

@@ -12,9 +12,11 @@ use crate::MonitorError;
 /// Settings of a runtime, fixed at creation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Most threads attached at once (ids `1..=max_threads`); at most 32767.
+    /// Most threads attached at once (retired ids count); at most 32767. Ids are unique in
+    /// the process, so their values may exceed this.
     pub max_threads: u16,
-    /// Most fat monitors alive at once; at most 2^23 − 1 (the 23-bit index of seed 000 §2.3).
+    /// Most fat monitors alive at once; at most 2^23 − 1 (the 23-bit index of seed 000 §2.3),
+    /// which all the runtimes of the process share.
     pub monitor_capacity: u32,
     /// The system lock under every fat monitor.
     pub system_lock: SystemLockConfig,
@@ -108,7 +110,8 @@ impl StatsSnapshot {
 /// One runtime of protocol `P`: its threads, its monitor table, its counters.
 ///
 /// Objects locked through a runtime carry `P::Header`; a header must be used with one runtime
-/// only (its fat-monitor indices and thread ids are that runtime's).
+/// only (its fat-monitor indices and thread ids are that runtime's; both are unique in the
+/// process, so a second runtime gets `ForeignHeader` or waits, `docs/soundness.md` §7).
 pub struct Runtime<P: Protocol> {
     config: Config,
     threads: Registry<P>,

@@ -7,6 +7,15 @@
 //! reclamation scheme: a stale index always names *some* valid monitor. Freed indices go on a
 //! free list (last in, first out, so a recycled monitor is likely still in cache). Index 0 is
 //! never handed out, so a lock field of 0 can mean "no monitor". A full table is an error.
+//!
+//! **One index space for the process** (issue 11 item 13). A table does not own the indices
+//! `1..=capacity`: it takes whole chunks of the 23-bit index space from a process-wide pool
+//! ([`CHUNKS`]) as it grows and gives them back when it drops, so two live tables never hand
+//! out the same index. A header of runtime A read by runtime B names a chunk B does not hold:
+//! [`MonitorTable::try_get`] answers `None` where [`MonitorTable::get`] asserts, with the
+//! same two loads and one test, so a protocol's fast path detects another runtime's monitor
+//! index at no cost at all. `capacity` bounds how many monitors are allocated at once, not
+//! the index values.
 
 use crate::monitor::FatMonitor;
 use crate::sync::{lock, AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering};
@@ -42,9 +51,72 @@ impl MonitorIndex {
 
 struct FreeList {
     free: Vec<u32>,
-    /// Indices above this were never handed out.
-    high_water: u32,
+    /// The next never-used index of the newest chunk, and the end of that chunk (exclusive);
+    /// `next == end` when a new chunk is needed.
+    next: u32,
+    end: u32,
+    /// The chunks this table holds (taken from the pool, given back at drop).
+    owned: Vec<u32>,
+    /// Indices handed out and not freed.
+    in_use: u32,
 }
+
+/// Chunks of the index space: `1 << (23 - CHUNK_BITS)` of them.
+const N_CHUNKS: usize = (MAX_MONITOR_INDEX as usize + 1) >> CHUNK_BITS;
+
+/// The process-wide pool of index chunks (see the module documentation): a bitmap, lowest
+/// free chunk first, so indices stay small.
+struct ChunkPool {
+    used: Mutex<Vec<u64>>,
+    /// How many chunks there are.
+    limit: usize,
+}
+
+impl ChunkPool {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            used: Mutex::new(Vec::new()),
+            limit: N_CHUNKS,
+        }
+    }
+
+    #[cfg(loom)]
+    fn new(limit: usize) -> Self {
+        Self {
+            used: Mutex::new(Vec::new()),
+            limit,
+        }
+    }
+
+    fn take(&self) -> Option<u32> {
+        let mut used = lock(&self.used);
+        if used.is_empty() {
+            *used = vec![0; self.limit.div_ceil(64)];
+        }
+        let (w, bits) = used
+            .iter()
+            .enumerate()
+            .find(|(_, &b)| b != u64::MAX)
+            .map(|(w, &b)| (w, b))?;
+        let c = w * 64 + bits.trailing_ones() as usize;
+        if c >= self.limit {
+            return None;
+        }
+        used[w] |= 1 << (c % 64);
+        u32::try_from(c).ok()
+    }
+
+    fn give_back(&self, c: u32) {
+        let c = c as usize;
+        lock(&self.used)[c / 64] &= !(1 << (c % 64));
+    }
+}
+
+/// Every table's chunks come from here (under loom, each table has a pool of its own: model
+/// runs must not share state).
+#[cfg(not(loom))]
+static CHUNKS: ChunkPool = ChunkPool::new();
 
 /// Index → monitor map with a free list (see the module documentation).
 pub struct MonitorTable {
@@ -56,13 +128,20 @@ pub struct MonitorTable {
     allocations: AtomicU64,
     /// Contention profiling state (see `introspect.rs`).
     pub(crate) profile: crate::introspect::TableProfile,
+    #[cfg(loom)]
+    pool: ChunkPool,
 }
 
 impl MonitorTable {
-    /// A table that hands out indices `1..=capacity` (capacity clamped to 2^23 − 1), whose
-    /// monitors use `config` for their system lock.
+    /// A table that hands out at most `capacity` indices at once (capacity clamped to
+    /// 2^23 − 1), whose monitors use `config` for their system lock.
     pub(crate) fn new(capacity: u32, config: SystemLockConfig) -> Self {
         let capacity = capacity.clamp(1, MAX_MONITOR_INDEX);
+        // Under loom (2-monitor chunks) only the chunks `capacity` needs, as each table has
+        // its own pool there.
+        #[cfg(not(loom))]
+        let n_chunks = N_CHUNKS;
+        #[cfg(loom)]
         let n_chunks = (capacity as usize + 1).div_ceil(CHUNK);
         Self {
             chunks: (0..n_chunks)
@@ -72,52 +151,93 @@ impl MonitorTable {
             config,
             free: Mutex::new(FreeList {
                 free: Vec::new(),
-                high_water: 0,
+                next: 0,
+                end: 0,
+                owned: Vec::new(),
+                in_use: 0,
             }),
             live: AtomicUsize::new(0),
             allocations: AtomicU64::new(0),
             profile: Default::default(),
+            #[cfg(loom)]
+            pool: ChunkPool::new(n_chunks),
         }
     }
 
-    /// The monitor at `idx`. Lock-free: two loads.
+    #[inline]
+    fn pool(&self) -> &ChunkPool {
+        #[cfg(not(loom))]
+        return &CHUNKS;
+        #[cfg(loom)]
+        return &self.pool;
+    }
+
+    /// The monitor at `idx`, which this table handed out. Lock-free: two loads.
     #[inline]
     pub(crate) fn get(&self, idx: MonitorIndex) -> &FatMonitor {
+        self.try_get(idx)
+            .unwrap_or_else(|| panic!("monitor index {} was never allocated", idx.0))
+    }
+
+    /// The monitor at `idx` if `idx` lies in a chunk of this table; `None` for an index of
+    /// another runtime's table (a header used with two runtimes, see the module
+    /// documentation). Lock-free: two loads and a test, as [`get`](Self::get).
+    #[inline]
+    pub(crate) fn try_get(&self, idx: MonitorIndex) -> Option<&FatMonitor> {
         let i = idx.0 as usize;
-        let chunk = self.chunks[i >> CHUNK_BITS].load(Ordering::Acquire);
-        assert!(!chunk.is_null(), "monitor index {i} was never allocated");
+        // `idx <= MAX_MONITOR_INDEX`, so `i >> CHUNK_BITS < N_CHUNKS` (under loom the slice
+        // has the same length): the bounds check is the compiler's to drop.
+        let chunk = self.chunks.get(i >> CHUNK_BITS)?.load(Ordering::Acquire);
+        if chunk.is_null() {
+            return None;
+        }
         // SAFETY:
-        // - `idx` was handed out by `allocate` of this table (indices only come from lock
-        //   fields we wrote), which published the chunk with a Release store before returning
-        //   it, and our Acquire load above saw that pointer (non-null checked);
+        // - the chunk pointer is non-null, so this table published it with a Release store
+        //   in `allocate` after building every monitor in it, and our Acquire load saw it;
         // - a chunk is a `Box<[FatMonitor; CHUNK]>` leaked into the pointer and freed only in
         //   `Drop for MonitorTable`, which needs `&mut self`, so it outlives the returned
         //   reference (bounded by `&self`);
         // - `i & (CHUNK - 1) < CHUNK`, so the offset stays in the allocation.
-        unsafe { &*chunk.add(i & (CHUNK - 1)) }
+        Some(unsafe { &*chunk.add(i & (CHUNK - 1)) })
     }
 
-    /// Takes a free index and resets its monitor. Fails when all `capacity` are in use.
+    /// [`try_get`](Self::try_get) for an index read from a header: `ForeignHeader` when it
+    /// names no monitor of this table.
+    #[inline]
+    pub(crate) fn checked(&self, idx: MonitorIndex) -> Result<&FatMonitor, MonitorError> {
+        self.try_get(idx).ok_or(MonitorError::ForeignHeader)
+    }
+
+    /// Takes a free index and resets its monitor. Fails when `capacity` are in use, or when
+    /// the process's index space is exhausted.
     pub(crate) fn allocate(&self) -> Result<MonitorIndex, MonitorError> {
         let mut fl = lock(&self.free);
+        if fl.in_use >= self.capacity {
+            return Err(MonitorError::MonitorTableFull);
+        }
         let idx = match fl.free.pop() {
             Some(i) => i,
-            None if fl.high_water < self.capacity => {
-                fl.high_water += 1;
-                let i = fl.high_water;
-                let slot = &self.chunks[i as usize >> CHUNK_BITS];
-                if slot.load(Ordering::Relaxed).is_null() {
-                    let base = (i as usize >> CHUNK_BITS) << CHUNK_BITS;
+            None => {
+                if fl.next == fl.end {
+                    let c = self.pool().take().ok_or(MonitorError::MonitorTableFull)?;
+                    let base = (c as usize) << CHUNK_BITS;
                     let on = self.profile.on;
                     let chunk: Box<[FatMonitor]> = (0..CHUNK)
                         .map(|j| FatMonitor::new(self.config).in_table((base + j) as u32, on))
                         .collect();
-                    slot.store(Box::into_raw(chunk) as *mut FatMonitor, Ordering::Release);
+                    // Release: a reader that sees the pointer sees the monitors built.
+                    self.chunks[c as usize]
+                        .store(Box::into_raw(chunk) as *mut FatMonitor, Ordering::Release);
+                    fl.owned.push(c);
+                    // Index 0 (in chunk 0) is never handed out.
+                    fl.next = (base as u32).max(1);
+                    fl.end = (base + CHUNK) as u32;
                 }
-                i
+                fl.next += 1;
+                fl.next - 1
             }
-            None => return Err(MonitorError::MonitorTableFull),
         };
+        fl.in_use += 1;
         drop(fl);
         self.live.fetch_add(1, Ordering::Relaxed);
         self.allocations.fetch_add(1, Ordering::Relaxed);
@@ -131,7 +251,10 @@ impl MonitorTable {
         // The next object to get this monitor must not inherit an identity hash.
         self.get(idx).clear_hash();
         self.unbind(idx);
-        lock(&self.free).free.push(idx.0);
+        let mut fl = lock(&self.free);
+        fl.free.push(idx.0);
+        fl.in_use -= 1;
+        drop(fl);
         self.live.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -162,20 +285,38 @@ impl MonitorTable {
         self
     }
 
-    /// The largest index handed out so far.
-    pub(crate) fn high_water(&self) -> u32 {
-        lock(&self.free).high_water
+    /// Every index handed out so far (free ones included), in chunk order.
+    pub(crate) fn handed_out(&self) -> Vec<MonitorIndex> {
+        let fl = lock(&self.free);
+        let mut v = Vec::new();
+        for &c in &fl.owned {
+            let base = (c << CHUNK_BITS).max(1);
+            let end = if (c << CHUNK_BITS) + CHUNK as u32 == fl.end {
+                fl.next
+            } else {
+                (c << CHUNK_BITS) + CHUNK as u32
+            };
+            v.extend((base..end).map(MonitorIndex));
+        }
+        v
     }
 
     /// Whether some monitor is owned by the thread with raw id `raw` (a scan of every index
     /// handed out, for a detaching thread's last question; racy for other threads' ids).
     pub(crate) fn any_owned_by(&self, raw: u32) -> bool {
-        (1..=self.high_water()).any(|i| self.get(MonitorIndex(i)).owner_raw() == raw)
+        self.handed_out()
+            .into_iter()
+            .any(|i| self.get(i).owner_raw() == raw)
     }
 }
 
 impl Drop for MonitorTable {
     fn drop(&mut self) {
+        // No header of a live runtime names these indices any more (the host's rule: a
+        // header dies with, or is reclaimed before, its runtime); give them to other tables.
+        for &c in &lock(&self.free).owned {
+            self.pool().give_back(c);
+        }
         for slot in self.chunks.iter() {
             let p = slot.load(Ordering::Relaxed);
             if !p.is_null() {
@@ -199,5 +340,40 @@ impl std::fmt::Debug for MonitorTable {
             .field("capacity", &self.capacity)
             .field("live", &self.live())
             .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Issue 11 item 13: two live tables never hand out the same index, and neither resolves
+    /// the other's; a dropped table's chunks go to the next table.
+    #[test]
+    fn tables_share_one_index_space() {
+        let config = SystemLockConfig::default();
+        let a = MonitorTable::new(MAX_MONITOR_INDEX, config);
+        let b = MonitorTable::new(MAX_MONITOR_INDEX, config);
+        let ia: Vec<_> = (0..CHUNK + 3).map(|_| a.allocate().unwrap()).collect();
+        let ib: Vec<_> = (0..5).map(|_| b.allocate().unwrap()).collect();
+        for i in &ia {
+            assert!(!ib.contains(i));
+            assert!(a.try_get(*i).is_some());
+            assert!(b.try_get(*i).is_none());
+            assert_eq!(b.checked(*i).err(), Some(MonitorError::ForeignHeader));
+        }
+        for i in &ib {
+            assert!(a.try_get(*i).is_none());
+            assert_eq!(b.get(*i).index, i.get());
+        }
+        assert_eq!(a.handed_out().len(), CHUNK + 3);
+        assert!(a.any_owned_by(0));
+        // Capacity bounds the count, not the values.
+        let small = MonitorTable::new(2, config);
+        let (x, y) = (small.allocate().unwrap(), small.allocate().unwrap());
+        assert_eq!(small.allocate(), Err(MonitorError::MonitorTableFull));
+        small.free(x);
+        assert!(small.allocate().is_ok());
+        let _ = y;
     }
 }

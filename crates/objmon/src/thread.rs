@@ -1,8 +1,10 @@
 //! Attached threads: small ids, per-thread contexts, and the registry that maps one to the other.
 //!
 //! Every thread that locks objects is *attached* to a [`Runtime`](crate::vm::Runtime) and gets a
-//! [`ThreadId`] in `1..=max_threads` (at most 32767, the 15-bit thread index of seed 000 §2.3).
-//! Ids are reused after detach. The [`ThreadContext`] is what the fast paths take as an
+//! [`ThreadId`] in `1..=32767` (the 15-bit thread index of seed 000 §2.3), unique in the
+//! process: one pool serves every runtime, so a header used with two runtimes never shows one
+//! runtime's thread another's owner id as its own (issue 11 item 13). Ids are reused after
+//! detach. The [`ThreadContext`] is what the fast paths take as an
 //! argument: everything they need about the current thread is one load away from it (seed 000
 //! §2.3.1 keeps the pre-shifted thread index in the "execution environment" for that reason), so
 //! no fast path ever looks up a thread-local.
@@ -17,8 +19,8 @@ use std::num::NonZeroU16;
 /// The largest thread id: 15 bits, as in seed 000 §2.3.
 pub const MAX_THREAD_ID: u16 = 0x7fff;
 
-/// A small thread id in `1..=32767`, unique among the threads attached to one runtime at one
-/// time and reused after a detach.
+/// A small thread id in `1..=32767`, unique among the threads attached to any runtime of the
+/// process at one time, and reused after a detach.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadId(NonZeroU16);
 
@@ -180,26 +182,118 @@ impl<P: Protocol> fmt::Debug for ThreadContext<P> {
     }
 }
 
-struct Slots<P: Protocol> {
-    /// Index = thread id; slot 0 is never used.
-    threads: Vec<Option<Arc<ThreadContext<P>>>>,
-    /// Generation of the next holder of each id.
-    generations: Vec<u32>,
+/// The process-wide thread-id space (issue 11 item 13): every runtime takes its threads' ids
+/// from one pool, so an id in a header or a monitor names at most one attached thread in the
+/// whole process, and no thread of one runtime ever reads another runtime's owner id as its
+/// own. Ids freed by a detach are reused first (last in, first out, as before ids were
+/// process-wide), so they stay small whatever the number of runtimes; generations are per id
+/// and process-wide too, so a biased word naming an earlier holder of a reused id is stale in
+/// every runtime.
+///
+/// Under loom each registry has a pool of its own: model runs must not share state.
+struct IdPool {
+    ids: Mutex<Ids>,
+}
+
+struct Ids {
     /// Ids returned by detach, reused first (last in, first out).
     free: Vec<u16>,
-    /// Ids above this have never been handed out.
+    /// Ids above this were never handed out.
     high_water: u16,
-    /// Ids retired for good (see `Registry::retire`).
-    retired: usize,
+    /// Generation of the next holder of each id, index = id (grown on demand).
+    generations: Vec<u32>,
+    /// Whether each id is held now (attached somewhere, or retired), index = id.
+    held: Vec<bool>,
+}
+
+impl IdPool {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            ids: Mutex::new(Ids {
+                free: Vec::new(),
+                high_water: 0,
+                generations: Vec::new(),
+                held: Vec::new(),
+            }),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Self {
+        Self {
+            ids: Mutex::new(Ids {
+                free: Vec::new(),
+                high_water: 0,
+                generations: Vec::new(),
+                held: Vec::new(),
+            }),
+        }
+    }
+
+    /// A free id and its generation, or `None` if all 32767 are taken.
+    fn take(&self) -> Option<(ThreadId, u32)> {
+        let mut ids = lock(&self.ids);
+        let raw = match ids.free.pop() {
+            Some(raw) => raw,
+            None if ids.high_water < MAX_THREAD_ID => {
+                ids.high_water += 1;
+                ids.high_water
+            }
+            None => return None,
+        };
+        let i = usize::from(raw);
+        if ids.generations.len() <= i {
+            ids.generations.resize(i + 1, 0);
+            ids.held.resize(i + 1, false);
+        }
+        let generation = ids.generations[i];
+        ids.generations[i] = generation.wrapping_add(1);
+        ids.held[i] = true;
+        Some((ThreadId::new(raw)?, generation))
+    }
+
+    /// Gives `id` back for any runtime to hand out.
+    fn give_back(&self, id: ThreadId) {
+        let mut ids = lock(&self.ids);
+        ids.held[usize::from(id.get())] = false;
+        ids.free.push(id.get());
+    }
+
+    /// Whether `id` is held now by the thread of generation `generation` (`mask` applied to
+    /// both generations, for words that keep only some of its bits).
+    #[allow(dead_code)]
+    fn holds(&self, id: ThreadId, generation: u32, mask: u32) -> bool {
+        let ids = lock(&self.ids);
+        let i = usize::from(id.get());
+        ids.held.get(i).copied().unwrap_or(false)
+            && ids.generations[i].wrapping_sub(1) & mask == generation & mask
+    }
+}
+
+#[cfg(not(loom))]
+static IDS: IdPool = IdPool::new();
+
+struct Slots<P: Protocol> {
+    /// The attached threads by id: sparse, since ids are process-wide (see [`IdPool`]).
+    threads: std::collections::BTreeMap<u16, Arc<ThreadContext<P>>>,
+    /// Ids retired here for good (see `Registry::retire`); they still count against `max`.
+    retired: std::collections::BTreeSet<u16>,
 }
 
 /// The thread registry of one runtime: attach, detach, and id → context look-ups.
+///
+/// Ids come from the process-wide pool ([`ThreadId`]s are unique among all the threads
+/// attached to any runtime), so `Config::max_threads` bounds how many threads are attached
+/// to this runtime (retired ids included), not the id values.
 ///
 /// Look-ups take a mutex; they happen only on slow paths (interrupts, owner queries, lock-stack
 /// scans), never on a fast path, which gets its context passed in.
 pub struct Registry<P: Protocol> {
     max: u16,
     slots: Mutex<Slots<P>>,
+    #[cfg(loom)]
+    pool: IdPool,
 }
 
 impl<P: Protocol> Registry<P> {
@@ -208,87 +302,146 @@ impl<P: Protocol> Registry<P> {
         Self {
             max,
             slots: Mutex::new(Slots {
-                threads: vec![None],
-                generations: vec![0],
-                free: Vec::new(),
-                high_water: 0,
-                retired: 0,
+                threads: Default::default(),
+                retired: Default::default(),
             }),
+            #[cfg(loom)]
+            pool: IdPool::new(),
         }
     }
 
-    /// Allocates an id and builds the context. More threads than ids is an error.
+    #[inline]
+    fn pool(&self) -> &IdPool {
+        #[cfg(not(loom))]
+        return &IDS;
+        #[cfg(loom)]
+        return &self.pool;
+    }
+
+    /// Allocates an id and builds the context. More threads than `max_threads` attached here,
+    /// or than ids in the process, is an error.
     pub(crate) fn attach(
         &self,
         local: impl FnOnce(ThreadId) -> P::ThreadState,
     ) -> Result<Arc<ThreadContext<P>>, MonitorError> {
         let mut s = lock(&self.slots);
-        let raw = match s.free.pop() {
-            Some(raw) => raw,
-            None if s.high_water < self.max => {
-                s.high_water += 1;
-                s.threads.push(None);
-                s.generations.push(0);
-                s.high_water
-            }
-            None => return Err(MonitorError::TooManyThreads),
-        };
-        let id = ThreadId::new(raw).expect("ids stay within 1..=MAX_THREAD_ID");
-        let generation = s.generations[raw as usize];
-        s.generations[raw as usize] = generation.wrapping_add(1);
+        if s.threads.len() + s.retired.len() >= usize::from(self.max) {
+            return Err(MonitorError::TooManyThreads);
+        }
+        let (id, generation) = self.pool().take().ok_or(MonitorError::TooManyThreads)?;
         let cx = Arc::new(ThreadContext {
             core: Arc::new(ThreadCore::new(id, generation)),
             local: local(id),
         });
-        s.threads[raw as usize] = Some(cx.clone());
+        s.threads.insert(id.get(), cx.clone());
         Ok(cx)
     }
 
-    /// Returns the id to the free list.
+    /// Returns the id to the process-wide pool.
     pub(crate) fn detach(&self, id: ThreadId) {
         let mut s = lock(&self.slots);
-        let raw = id.get();
-        debug_assert!(s.threads[raw as usize].is_some());
-        s.threads[raw as usize] = None;
-        s.free.push(raw);
+        let was = s.threads.remove(&id.get());
+        debug_assert!(was.is_some());
+        self.pool().give_back(id);
     }
 
-    /// Empties `id`'s slot without returning the id to the free list: it is never handed out
-    /// again. For a thread that detaches while still owning a lock it cannot release (a
-    /// forgotten guard), so that no later thread inherits that ownership.
+    /// Empties `id`'s slot without returning the id to the pool: it is never handed out
+    /// again, by any runtime. For a thread that detaches while still owning a lock it cannot
+    /// release (a forgotten guard), so that no later thread inherits that ownership.
     pub(crate) fn retire(&self, id: ThreadId) {
         let mut s = lock(&self.slots);
-        s.threads[id.get() as usize] = None;
-        s.retired += 1;
+        s.threads.remove(&id.get());
+        s.retired.insert(id.get());
     }
 
     /// How many ids were retired (see `retire`): never reused, so fewer are left to attach.
     pub fn retired(&self) -> usize {
-        lock(&self.slots).retired
+        lock(&self.slots).retired.len()
+    }
+
+    /// The owner named by `raw`, an owner id read from a lock word of a header used with this
+    /// runtime (a slow path that must act for that owner, e.g. inflate for it): its context
+    /// if it is attached here; `Ok(None)` if the id was retired here (its holder detached
+    /// with the lock held: it never runs again) or if `still` (a re-read of the word, made
+    /// after this look-up) says the word changed: look again. Otherwise `ForeignHeader`: the
+    /// id names a thread of another runtime (ids are process-wide), whose locks this runtime
+    /// must neither wait for nor take over.
+    ///
+    /// Why the re-read settles it: an owner of this runtime releases its locks before it
+    /// detaches, and detaches under this registry's mutex; a look-up that took the mutex
+    /// after that detach is ordered after the release, so the re-read sees the word changed
+    /// (unless another thread has locked the header with the same id since — a thread of
+    /// another runtime, and then the answer is right).
+    pub(crate) fn owner_context(
+        &self,
+        raw: u32,
+        still: impl FnOnce() -> bool,
+    ) -> Result<Option<Arc<ThreadContext<P>>>, MonitorError> {
+        let Some(id) = ThreadId::from_raw(raw) else {
+            return Ok(None);
+        };
+        {
+            let s = lock(&self.slots);
+            if let Some(cx) = s.threads.get(&id.get()) {
+                return Ok(Some(cx.clone()));
+            }
+            if s.retired.contains(&id.get()) {
+                return Ok(None);
+            }
+        }
+        if still() {
+            Err(MonitorError::ForeignHeader)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// For revoking a bias toward (`raw`, `generation`), an owner read from a biased word of
+    /// a header used with this runtime: its context if it is attached here; `Ok(None)` if it
+    /// is gone (detached or retired: its id is free, or held by a later generation), so the
+    /// bias is revoked in place as for any exited owner; `ForeignHeader` if that very thread
+    /// is attached to another runtime (ids are process-wide): never wait for it, never take
+    /// its bias over. `mask` selects the generation bits the word keeps.
+    // For `biased.rs`'s revocation (owned by another helper); see the fix-tworuntimes report.
+    #[allow(dead_code)]
+    pub(crate) fn bias_owner(
+        &self,
+        raw: u32,
+        generation: u32,
+        mask: u32,
+    ) -> Result<Option<Arc<ThreadContext<P>>>, MonitorError> {
+        let Some(id) = ThreadId::from_raw(raw) else {
+            return Ok(None);
+        };
+        let s = lock(&self.slots);
+        if let Some(cx) = s.threads.get(&id.get()) {
+            return Ok(Some(cx.clone()));
+        }
+        if s.retired.contains(&id.get()) {
+            return Ok(None);
+        }
+        // Under our mutex: a thread of ours cannot attach or detach meanwhile, so a live
+        // holder of (id, generation) is another runtime's.
+        if self.pool().holds(id, generation, mask) {
+            Err(MonitorError::ForeignHeader)
+        } else {
+            Ok(None)
+        }
     }
 
     /// The context of the thread attached under `id`, if any.
     pub fn get(&self, id: ThreadId) -> Option<Arc<ThreadContext<P>>> {
-        lock(&self.slots)
-            .threads
-            .get(id.get() as usize)
-            .cloned()
-            .flatten()
+        lock(&self.slots).threads.get(&id.get()).cloned()
     }
 
     /// Every attached thread's context, in id order.
     pub fn snapshot(&self) -> Vec<Arc<ThreadContext<P>>> {
-        lock(&self.slots)
-            .threads
-            .iter()
-            .flatten()
-            .cloned()
-            .collect()
+        lock(&self.slots).threads.values().cloned().collect()
     }
 
     /// The number of attached threads.
     pub fn len(&self) -> usize {
-        lock(&self.slots).threads.iter().flatten().count()
+        lock(&self.slots).threads.len()
     }
 
     /// Whether no thread is attached.
@@ -296,7 +449,7 @@ impl<P: Protocol> Registry<P> {
         self.len() == 0
     }
 
-    /// The largest id this registry hands out.
+    /// The most threads attached at once (`Config::max_threads`; retired ids count).
     pub fn max_threads(&self) -> u16 {
         self.max
     }

@@ -44,9 +44,11 @@
 //! undefined behaviour (`docs/soundness.md`).
 //!
 //! **One runtime per header.** A header must be used with one runtime only: its monitor
-//! indices and thread ids are that runtime's (`docs/soundness.md` §6; the C library detects
-//! a second runtime on the 4-byte-word protocols). A [`Monitor`](crate::Monitor) cannot break
-//! this rule: its header is private and bound to its runtime when it is made.
+//! indices and thread ids are that runtime's. Both are unique in the process, so a header
+//! used with a second runtime is never held by a thread of each: the second gets
+//! [`MonitorError::ForeignHeader`] or waits, as for any held lock (`docs/soundness.md` §7,
+//! which lists the protocols where this is still pending). A [`Monitor`](crate::Monitor)
+//! cannot break the rule: its header is private and bound to its runtime when it is made.
 
 pub use crate::deflate::DeflationPolicy;
 pub use crate::handle::{HeaderGuard, ThreadHandle};

@@ -46,18 +46,24 @@ pub enum Fat {}
 
 impl Fat {
     #[inline]
-    fn installed<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Option<&'r FatMonitor> {
+    fn installed<'r>(
+        rt: &'r Runtime<Self>,
+        h: &LockWord,
+    ) -> Result<Option<&'r FatMonitor>, MonitorError> {
         let w = h.0.load(Ordering::Acquire);
-        (w & INSTALLED != 0).then(|| {
-            let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
-            rt.monitors()
-                .get(idx.expect("installed header holds an index"))
-        })
+        if w & INSTALLED == 0 {
+            return Ok(None);
+        }
+        let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
+        // Another runtime's index: `ForeignHeader` (table.rs, one index space).
+        rt.monitors()
+            .checked(idx.expect("installed header holds an index"))
+            .map(Some)
     }
 
     #[inline]
     fn monitor<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Result<&'r FatMonitor, MonitorError> {
-        match Self::installed(rt, h) {
+        match Self::installed(rt, h)? {
             Some(m) => Ok(m),
             None => Self::install(rt, h),
         }
@@ -72,7 +78,7 @@ impl Fat {
             if w & INSTALLED != 0 {
                 // Another thread installed one first.
                 rt.monitors().free(idx);
-                return Ok(Self::installed(rt, h).expect("installed"));
+                return Ok(Self::installed(rt, h)?.expect("installed"));
             }
             let new = INSTALLED | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK);
             match h
@@ -125,7 +131,7 @@ impl Protocol for Fat {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
-        match Self::installed(rt, h) {
+        match Self::installed(rt, h)? {
             Some(m) => m.exit(t.core()),
             None => Err(MonitorError::IllegalMonitorState),
         }
@@ -137,7 +143,7 @@ impl Protocol for Fat {
         h: &LockWord,
         deadline: Option<Instant>,
     ) -> Result<WaitOutcome, MonitorError> {
-        match Self::installed(rt, h) {
+        match Self::installed(rt, h)? {
             Some(m) => m.wait(t.core_arc(), deadline),
             None => Err(MonitorError::IllegalMonitorState),
         }
@@ -149,25 +155,31 @@ impl Protocol for Fat {
         h: &LockWord,
         all: bool,
     ) -> Result<(), MonitorError> {
-        match Self::installed(rt, h) {
+        match Self::installed(rt, h)? {
             Some(m) => m.notify(t.core(), all),
             None => Err(MonitorError::IllegalMonitorState),
         }
     }
 
     fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> u32 {
-        Self::installed(rt, h).map_or(0, |m| m.count_for(t.core()))
+        Self::installed(rt, h)
+            .ok()
+            .flatten()
+            .map_or(0, |m| m.count_for(t.core()))
     }
 
     fn owner_of(rt: &Runtime<Self>, h: &LockWord) -> Option<ThreadId> {
-        Self::installed(rt, h).and_then(FatMonitor::owner)
+        Self::installed(rt, h)
+            .ok()
+            .flatten()
+            .and_then(FatMonitor::owner)
     }
 
     fn reclaim(rt: &Runtime<Self>, h: &mut LockWord) {
         let w = h.0.load(Ordering::Relaxed);
         if w & INSTALLED != 0 {
             let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
-            if rt.monitors().get(idx).is_idle() {
+            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
                 rt.monitors().free(idx);
             }
         }
@@ -189,6 +201,9 @@ impl Protocol for Fat {
     }
 
     fn peek_identity_hash(rt: &Runtime<Self>, h: &LockWord) -> Option<u32> {
-        Self::installed(rt, h).and_then(FatMonitor::identity_hash)
+        Self::installed(rt, h)
+            .ok()
+            .flatten()
+            .and_then(FatMonitor::identity_hash)
     }
 }

@@ -426,7 +426,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                 let Some(idx) = Self::locate(rt, &h.0, w) else {
                     continue;
                 };
-                let m = rt.monitors().get(idx);
+                let m = rt.monitors().checked(idx)?;
                 Self::claim(t, m, lo, hi);
                 return Ok(m);
             }
@@ -521,7 +521,9 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                     if !block {
                         return Ok(false);
                     }
-                    if !Self::inflate_contended(rt, h, w)? {
+                    // No lock stack of ours holds `h` (another runtime's fast-lock, or ours
+                    // between its CAS and its push): wait, never inflate for a stranger.
+                    if Self::scan_owner(rt, h).is_none() || !Self::inflate_contended(rt, h, w)? {
                         spins += 1;
                         if spins > 16 {
                             yield_now();
@@ -534,7 +536,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                         let Some(idx) = Self::locate(rt, &h.0, w) else {
                             continue;
                         };
-                        let m = rt.monitors().get(idx);
+                        let m = rt.monitors().checked(idx)?;
                         debug_assert!(m.is_anonymous());
                         Self::claim(t, m, lo, hi);
                     }
@@ -816,7 +818,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         if let Some(idx) = idx {
             // `&mut`: nobody else reaches this header, hence its monitor; still owned only
             // through a forgotten guard, and then it leaks.
-            if rt.monitors().get(idx).is_idle() {
+            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
                 rt.monitors().free(idx);
             }
         }
@@ -896,7 +898,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                     w = h.0.load(Ordering::Acquire);
                     continue;
                 };
-                let m = rt.monitors().get(idx);
+                let m = rt.monitors().checked(idx)?;
                 m.claim_anonymous(t.core(), 1);
                 return deflate::exit_owned(rt, t, &h.0, m, idx);
             }

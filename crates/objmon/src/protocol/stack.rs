@@ -423,6 +423,13 @@ impl Stack {
         if !stack_records::is_record(w) {
             return Err(MonitorError::IllegalMonitorState);
         }
+        // SAFETY: as below (a record of the never-freed pool; its fields are atomics). Its
+        // owner must be a thread of ours: never inflate for another runtime's stack-lock.
+        let owner = unsafe { &*(w as usize as *const LockRecord) }
+            .owner
+            .load(Ordering::Relaxed);
+        rt.threads()
+            .owner_context(owner, || h.0.load(Ordering::SeqCst) == w)?;
         let Ok(idx) = rt.monitors().allocate() else {
             if cause != InflationCause::Contention {
                 // A hasher cannot wait for the owner to unlock: that could deadlock.
@@ -863,7 +870,7 @@ impl Protocol for Stack {
         let w = h.0.load(Ordering::Relaxed);
         let host = if w & LOCK_BITS == MONITOR {
             let idx = index_of(w);
-            if rt.monitors().get(idx).is_idle() {
+            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
                 rt.monitors().free(idx);
             }
             w

@@ -171,9 +171,10 @@ fn index_in(word: u32) -> Option<MonitorIndex> {
 }
 
 #[inline]
-fn monitor_of(rt: &Runtime<Tasuki>, w: u32) -> &FatMonitor {
+fn monitor_of(rt: &Runtime<Tasuki>, w: u32) -> Result<&FatMonitor, MonitorError> {
+    // Another runtime's index: `ForeignHeader` (table.rs, one index space).
     rt.monitors()
-        .get(index_in(w).expect("inflated lock word holds a monitor index"))
+        .checked(index_in(w).expect("inflated lock word holds a monitor index"))
 }
 
 #[inline]
@@ -189,7 +190,7 @@ impl Tasuki {
         h: &TasukiHeader,
     ) -> Result<(&'r FatMonitor, MonitorIndex), MonitorError> {
         if let Some(i) = index_in(h.aux.load(Ordering::Acquire)) {
-            return Ok((rt.monitors().get(i), i));
+            return Ok((rt.monitors().checked(i)?, i));
         }
         Self::install(rt, h)
     }
@@ -205,7 +206,7 @@ impl Tasuki {
         loop {
             if let Some(theirs) = index_in(a) {
                 rt.monitors().free(idx);
-                return Ok((rt.monitors().get(theirs), theirs));
+                return Ok((rt.monitors().checked(theirs)?, theirs));
             }
             // FLC is only ever set once an index is installed, so `a` holds host bits only.
             match h.aux.compare_exchange_weak(
@@ -348,10 +349,16 @@ impl Tasuki {
                     return Ok(());
                 }
             } else {
-                let m = monitor_of(rt, w);
+                let m = monitor_of(rt, w)?;
                 if m.is_owned_by(t.core()) {
                     return m.enter(t.core_arc());
                 }
+            }
+            if w & SHAPE == 0 {
+                // Held flat by an owner of another runtime: no monitor of ours may queue on it.
+                let still = || h.lock.0.load(Ordering::SeqCst) == w;
+                rt.threads()
+                    .owner_context((w & OWNER_MASK) >> OWNER_SHIFT, still)?;
             }
             // Held by another thread (flat or fat), or fat and free: go through the monitor.
             let (m, idx) = match Self::object_monitor(rt, h) {
@@ -381,7 +388,10 @@ impl Tasuki {
         let Some(idx) = index_in(h.aux.load(Ordering::Acquire)) else {
             return;
         };
-        let m = rt.monitors().get(idx);
+        // Another runtime's index (its contender set FLC): nobody of ours to wake.
+        let Some(m) = rt.monitors().try_get(idx) else {
+            return;
+        };
         let mut spins = 0u32;
         loop {
             // FLC clear or the word inflated: an inflater cleared FLC under the monitor and
@@ -417,7 +427,7 @@ impl Tasuki {
     ) -> Result<(), MonitorError> {
         let w = h.lock.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            let m = monitor_of(rt, w);
+            let m = monitor_of(rt, w)?;
             if m.count_for(t.core()) == 1 && m.waiter_count() == 0 && !m.system_lock().has_waiters()
             {
                 // Deflation: nobody waits, so give the object back its flat lock, free.
@@ -460,7 +470,7 @@ impl Tasuki {
     ) -> Result<&'r FatMonitor, MonitorError> {
         let w = h.lock.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            let m = monitor_of(rt, w);
+            let m = monitor_of(rt, w)?;
             return if m.is_owned_by(t.core()) {
                 Ok(m)
             } else {
@@ -524,7 +534,7 @@ impl Protocol for Tasuki {
                 }
                 return Ok(false);
             }
-            let m = monitor_of(rt, w);
+            let m = monitor_of(rt, w)?;
             if m.is_owned_by(t.core()) {
                 m.enter(t.core_arc())?;
                 return Ok(true);
@@ -586,7 +596,7 @@ impl Protocol for Tasuki {
     fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &TasukiHeader) -> u32 {
         let w = h.lock.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            monitor_of(rt, w).count_for(t.core())
+            monitor_of(rt, w).map_or(0, |m| m.count_for(t.core()))
         } else if w & OWNER_MASK == t.core().id_shifted16() {
             thin_locks(w)
         } else {
@@ -597,7 +607,7 @@ impl Protocol for Tasuki {
     fn owner_of(rt: &Runtime<Self>, h: &TasukiHeader) -> Option<ThreadId> {
         let w = h.lock.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            monitor_of(rt, w).owner()
+            monitor_of(rt, w).ok().and_then(FatMonitor::owner)
         } else {
             ThreadId::from_raw((w & OWNER_MASK) >> OWNER_SHIFT)
         }
@@ -606,7 +616,7 @@ impl Protocol for Tasuki {
     fn reclaim(rt: &Runtime<Self>, h: &mut TasukiHeader) {
         let a = h.aux.load(Ordering::Relaxed);
         if let Some(idx) = index_in(a) {
-            if rt.monitors().get(idx).is_idle() {
+            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
                 rt.monitors().free(idx);
             }
         }
@@ -630,7 +640,8 @@ impl Protocol for Tasuki {
     }
 
     fn peek_identity_hash(rt: &Runtime<Self>, h: &TasukiHeader) -> Option<u32> {
-        index_in(h.aux.load(Ordering::Acquire)).and_then(|i| rt.monitors().get(i).identity_hash())
+        index_in(h.aux.load(Ordering::Acquire))
+            .and_then(|i| rt.monitors().try_get(i)?.identity_hash())
     }
 }
 

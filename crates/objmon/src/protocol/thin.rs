@@ -211,10 +211,14 @@ pub type Thin = ThinLocks<false>;
 pub type ThinSeed = ThinLocks<true>;
 
 #[inline]
-fn monitor_of<const S: bool>(rt: &Runtime<ThinLocks<S>>, w: u32) -> &FatMonitor {
+fn monitor_of<const S: bool>(
+    rt: &Runtime<ThinLocks<S>>,
+    w: u32,
+) -> Result<&FatMonitor, MonitorError> {
     let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT);
+    // Another runtime's index: `ForeignHeader` (table.rs, one index space).
     rt.monitors()
-        .get(idx.expect("inflated lock word holds a monitor index"))
+        .checked(idx.expect("inflated lock word holds a monitor index"))
 }
 
 /// Locks held in a thin word owned by the caller: count + 1.
@@ -297,7 +301,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 if !blocked {
                     Self::block(t);
                 }
-                let r = monitor_of(rt, w).enter(t.core_arc());
+                let r = monitor_of(rt, w).and_then(|m| m.enter(t.core_arc()));
                 Self::unblock(t);
                 return r;
             }
@@ -366,7 +370,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
     ) -> Result<(), MonitorError> {
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            return monitor_of(rt, w).exit(t.core());
+            return monitor_of(rt, w)?.exit(t.core());
         }
         if w & OWNER_MASK != t.core().id_shifted16() {
             return Err(MonitorError::IllegalMonitorState);
@@ -393,7 +397,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
     ) -> Result<&'r FatMonitor, MonitorError> {
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            return Ok(monitor_of(rt, w));
+            return monitor_of(rt, w);
         }
         // We inflate `h`: forget a record of it.
         t.local().forget_last();
@@ -475,7 +479,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         loop {
             let w = h.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
-                return monitor_of(rt, w).try_enter(t.core());
+                return monitor_of(rt, w)?.try_enter(t.core());
             }
             if w & LOCK_MASK == 0 {
                 match h
@@ -564,7 +568,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
     fn lock_count(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) -> u32 {
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            monitor_of(rt, w).count_for(t.core())
+            monitor_of(rt, w).map_or(0, |m| m.count_for(t.core()))
         } else if w & OWNER_MASK == t.core().id_shifted16() {
             thin_locks(w)
         } else {
@@ -575,7 +579,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
     fn owner_of(rt: &Runtime<Self>, h: &LockWord) -> Option<ThreadId> {
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            monitor_of(rt, w).owner()
+            monitor_of(rt, w).ok().and_then(FatMonitor::owner)
         } else {
             ThreadId::from_raw((w & OWNER_MASK) >> OWNER_SHIFT)
         }
@@ -588,7 +592,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         Self::forget_record(rt, w, addr(h));
         if w & SHAPE != 0 {
             let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
-            if rt.monitors().get(idx).is_idle() {
+            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
                 rt.monitors().free(idx);
             }
         }
@@ -621,7 +625,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
     ) -> Result<u32, MonitorError> {
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            if let Some(v) = monitor_of(rt, w).identity_hash() {
+            if let Some(v) = monitor_of(rt, w)?.identity_hash() {
                 return Ok(v);
             }
         }
@@ -633,7 +637,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         let parked = rt.side_hashes().may_hold_any();
         let w = h.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
-            if let Some(v) = monitor_of(rt, w).identity_hash() {
+            if let Some(v) = monitor_of(rt, w).ok()?.identity_hash() {
                 return Some(v);
             }
         }
@@ -646,7 +650,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         let w = h.0.load(Ordering::Acquire);
         let p = side.get(addr(h));
         if w & SHAPE != 0 {
-            let m = monitor_of(rt, w);
+            let m = monitor_of(rt, w).ok()?;
             return m.identity_hash().or(p
                 .filter(|p| p.loose || m.owner_raw() == p.owner)
                 .map(|p| p.hash));
@@ -788,7 +792,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             if w & SHAPE != 0 {
                 // Inflated (by us just now, or by an owner): the monitor's hash, or one parked
                 // for it that its owner has not settled yet, or a fresh one.
-                let m = monitor_of(rt, w);
+                let m = monitor_of(rt, w)?;
                 if let Some(v) = m.identity_hash() {
                     return Ok(v);
                 }
@@ -963,7 +967,9 @@ impl<const SEED: bool> ThinLocks<SEED> {
         cause: InflationCause,
     ) -> Result<bool, MonitorError> {
         let owner = owner_raw(w);
-        let cx = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id));
+        let cx = rt
+            .threads()
+            .owner_context(owner, || h.0.load(Ordering::SeqCst) == w)?;
         // No context: the id was retired with this lock held (handle.rs); it never runs again.
         let claim = match &cx {
             None => None,
@@ -1119,7 +1125,7 @@ mod tests {
         let v = me.identity_hash(&h).unwrap();
         assert_eq!(h.raw() >> 31, 1, "inflated to hold the hash");
         assert_eq!(h.raw() & 0xff, 0x5a);
-        assert_eq!(monitor_of(&rt, h.raw()).identity_hash(), Some(v));
+        assert_eq!(monitor_of(&rt, h.raw()).unwrap().identity_hash(), Some(v));
         drop(me.enter(&h).unwrap());
         assert_eq!(me.identity_hash(&h), Ok(v));
         assert_eq!(rt.stats_snapshot().inflations_identity_hash, 1);
