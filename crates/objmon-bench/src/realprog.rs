@@ -335,7 +335,7 @@ fn characterization(d: &mut Vec<Block>, rs: &[Replayed]) {
         })
         .collect();
     for (src, objs, sync, ops, per) in trace::SEED_TABLE1 {
-        let mut row = vec![format!("*{src}*"), String::new(), objs.to_string()];
+        let mut row = vec![format!("({src})"), String::new(), objs.to_string()];
         row.extend([sync, ops, per].map(|s| s.to_string()));
         row.extend([String::new(), String::new(), String::new()]);
         rows.push(row);
@@ -357,8 +357,8 @@ fn characterization(d: &mut Vec<Block>, rs: &[Replayed]) {
         rows,
     ));
     d.push(Block::P(
-        "*allocations*: allocation bytecodes run in instrumented classes (a lower bound of the \
-         objects allocated). *owner changes*: acquisitions of an unlocked object by a thread \
+        "Allocations: allocation bytecodes run in instrumented classes (a lower bound of the \
+         objects allocated). Owner changes: acquisitions of an unlocked object by a thread \
          other than its previous locker (what a biased lock revokes). Seed 003: Jigsaw held at \
          most 25 monitors at once, javac 5."
             .into(),
@@ -385,7 +385,7 @@ fn characterization(d: &mut Vec<Block>, rs: &[Replayed]) {
         })
         .collect();
     rows.push(vec![
-        "*seed 000: 21 programs*".into(),
+        "(seed 000: 21 programs)".into(),
         "median 80%, at least 45%".into(),
         "most of the rest".into(),
         String::new(),
@@ -427,7 +427,7 @@ fn characterization(d: &mut Vec<Block>, rs: &[Replayed]) {
     for (p, row) in trace::SEED_CACAO {
         let c: Vec<&str> = row.split(" | ").collect();
         rows.push(vec![
-            format!("*seed 003: {p}*"),
+            format!("(seed 003: {p})"),
             c[0].into(),
             c[4].into(),
             c[5].into(),
@@ -455,7 +455,7 @@ fn characterization(d: &mut Vec<Block>, rs: &[Replayed]) {
         })
         .collect();
     for (p, row) in trace::SEED_LRU {
-        let mut cells = vec![format!("*seed 003: {p}*")];
+        let mut cells = vec![format!("(seed 003: {p})")];
         cells.extend(row.split(" | ").map(String::from));
         rows.push(cells);
     }
@@ -517,8 +517,8 @@ fn replay_table(d: &mut Vec<Block>, rs: &[Replayed]) {
         .collect();
     d.push(Block::Table(head, rows));
     d.push(Block::P(
-        "*wall ns/op*: from the start barrier until the last thread finished, over the \
-         operations replayed (lock, unlock, wait, notify). *inflations*: median over the \
+        "Wall ns/op: from the start barrier until the last thread finished, over the \
+         operations replayed (lock, unlock, wait, notify). Inflations: median over the \
          replays; — for the anchors (`monitor` is objmon::Monitor<()> on the default \
          protocol's process-wide runtime, `std-mutex` std::sync::Mutex + Condvar, \
          `parking-lot` parking_lot::ReentrantMutex), which have no runtime counters of their \
@@ -642,7 +642,7 @@ fn fable_vs_biased(d: &mut Vec<Block>, rs: &[Replayed]) {
         let geo = (0..reps)
             .map(|i| (per.iter().map(|v| v[i].ln()).sum::<f64>() / per.len() as f64).exp());
         rows.push(vec![
-            format!("*geometric mean over {} programs*", multi.len()),
+            format!("geometric mean over {} programs", multi.len()),
             p.clone(),
             String::new(),
             Spread::ratio_cell(Spread::of(geo)),
@@ -912,7 +912,7 @@ mod tests {
         assert!(md.contains(" ms |"));
         // Two multi-threaded programs: seed 002's geometric mean over them.
         assert!(
-            md.contains("| *geometric mean over 2 programs* | fable |  | "),
+            md.contains("| geometric mean over 2 programs | fable |  | "),
             "{md}"
         );
         let _ = std::fs::remove_dir_all(&dir);
