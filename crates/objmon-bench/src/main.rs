@@ -4,8 +4,8 @@
 //!
 //! - `objmon-bench run [--bench NAME]... [--protocol NAME]... [--threads N] [--param X]
 //!   [--quick] [--format table|json|csv]` measures a selection and prints it;
-//! - `objmon-bench report [--quick] [--out DIR]` runs everything and writes a Markdown and an
-//!   HTML report with SVG figures (and `results.json`);
+//! - `objmon-bench report [--quick] [--out DIR] [--traces DIR]` runs everything and writes a
+//!   Markdown and an HTML report with SVG figures (and `results.json`);
 //! - `objmon-bench list` names the benches and rows;
 //! - `objmon-bench stress` runs random mixes of every monitor operation with invariants
 //!   checked (see `stress.rs`).
@@ -21,6 +21,7 @@ mod java;
 mod memory;
 mod plot;
 mod profile;
+mod realprog;
 mod record;
 mod report;
 mod runner;
@@ -104,6 +105,10 @@ enum Command {
         /// Leave the HotSpot rows out even if a JDK is installed.
         #[arg(long)]
         no_java: bool,
+        /// Recorded traces (`java/workloads/run.sh all DIR`) and HotSpot wall times
+        /// (`hotspot-NAME.tsv`) for the "Real programs" section.
+        #[arg(long, default_value = realprog::DEFAULT_DIR)]
+        traces: PathBuf,
     },
     /// Lists benches and rows.
     List,
@@ -292,8 +297,10 @@ fn main() {
             out,
             reps,
             no_java,
+            traces,
         } => {
             check_out_dir(&out);
+            realprog::set_traces_dir(traces);
             let t0 = Instant::now();
             let load0 = report::loadavg();
             let machine = report::machine();

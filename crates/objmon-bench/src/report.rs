@@ -275,6 +275,7 @@ pub fn write(
         &crate::profile::run(profile_time, None),
         profile_time,
     );
+    crate::realprog::section(&mut d, plan.quick);
 
     d.push(Block::H(2, "Skipped and notes".into()));
     let mut notes: Vec<String> = rust

@@ -738,7 +738,7 @@ pub fn characterize(name: &str, t: &Trace) -> Characterization {
 
 /// The seeds' published rows for their javac (the one program they share with ours), printed
 /// beside ours: (source, objects, synchronized objects, lock operations, ops/object).
-const SEED_TABLE1: &[(&str, &str, &str, &str, &str)] = &[
+pub(crate) const SEED_TABLE1: &[(&str, &str, &str, &str, &str)] = &[
     (
         "seed 000 Table 1: javac (JDK 1.1)",
         "345687",
@@ -767,6 +767,31 @@ const SEED_TABLE1: &[(&str, &str, &str, &str, &str)] = &[
         "≈427846 (855691 ops)",
         "18.0",
     ),
+];
+
+/// Seed 003 Tables 3 and 4 (CACAO's monitor table, 1024 buckets): program, then enter calls,
+/// fast, count 0, slow, slow %, exit calls, fast, slow, slow % (cells joined by ` | `).
+pub(crate) const SEED_CACAO: [(&str, &str); 3] = [
+    (
+        "javac",
+        "420147 | 405978 | 381019 | 14169 | 3.372% | 420146 | 419815 | 331 | 0.078%",
+    ),
+    (
+        "Biss",
+        "384350 | 370171 | 425038 | 14179 | 3.689% | 384368 | 383281 | 1087 | 0.282%",
+    ),
+    (
+        "Jigsaw",
+        "426695 | 391680 | 294957 | 35015 | 8.206% | 428997 | 416890 | 12107 | 2.822%",
+    ),
+];
+
+/// Seed 003 Table 5 (LRU monitor cache miss rates for [`LRU_SIZES`] entries): program, then
+/// the rates (cells joined by ` | `).
+pub(crate) const SEED_LRU: [(&str, &str); 3] = [
+    ("javac", "15.076% | 9.757% | 4.931% | 3.193%"),
+    ("Biss", "13.488% | 8.349% | 4.765% | 3.141%"),
+    ("Jigsaw", "43.694% | 37.700% | 22.680% | 5.182%"),
 ];
 
 fn fmt_opt(v: Option<u64>) -> String {
@@ -888,20 +913,7 @@ pub fn render_markdown(rows: &[Characterization]) -> String {
             k.exit_slow_pct()
         );
     }
-    for (p, row) in [
-        (
-            "javac",
-            "420147 | 405978 | 381019 | 14169 | 3.372% | 420146 | 419815 | 331 | 0.078%",
-        ),
-        (
-            "Biss",
-            "384350 | 370171 | 425038 | 14179 | 3.689% | 384368 | 383281 | 1087 | 0.282%",
-        ),
-        (
-            "Jigsaw",
-            "426695 | 391680 | 294957 | 35015 | 8.206% | 428997 | 416890 | 12107 | 2.822%",
-        ),
-    ] {
+    for (p, row) in SEED_CACAO {
         let _ = writeln!(s, "| *seed 003: {p}* | {row} |");
     }
 
@@ -918,11 +930,7 @@ pub fn render_markdown(rows: &[Characterization]) -> String {
         }
         let _ = writeln!(s);
     }
-    for (p, row) in [
-        ("javac", "15.076% | 9.757% | 4.931% | 3.193%"),
-        ("Biss", "13.488% | 8.349% | 4.765% | 3.141%"),
-        ("Jigsaw", "43.694% | 37.700% | 22.680% | 5.182%"),
-    ] {
+    for (p, row) in SEED_LRU {
         let _ = writeln!(s, "| *seed 003: {p}* | {row} |");
     }
 

@@ -15,7 +15,9 @@ import java.util.Random;
  */
 public final class Main {
     static final String URL = "jdbc:h2:mem:objmon;DB_CLOSE_DELAY=-1";
-    static final int ACCOUNTS = 5000, THREADS = 4, TX = 2500;
+    // -Dobjmon.h2.accounts / -Dobjmon.h2.tx shrink the run (the checked-in test trace).
+    static final int ACCOUNTS = Integer.getInteger("objmon.h2.accounts", 5000), THREADS = 4,
+            TX = Integer.getInteger("objmon.h2.tx", 2500);
 
     public static void main(String[] args) throws Exception {
         try (Connection c = DriverManager.getConnection(URL, "sa", "")) {
