@@ -974,16 +974,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
             return Ok(());
         }
         if !Self::SEED {
-            // Nested (rc 2..=255, ours, not stale): one level off with a store, then what
-            // `exit_slow` does after its store (a hash parked meanwhile is settled at rc 1).
-            let x = (w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK))
-                .wrapping_sub(t.local().rec.unlock_once);
-            if x.wrapping_sub(RC_ONE) < 254 << RC_SHIFT {
-                let new = w - RC_ONE;
-                h.0.store(new, Ordering::Release);
-                Self::settle_parked_hash_after(rt, t, h, new);
-                return Ok(());
-            }
+            // Nested (rc 2..=255) or out of line: one call, so that the guard's drop stays
+            // small enough to inline into the user's loop (see `exit_nested`).
+            return Self::exit_nested(rt, t, h, w);
         }
         Self::exit_slow(rt, t, h)
     }

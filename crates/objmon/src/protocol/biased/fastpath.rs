@@ -264,4 +264,35 @@ impl<F: Flavor> Biasing<F> {
         sp.in_op.store(0, Ordering::Release);
         None
     }
+
+    /// The non-seed flavors' unlock of a learn or thin word that is not the last level
+    /// (or anything `exit`'s inline tests did not take): nested (rc 2..=255, ours, not
+    /// stale), one level off with a store, then what `exit_slow` does after its store (a
+    /// hash parked meanwhile is settled at rc 1); else `exit_slow`.
+    ///
+    /// Out of line on purpose. Inline, this path (with the parked-hash check's barrier
+    /// and its `revoke::init`) made the guard's `drop_in_place` too big for LLVM to inline
+    /// into a user's loop where guards of the protocol are dropped in many places (the
+    /// bench crate): every unlock then paid a call, the spills around it, and the handle's
+    /// guard count upkeep (`guards` + 1 / − 1, read-modify-writes of one word from two
+    /// functions, which LLVM folds away only when both are inline): `user-loop-biased`
+    /// 3.73 → see the type's doc for the figure after. The nested unlock pays a call instead.
+    #[inline(never)]
+    pub(super) fn exit_nested(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        w: u64,
+    ) -> Result<(), MonitorError> {
+        let x = (w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK))
+            .wrapping_sub(t.local().rec.unlock_once);
+        if x.wrapping_sub(RC_ONE) < 254 << RC_SHIFT {
+            let new = w - RC_ONE;
+            // Nobody else writes a held thin or learn word (see `exit`).
+            h.0.store(new, Ordering::Release);
+            Self::settle_parked_hash_after(rt, t, h, new);
+            return Ok(());
+        }
+        Self::exit_slow(rt, t, h)
+    }
 }
