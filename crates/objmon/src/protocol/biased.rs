@@ -958,11 +958,10 @@ impl<F: Flavor> Protocol for Biasing<F> {
             if Self::biased_step(t, h, w, false).is_none() {
                 return Ok(());
             }
-            return Self::exit_slow(rt, t, h);
-        }
-        // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
-        // clearing the owner).
-        if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
+            // Out of line below (a biased `w` fails `exit_nested`'s test: on to `exit_slow`).
+        } else if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
+            // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
+            // clearing the owner).
             let new = if F::STICKY {
                 w - RC_ONE
             } else {
@@ -974,8 +973,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
             return Ok(());
         }
         if !Self::SEED {
-            // Nested (rc 2..=255) or out of line: one call, so that the guard's drop stays
-            // small enough to inline into the user's loop (see `exit_nested`).
+            // Nested (rc 2..=255) or out of line: one call site, so that the guard's drop
+            // stays small enough to inline into the user's loop and the call's arguments
+            // are set up on this path only (see `exit_nested`).
             return Self::exit_nested(rt, t, h, w);
         }
         Self::exit_slow(rt, t, h)
