@@ -26,13 +26,33 @@
 //! |--------------------------|--------------|----------------------------------------|
 //! | `biased-rseq`, `fable-rseq` | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2       |
 //! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
-//! | `biased`, `fable` (records) | 53 / 53 | 4: record ×2, top ×2                    |
+//! | `biased`, `fable` (records) | 53 / 53, 52 / 52 | 4: record ×2, top ×2             |
 //!
 //! against 16 for the bare load / compare / store pair written the same way (`pair`). In
-//! time (`objmon-bench run --bench user-loop`, one run, thread CPU time) the three are alike:
-//! `biased` 3.57 ns, `biased-rseq` 3.67 ns per lock + unlock against 0.67 ns for the pair —
-//! fewer instructions did not buy time on this machine, which is why the portable records
-//! flavor stays `biased`.
+//! time (one run of `objmon-bench run --bench user-loop --bench sync --reps 9 --protocol …`
+//! with the rows named here; user-loop rows in thread CPU time):
+//! `biased` 2.35 ns, `biased-rseq` 2.03, `biased-seed` 2.61 (1.95 in the run before),
+//! `fable` 2.46, `fable-rseq` 2.03, `fable-seed` 1.93 per lock + unlock against 0.51 for
+//! the plain pair (`user-loop-sol-plain-pair`): 4–5×, not issue 13's 1.5×.
+//!
+//! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
+//! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of
+//! line in a crate with many guard drop sites, and with it the handle's guard count — a
+//! call, 5 pushes / 4 pops and an `incq` / `decq` of one word from two functions per lock +
+//! unlock (70 instructions and ~15 stores in the bench's loop; 50 and 4 now). What remains
+//! is no serialising instruction, fence, TLS lookup or atomic (there are none on these
+//! paths): hand-written assembly replicas of the loops (thread CPU time, best of 15 rounds
+//! on this 2-core VM) take 0.45–0.9 ns for the pair, ~1.0 for a HotSpot-like owner (load,
+//! test, one record store to a fixed slot; load, test), 1.05–1.2 for the rseq step without
+//! its two arming stores and 1.7 with them, 1.75–1.85 for the records step (1.65–1.7
+//! without the Dekker's re-loads, 1.8 with the record at a fixed slot): the loops are bound
+//! by µops and stores per iteration. HotSpot 17's biased exit stores nothing and reads only
+//! the mark word (`MacroAssembler::biased_locking_exit`: load, and, compare, branch; it
+//! need not check the owner: a revoked bias is never rebiased), and its enter stores no
+//! count: its revocation walks the owner's frames at a safepoint, which a Rust host cannot
+//! offer, so here the count (records or header) and, for the barrier revocation, its Dekker
+//! are the price. In the same run `sync`'s `hotspot17-biased` row took 3.07 ns (wall,
+//! median; 1.58 min) against `biased-rseq`'s 3.04 (2.03 min) in the same harness.
 //!
 //! Files: this one (the header layout, the flavors, the configuration and per-thread state,
 //! the `Protocol` entry points with their inline fast paths); `biased/fastpath.rs` (the bias
@@ -128,14 +148,15 @@
 //!   records of the object.
 //! - nested lock / unlock of a thin or learn lock the caller holds: one load, one compare
 //!   (a subtract from the thread's `nest_once` / `unlock_once`, rc 1..=254 to lock, 2..=255
-//!   to unlock), one store — for the same reason. Inline in the non-seed variants (after the
-//!   thin test failed, so a free thin word pays nothing for it; the unlock settles a hash
-//!   parked meanwhile at rc 1, as `exit_slow` does); out of line in the seed variants, as in
-//!   Jikes. `nest_once` is poisoned in native, so that a nested acquisition there reaches
+//!   to unlock), one store — for the same reason. In the non-seed variants the lock is
+//!   inline (after the thin test failed, so a free thin word pays nothing for it) and the
+//!   unlock one call away (`exit_nested`, which keeps the guard's drop small enough to
+//!   inline; it settles a hash parked meanwhile at rc 1, as `exit_slow` does); out of line
+//!   in the seed variants, as in Jikes. `nest_once` is poisoned in native, so that a nested acquisition there reaches
 //!   the slow path and is refused. A learn-mode recursion does not count towards biasing
 //!   (§3.1: "non-recursively"), so a FABLE object held around a loop stays in learn mode and
 //!   its nested acquisitions take this path (`user_loop fable nested`: 246 → 67
-//!   instructions).
+//!   instructions, 65 with `exit_nested`).
 //!
 //! Out of line (records variant): an unlock whose record is not the innermost (unstructured
 //! exits in any order) marks that record releasing, re-checks the header and buries it (a
@@ -409,6 +430,8 @@ pub trait Flavor: Send + Sync + 'static {
 /// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
 /// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
 /// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 127 per object.
+/// Time: `user-loop-biased-rseq` 2.03 ns against 0.51 for the plain pair (3.74 before
+/// `exit_nested`; module docs).
 #[derive(Debug)]
 pub enum KkoRseq {}
 
@@ -430,6 +453,8 @@ impl Flavor for KkoRseq {
 /// compare / store pair written the same way: 16): **53** plain, 53 nested (47 directly); 4
 /// plain stores (the record and the top, each way), no atomic read-modify-write, no fence.
 /// Thin: 32; AllocLock k = 2: 182 per object.
+/// Time: `user-loop-biased` 2.35 ns against 0.51 for the plain pair (3.73 before
+/// `exit_nested`; module docs).
 #[derive(Debug)]
 pub enum Kko {}
 
@@ -450,6 +475,8 @@ impl Flavor for Kko {
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (the header and `in_op` twice, each way), no atomic read-modify-write, no
 /// fence. Thin: 30; AllocLock k = 2: 221 per object (Figure 4 has no inline fresh path).
+/// Time: `user-loop-biased-seed` 2.61 ns (1.95 in the run before) against 0.51 for the
+/// plain pair.
 #[derive(Debug)]
 pub enum KkoSeed {}
 
