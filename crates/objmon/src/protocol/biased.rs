@@ -41,8 +41,8 @@
 //! call, 5 pushes / 4 pops and an `incq` / `decq` of one word from two functions per lock +
 //! unlock (70 instructions and ~15 stores in the bench's loop; 50 and 4 now). What remains
 //! is no serialising instruction, fence, TLS lookup or atomic (there are none on these
-//! paths): hand-written assembly replicas of the loops (thread CPU time, best of 15 rounds
-//! on this 2-core VM) take 0.45–0.9 ns for the pair, ~1.0 for a HotSpot-like owner (load,
+//! paths): hand-written assembly replicas of the loops (`biased_fastpath probe`: thread CPU
+//! time, best of 15 rounds on this 2-core VM) take 0.45–0.9 ns for the pair, ~1.0 for a HotSpot-like owner (load,
 //! test, one record store to a fixed slot; load, test), 1.05–1.2 for the rseq step without
 //! its two arming stores and 1.7 with them, 1.75–1.85 for the records step (1.65–1.7
 //! without the Dekker's re-loads, 1.8 with the record at a fixed slot): the loops are bound
