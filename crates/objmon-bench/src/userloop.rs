@@ -206,6 +206,29 @@ pub fn names() -> Vec<String> {
 /// What [`each_row`] calls per row: `(subject, nested, make)`; `make` builds the row.
 type AddRow<'a> = dyn FnMut(&str, bool, &dyn Fn() -> Row) + 'a;
 
+/// A protocol's plain and nested rows, named after [`Protocol::NAME`].
+fn protocol_rows<P: Protocol>(add: &mut AddRow<'_>) {
+    add(P::NAME, false, &|| {
+        let rt = Runtime::<P>::with_defaults();
+        let me = rt.attach().expect("attach");
+        let h = Box::new(P::Header::default());
+        row(P::NAME, Kind::Protocol, move |n| {
+            timed(n, || protocol::<P>(&me, &h, n))
+        })
+    });
+    add(P::NAME, true, &|| {
+        let rt = Runtime::<P>::with_defaults();
+        let me = rt.attach().expect("attach");
+        let h = Box::new(P::Header::default());
+        row(&format!("{}-nested", P::NAME), Kind::Protocol, move |n| {
+            let outer = me.enter(&h).unwrap();
+            let ns = timed(n, || protocol::<P>(&me, &h, n));
+            drop(outer);
+            ns
+        })
+    });
+}
+
 /// Calls `add` for every row.
 fn each_row(add: &mut AddRow<'_>) {
     let sol = Kind::SpeedOfLight;
@@ -227,28 +250,14 @@ fn each_row(add: &mut AddRow<'_>) {
     struct Protos<'a, 'b>(&'a mut AddRow<'b>);
     impl ProtocolVisitor for Protos<'_, '_> {
         fn visit<P: Protocol>(&mut self) {
-            (self.0)(P::NAME, false, &|| {
-                let rt = Runtime::<P>::with_defaults();
-                let me = rt.attach().expect("attach");
-                let h = Box::new(P::Header::default());
-                row(P::NAME, Kind::Protocol, move |n| {
-                    timed(n, || protocol::<P>(&me, &h, n))
-                })
-            });
-            (self.0)(P::NAME, true, &|| {
-                let rt = Runtime::<P>::with_defaults();
-                let me = rt.attach().expect("attach");
-                let h = Box::new(P::Header::default());
-                row(&format!("{}-nested", P::NAME), Kind::Protocol, move |n| {
-                    let outer = me.enter(&h).unwrap();
-                    let ns = timed(n, || protocol::<P>(&me, &h, n));
-                    drop(outer);
-                    ns
-                })
-            });
+            protocol_rows::<P>(self.0);
         }
     }
     objmon::vm::visit_all(&mut Protos(add));
+    // FABLE exactly as seed 002 specifies (Figures 6 and 7, the owner's count in the header
+    // behind the `in_op` Dekker): not in the catalog, measured here beside `fable` (issue 13
+    // item 3 keeps the seed-faithful variants in the report).
+    protocol_rows::<objmon::protocol::fable::FableSeed>(add);
 
     let anchor = Kind::Anchor;
     add("monitor", false, &|| {

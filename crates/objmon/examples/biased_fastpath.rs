@@ -27,6 +27,12 @@
 //! process, and prints the median ns per lock + unlock and its ratio to the pair (and the
 //! minimum, steadier where other work shares the cores).
 //!
+//! **Probe**: `biased_fastpath probe N` (x86-64 Linux) times hand-written assembly replicas
+//! of the owner's loops — the pair, a HotSpot-like owner, the rseq step with and without its
+//! arming stores, the records step with and without the Dekker's re-loads and with a fixed
+//! slot — in thread CPU time, to tell which part of a step costs what (the engine's module
+//! documentation quotes them).
+//!
 //! Protocols: `pair` (the bare load / compare / store pair, any `BENCH`), `biased`, `biased-seed`, `biased-rseq`, `fable`, `fable-seed`,
 //! `fable-rseq` (no suffix: the count in HotSpot-style lock records; `-seed`: seed 002
 //! Figures 3–4 / 6–7 as written, the owner's store bracketed by the `in_op` Dekker; `-rseq`:
@@ -240,9 +246,130 @@ fn time(n: u64) {
     }
 }
 
+/// `probe N`: hand-written assembly replicas of the bias owner's loops (x86-64), to find what
+/// an owner step costs beyond the plain pair: each runs `N` iterations of one lock + unlock
+/// on a scratch line laid out like the thread's records line (header at +0x200, bias bits
+/// at +0x88, top at +0x90, slots from +0xc0, the `rseq_cs` field at +0x78 pointing into the
+/// line), 15 interleaved rounds, the best round in thread CPU time. Linux. Nothing here
+/// touches objmon: it measures the shapes, not the library.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod probe {
+    use std::arch::asm;
+
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, t: *mut Timespec) -> i32;
+    }
+
+    /// This thread's CPU time in ns (`CLOCK_THREAD_CPUTIME_ID`): a round preempted by
+    /// other work on the machine does not count the time it waited.
+    fn cpu_ns() -> f64 {
+        let mut t = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: `clock_gettime` (libc, linked by std on Linux) writes one `timespec` (two
+        // 64-bit fields on x86-64 Linux) to the pointer, which is a live local.
+        unsafe { clock_gettime(3, &mut t) };
+        t.sec as f64 * 1e9 + t.nsec as f64
+    }
+
+    #[repr(C, align(64))]
+    pub struct Line(pub [u64; 256]);
+
+    macro_rules! variant {
+        ($name:ident, $body:expr) => {
+            #[inline(never)]
+            fn $name(p: *mut u64, n: u64) {
+                // SAFETY: `p` is a live, exclusively borrowed `Line` (2 KiB, 64-aligned); the
+                // body reads and writes only offsets below 0x800 from it (the slots it indexes
+                // stay below 0x1c0: the top returns to 0 each iteration), and below `rsp`
+                // inside the red zone's 128 bytes, which an `asm!` without `nostack` may use.
+                unsafe {
+                    asm!("2:", $body, "dec {n}", "jnz 2b", "/* {q} {y} {x} */",
+                        n = inout(reg) n => _, p = in(reg) p, q = in(reg) p,
+                        x = out(reg) _, y = out(reg) _);
+                }
+            }
+        };
+    }
+    variant!(
+        pair,
+        "mov {x}, [{p}]\n add {x}, 256\n mov [{p}], {x}\n mov {x}, [{p}]\n sub {x}, 256\n mov [{p}], {x}"
+    );
+    variant!(
+        hotspot,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n lea {y}, [{q}+0x200]\n mov [rsp-0x30], {y}\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n 9:"
+    );
+    variant!(
+        rseq_no_arm,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n mov {x}, [{q}+0x200]\n sub {x}, [{q}+0x88]\n cmp {x}, 0xfeff\n ja 9f\n add qword ptr [{q}+0x200], 256\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n mov {x}, [{q}+0x200]\n lea {x}, [{x}-0x100]\n sub {x}, [{q}+0x88]\n cmp {x}, 0xfeff\n ja 9f\n sub qword ptr [{q}+0x200], 256\n 9:"
+    );
+    variant!(
+        rseq,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n mov {x}, [{q}+0x78]\n lea {y}, [{q}+0x340]\n mov [{x}], {y}\n mov {x}, [{q}+0x200]\n sub {x}, [{q}+0x88]\n cmp {x}, 0xfeff\n ja 9f\n add qword ptr [{q}+0x200], 256\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n mov {x}, [{q}+0x78]\n lea {y}, [{q}+0x380]\n mov [{x}], {y}\n mov {x}, [{q}+0x200]\n lea {x}, [{x}-0x100]\n sub {x}, [{q}+0x88]\n cmp {x}, 0xfeff\n ja 9f\n sub qword ptr [{q}+0x200], 256\n 9:"
+    );
+    variant!(
+        records,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n mov {y}, [{q}+0x90]\n cmp {y}, 0x1f\n ja 9f\n lea {x}, [{q}+0x200]\n mov [{q}+{y}*8+0xc0], {x}\n mov {x}, [{q}+0x200]\n cmp {x}, [{q}+0x88]\n jne 9f\n inc {y}\n mov [{q}+0x90], {y}\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n mov {y}, [{q}+0x90]\n test {y}, {y}\n je 9f\n cmp {y}, 0x20\n ja 9f\n mov {x}, [{q}+{y}*8+0xb8]\n or {x}, 1\n mov [{q}+{y}*8+0xb8], {x}\n mov {x}, [{q}+0x200]\n cmp {x}, [{q}+0x88]\n jne 9f\n dec {y}\n mov [{q}+0x90], {y}\n 9:"
+    );
+    variant!(
+        records_no_reload,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n mov {y}, [{q}+0x90]\n cmp {y}, 0x1f\n ja 9f\n lea {x}, [{q}+0x200]\n mov [{q}+{y}*8+0xc0], {x}\n inc {y}\n mov [{q}+0x90], {y}\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n mov {y}, [{q}+0x90]\n test {y}, {y}\n je 9f\n cmp {y}, 0x20\n ja 9f\n mov {x}, [{q}+{y}*8+0xb8]\n or {x}, 1\n mov [{q}+{y}*8+0xb8], {x}\n dec {y}\n mov [{q}+0x90], {y}\n 9:"
+    );
+    variant!(
+        records_fixed_slot,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n mov {y}, [{q}+0x90]\n test {y}, {y}\n jne 9f\n lea {x}, [{q}+0x200]\n mov [{q}+0xc0], {x}\n mov {x}, [{q}+0x200]\n cmp {x}, [{q}+0x88]\n jne 9f\n mov qword ptr [{q}+0x90], 1\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n mov {y}, [{q}+0x90]\n cmp {y}, 1\n jne 9f\n mov {x}, [{q}+0xc0]\n lea {y}, [{q}+0x200]\n cmp {x}, {y}\n jne 9f\n or {x}, 1\n mov [{q}+0xc0], {x}\n mov {x}, [{q}+0x200]\n cmp {x}, [{q}+0x88]\n jne 9f\n mov qword ptr [{q}+0x90], 0\n 9:"
+    );
+
+    /// (row name, what it replicates, the loop)
+    type Variant = (&'static str, &'static str, fn(*mut u64, u64));
+
+    const VARIANTS: [Variant; 7] = [
+        ("pair", "the bare pair: load, add, store; load, subtract, store (the header count, no Dekker)", pair),
+        ("hotspot", "HotSpot-like: load, test, compare, one record store to a fixed slot; load, test, compare", hotspot),
+        ("rseq-no-arm", "the rseq step's instructions without its two arming stores", rseq_no_arm),
+        ("rseq", "the rseq step as `rseq_step` emits it (arm, load, subtract, compare, add to memory)", rseq),
+        ("records", "the records step as `record_step` compiles (push / pop with the Dekker's re-loads)", records),
+        ("records-no-reload", "the records step without the Dekker's header re-loads", records_no_reload),
+        ("records-fixed-slot", "the records step with the record at a fixed slot (no top-indexed address)", records_fixed_slot),
+    ];
+
+    pub fn run(n: u64) {
+        let mut l = Box::new(Line([0; 256]));
+        let base = l.0.as_ptr() as u64;
+        l.0[0x78 / 8] = base + 0x7f0; // the `rseq_cs` field: a scratch word of the line
+        l.0[0x200 / 8] = 0x1234_0000; // the header, biased to "us", rc 0
+        l.0[0x88 / 8] = 0x1234_0000; // our bias bits
+        let p = l.0.as_mut_ptr();
+        let mut best = [f64::MAX; VARIANTS.len()];
+        for _ in 0..15 {
+            for (i, (_, _, f)) in VARIANTS.iter().enumerate() {
+                let t = cpu_ns();
+                f(p, n);
+                best[i] = best[i].min((cpu_ns() - t) / n as f64);
+            }
+        }
+        println!("best of 15 rounds of {n} lock+unlock, ns; ratio to the pair");
+        for (i, (name, what, _)) in VARIANTS.iter().enumerate() {
+            println!(
+                "{name:20} {:6.2} ns {:5.2}x  {what}",
+                best[i],
+                best[i] / best[0]
+            );
+        }
+    }
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: biased_fastpath PROTOCOL plain|nested|raw|thin|alloc N | time N";
+    let usage = "usage: biased_fastpath PROTOCOL plain|nested|raw|thin|alloc N | time N | probe N";
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    if a.get(1).map(String::as_str) == Some("probe") {
+        let n = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+        return probe::run(n);
+    }
     if a.get(1).map(String::as_str) == Some("time") {
         let n = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
         return time(n);

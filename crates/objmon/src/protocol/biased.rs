@@ -26,18 +26,41 @@
 //! |--------------------------|--------------|----------------------------------------|
 //! | `biased-rseq`, `fable-rseq` | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2       |
 //! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
-//! | `biased`, `fable` (records) | 53 / 53 | 4: record ×2, top ×2                    |
+//! | `biased`, `fable` (records) | 53 / 53, 52 / 52 | 4: record ×2, top ×2             |
 //!
 //! against 16 for the bare load / compare / store pair written the same way (`pair`). In
-//! time (`objmon-bench run --bench user-loop`, one run, thread CPU time) the three are alike:
-//! `biased` 3.57 ns, `biased-rseq` 3.67 ns per lock + unlock against 0.67 ns for the pair —
-//! fewer instructions did not buy time on this machine, which is why the portable records
-//! flavor stays `biased`.
+//! time (one run of `objmon-bench run --bench user-loop --bench sync --reps 9 --protocol …`
+//! with the rows named here; user-loop rows in thread CPU time):
+//! `biased` 2.35 ns, `biased-rseq` 2.03, `biased-seed` 2.61 (1.95 in the run before),
+//! `fable` 2.46, `fable-rseq` 2.03, `fable-seed` 1.93 per lock + unlock against 0.51 for
+//! the plain pair (`user-loop-sol-plain-pair`): 4–5×, not issue 13's 1.5×.
 //!
-//! Files: this one (header, fast and slow paths, revocation); `biased/records.rs` (the lock
-//! records and the thread's cached fast-path bits, one cache line); `biased/tests.rs` (unit
-//! tests); `biased_hash.rs` (identity hashes); `crate::revoke` (safepoints, handshakes, the
-//! barrier).
+//! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
+//! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of
+//! line in a crate with many guard drop sites, and with it the handle's guard count — a
+//! call, 5 pushes / 4 pops and an `incq` / `decq` of one word from two functions per lock +
+//! unlock (70 instructions and ~15 stores in the bench's loop; 50 and 4 now). What remains
+//! is no serialising instruction, fence, TLS lookup or atomic (there are none on these
+//! paths): hand-written assembly replicas of the loops (`biased_fastpath probe`: thread CPU
+//! time, best of 15 rounds on this 2-core VM) take 0.45–0.9 ns for the pair, ~1.0 for a HotSpot-like owner (load,
+//! test, one record store to a fixed slot; load, test), 1.05–1.2 for the rseq step without
+//! its two arming stores and 1.7 with them, 1.75–1.85 for the records step (1.65–1.7
+//! without the Dekker's re-loads, 1.8 with the record at a fixed slot): the loops are bound
+//! by µops and stores per iteration. HotSpot 17's biased exit stores nothing and reads only
+//! the mark word (`MacroAssembler::biased_locking_exit`: load, and, compare, branch; it
+//! need not check the owner: a revoked bias is never rebiased), and its enter stores no
+//! count: its revocation walks the owner's frames at a safepoint, which a Rust host cannot
+//! offer, so here the count (records or header) and, for the barrier revocation, its Dekker
+//! are the price. In the same run `sync`'s `hotspot17-biased` row took 3.07 ns (wall,
+//! median; 1.58 min) against `biased-rseq`'s 3.04 (2.03 min) in the same harness.
+//!
+//! Files: this one (the header layout, the flavors, the configuration and per-thread state,
+//! the `Protocol` entry points with their inline fast paths); `biased/fastpath.rs` (the bias
+//! owner's step, three ways); `biased/revocation.rs` (the revoker's side and the owner's
+//! poll); `biased/slow.rs` (inflation, the slow lock and unlock paths, wait's monitor);
+//! `biased/records.rs` (the lock records and the thread's cached fast-path bits, one cache
+//! line); `biased/tests.rs` (unit tests); `biased_hash.rs` (identity hashes);
+//! `crate::revoke` (safepoints, handshakes, the barrier).
 //!
 //! Header ([`BiasWord`], 64 bits; Figures 3 and 6 widened so that a bias carries a
 //! generation):
@@ -125,14 +148,15 @@
 //!   records of the object.
 //! - nested lock / unlock of a thin or learn lock the caller holds: one load, one compare
 //!   (a subtract from the thread's `nest_once` / `unlock_once`, rc 1..=254 to lock, 2..=255
-//!   to unlock), one store — for the same reason. Inline in the non-seed variants (after the
-//!   thin test failed, so a free thin word pays nothing for it; the unlock settles a hash
-//!   parked meanwhile at rc 1, as `exit_slow` does); out of line in the seed variants, as in
-//!   Jikes. `nest_once` is poisoned in native, so that a nested acquisition there reaches
+//!   to unlock), one store — for the same reason. In the non-seed variants the lock is
+//!   inline (after the thin test failed, so a free thin word pays nothing for it) and the
+//!   unlock one call away (`exit_nested`, which keeps the guard's drop small enough to
+//!   inline; it settles a hash parked meanwhile at rc 1, as `exit_slow` does); out of line
+//!   in the seed variants, as in Jikes. `nest_once` is poisoned in native, so that a nested acquisition there reaches
 //!   the slow path and is refused. A learn-mode recursion does not count towards biasing
 //!   (§3.1: "non-recursively"), so a FABLE object held around a loop stays in learn mode and
 //!   its nested acquisitions take this path (`user_loop fable nested`: 246 → 67
-//!   instructions).
+//!   instructions, 65 with `exit_nested`).
 //!
 //! Out of line (records variant): an unlock whose record is not the innermost (unstructured
 //! exits in any order) marks that record releasing, re-checks the header and buries it (a
@@ -255,7 +279,10 @@ use crate::MonitorError;
 use records::{free_thin, LockRecords, NO_BIAS, NO_NEST, REC_RELEASING, REC_TOMB};
 use std::marker::PhantomData;
 
+mod fastpath;
 mod records;
+mod revocation;
+mod slow;
 pub use records::LOCK_RECORDS;
 use std::time::Instant;
 
@@ -403,6 +430,8 @@ pub trait Flavor: Send + Sync + 'static {
 /// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
 /// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
 /// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 127 per object.
+/// Time: `user-loop-biased-rseq` 2.03 ns against 0.51 for the plain pair (3.74 before
+/// `exit_nested`; module docs).
 #[derive(Debug)]
 pub enum KkoRseq {}
 
@@ -424,6 +453,8 @@ impl Flavor for KkoRseq {
 /// compare / store pair written the same way: 16): **53** plain, 53 nested (47 directly); 4
 /// plain stores (the record and the top, each way), no atomic read-modify-write, no fence.
 /// Thin: 32; AllocLock k = 2: 182 per object.
+/// Time: `user-loop-biased` 2.35 ns against 0.51 for the plain pair (3.73 before
+/// `exit_nested`; module docs).
 #[derive(Debug)]
 pub enum Kko {}
 
@@ -444,6 +475,8 @@ impl Flavor for Kko {
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (the header and `in_op` twice, each way), no atomic read-modify-write, no
 /// fence. Thin: 30; AllocLock k = 2: 221 per object (Figure 4 has no inline fresh path).
+/// Time: `user-loop-biased-seed` 2.61 ns (1.95 in the run before) against 0.51 for the
+/// plain pair.
 #[derive(Debug)]
 pub enum KkoSeed {}
 
@@ -828,1090 +861,6 @@ impl<F: Flavor> Biasing<F> {
     fn may_bias(t: &Cx<F>) -> bool {
         Self::cached_bias(t) != NO_BIAS
     }
-
-    /// Whether `w` is biased to `t`, not being revoked, and (header variant) has room for
-    /// one more hold: the bias owner's fast step can run on it.
-    #[inline(always)]
-    fn mine_free(t: &Cx<F>, w: u64) -> bool {
-        if F::RECORDS {
-            w & !HOST == Self::my_bias(t)
-        } else {
-            (w & !HOST) ^ Self::my_bias(t) < RC_LIMIT
-        }
-    }
-
-    /// The bias owner's plain-store step (Figure 4, first cases): +1 (`lock`) or −1 hold on a
-    /// header biased to `t`. `None` when done; else the word seen (the step did not apply,
-    /// the header changed under it, or — records variant — the records are full or the
-    /// unlock is not the innermost record).
-    ///
-    /// `w` is a recent load of the header (the caller's: a fast path has just tested it for
-    /// a thin or learn word, and loading it again would be one more µop in the Cloud's
-    /// window — see [`enter`](Protocol::enter)). The step re-loads it after publishing, so an
-    /// old `w` only makes it back out.
-    #[inline(always)]
-    fn biased_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
-        if F::RECORDS {
-            Self::record_step(t, h, w, lock)
-        } else {
-            Self::header_step(t, h, w, lock)
-        }
-    }
-
-    /// Records variant: push (lock) or pop (unlock) a lock record; the header is only read.
-    #[inline(always)]
-    fn record_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
-        let r = &t.local().rec;
-        if w & !HOST != r.bias.load(Ordering::Relaxed) {
-            return Some(w);
-        }
-        let top = r.top.load(Ordering::Relaxed);
-        let a = addr(h);
-        let (slot, mark, new_top) = if lock {
-            let Some(s) = r.slots.get(top) else {
-                return Some(w);
-            };
-            (s, a, top + 1)
-        } else {
-            let Some(s) = top.checked_sub(1).and_then(|i| r.slots.get(i)) else {
-                return Some(w);
-            };
-            if s.load(Ordering::Relaxed) != a {
-                return Some(w);
-            }
-            (s, a | REC_RELEASING, top - 1)
-        };
-        // The owner's half of the Dekker: the record (or its releasing mark) first, then the
-        // header again. A barrier revoker either sees the record here or its mark is seen
-        // below (module docs).
-        // Release (a plain `mov` on x86): see `LockRecords::settled_count`.
-        slot.store(mark, Ordering::Release);
-        owner_barrier();
-        let w2 = h.0.load(Ordering::Relaxed);
-        if w2 != w {
-            // Being revoked: back out (an unpushed slot above the top is cleared, so that no
-            // revoker takes it for a push in flight; a popped one is restored and counted).
-            slot.store(if lock { 0 } else { a }, Ordering::Release);
-            return Some(w2);
-        }
-        // Commit. Release (a plain `mov` on x86): a revoker that reads this top with acquire
-        // and so finds the hold released sees the critical section that preceded it.
-        r.top.store(new_top, Ordering::Release);
-        None
-    }
-
-    /// rseq variant, the bias owner's step (Figure 4's first cases): inside an rseq critical
-    /// section, load the header, test that it is biased to `t`, not revoking, with rc < 255
-    /// (lock) or ≥ 1 (unlock) — `w − bias` (− 256 to unlock) below 0xff00, a subtract and a
-    /// compare: host bits aside, the word is within 0xfeff above the bias bits; `NO_BIAS`
-    /// is chosen so that no word is within reach of it — and add ±256 to it in memory, the
-    /// instruction that commits. `None` when done; else the word now (the test failed, or the kernel
-    /// restarted the section: preemption, migration, a signal, a revoker's
-    /// `membarrier(PRIVATE_EXPEDITED_RSEQ)`). Before the section, one store arms it (the
-    /// descriptor's address into this thread's `rseq.rseq_cs`).
-    ///
-    /// Why this is sound against a barrier revoker with no `in_op`: the revoker marks the
-    /// word (CAS), then the rseq barrier. A section that read the unmarked word either
-    /// committed before the barrier reached its CPU — the revoker's re-read sees its `add`:
-    /// over the mark (the mark is gone, it tries again) or after it (the mark kept, the
-    /// count ±1: the revoker takes that count) — or is restarted — on its CPU by the barrier's
-    /// IPI, or, descheduled, when it next returns to user space — and never stores. A
-    /// section that starts after the barrier reads the mark and fails. Only the owner runs
-    /// it: `t` is the caller's own context, and the rseq offset is cached (by
-    /// `rseq_ready`) before the bias bits, without which the test fails.
-    #[inline(always)]
-    fn rseq_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
-        let r = &t.local().rec;
-        #[cfg(loom)]
-        {
-            let _cpu = crate::sync::lock(&r.cpu);
-            let w = h.0.load(Ordering::Relaxed);
-            let x = w.wrapping_sub(r.bias.load(Ordering::Relaxed));
-            let x = if lock { x } else { x.wrapping_sub(RC_ONE) };
-            if x >= RC_LIMIT {
-                return Some(w);
-            }
-            // The commit, `add` / `sub` to memory: a read-modify-write that is not atomic
-            // (its load and store may straddle a revoker's mark CAS, losing the mark, or
-            // follow it, keeping the mark with the count changed); the store as a swap, as
-            // in `header_step` (loom's modification order).
-            let cur = h.0.load(Ordering::Relaxed);
-            h.0.swap(
-                if lock { cur + RC_ONE } else { cur - RC_ONE },
-                Ordering::Relaxed,
-            );
-            None
-        }
-        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
-        {
-            let line = r as *const LockRecords;
-            // SAFETY: `line` is this thread's records line (borrowed for the call; `t` is
-            // the caller's own context, `Protocol`'s contract), whose `rseq_cs` field —
-            // read first — holds the address of this thread's `rseq.rseq_cs` in glibc's
-            // TLS, or of a scratch word of this thread where glibc reserved none (set at
-            // attach on this thread, `initial_cs_field`): a word of this thread, alive for
-            // its whole life, that only this thread (and, for `rseq.rseq_cs`, the kernel)
-            // writes. The section arms only when the area is registered, and the test
-            // passes only then (the bias bits are cached after `rseq_ready`). The rseq ABI lets user code point `rseq_cs` at a descriptor of its own
-            // (`struct rseq_cs`: version 0, flags 0, start, post-commit offset, abort
-            // address; 32-byte aligned, in `__rseq_cs`); the abort handler is preceded by
-            // glibc's signature `RSEQ_SIG` = 0x53053053 (in a `ud1`, as the kernel's
-            // selftests encode it) and jumps to `fail`. The section reads and writes only
-            // `h`'s word (an `AtomicU64` borrowed for the call) and reads `bias`; the
-            // commit is its last instruction, an `add` / `sub` to memory (not `lock`ed: a
-            // revoker's mark CAS may land before it or inside it; `revoke_by_barrier` takes
-            // either). x86-64: TSO gives its store release order; the block is a compiler
-            // barrier both ways.
-            unsafe {
-                if lock {
-                    std::arch::asm!(
-                        "mov {coff}({line}), {cs}",
-                        "lea 3f(%rip), {t}",
-                        "mov {t}, ({cs})",
-                        "2:",
-                        "mov ({h}), {t}",
-                        "sub {boff}({line}), {t}",
-                        "cmp $0xfeff, {t}",
-                        "ja {fail}",
-                        "addq $0x100, ({h})",
-                        "4:",
-                        ".pushsection __rseq_cs, \"aw\"",
-                        ".balign 32",
-                        "3:",
-                        ".long 0, 0",
-                        ".quad 2b, 4b - 2b, 5f",
-                        ".popsection",
-                        ".pushsection __rseq_failure, \"ax\"",
-                        ".byte 0x0f, 0xb9, 0x3d",
-                        ".long 0x53053053",
-                        "5:",
-                        "jmp {fail}",
-                        ".popsection",
-                        line = in(reg) line,
-                        h = in(reg) h.0.as_ptr(),
-                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
-                        boff = const std::mem::offset_of!(LockRecords, bias),
-                        cs = out(reg) _,
-                        t = out(reg) _,
-                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
-                        options(att_syntax, nostack),
-                    );
-                } else {
-                    std::arch::asm!(
-                        "mov {coff}({line}), {cs}",
-                        "lea 3f(%rip), {t}",
-                        "mov {t}, ({cs})",
-                        "2:",
-                        "mov ({h}), {w}",
-                        "lea -0x100({w}), {t}",
-                        "sub {boff}({line}), {t}",
-                        "cmp $0xfeff, {t}",
-                        "ja {fail}",
-                        "subq $0x100, ({h})",
-                        "4:",
-                        ".pushsection __rseq_cs, \"aw\"",
-                        ".balign 32",
-                        "3:",
-                        ".long 0, 0",
-                        ".quad 2b, 4b - 2b, 5f",
-                        ".popsection",
-                        ".pushsection __rseq_failure, \"ax\"",
-                        ".byte 0x0f, 0xb9, 0x3d",
-                        ".long 0x53053053",
-                        "5:",
-                        "jmp {fail}",
-                        ".popsection",
-                        line = in(reg) line,
-                        h = in(reg) h.0.as_ptr(),
-                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
-                        boff = const std::mem::offset_of!(LockRecords, bias),
-                        cs = out(reg) _,
-                        t = out(reg) _,
-                        w = out(reg) _,
-                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
-                        options(att_syntax, nostack),
-                    );
-                }
-            }
-            None
-        }
-        #[cfg(all(not(loom), not(all(target_arch = "x86_64", target_os = "linux"))))]
-        {
-            // No rseq here: `rseq_ready` says no, the bias bits are never cached.
-            let _ = (r, lock);
-            Some(h.0.load(Ordering::Relaxed))
-        }
-    }
-
-    /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.
-    #[inline(always)]
-    fn header_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
-        if F::RSEQ {
-            return Self::rseq_step(t, h, lock);
-        }
-        // After the branch: an atomic load is not removed when unused (it was, before it,
-        // one dead instruction on each side of the rseq step).
-        let me = Self::cached_bias(t);
-        let ok = |w: u64| {
-            let x = (w & !HOST) ^ me;
-            if lock {
-                x < RC_LIMIT
-            } else {
-                x.wrapping_sub(RC_ONE) < RC_LIMIT
-            }
-        };
-        // A filter first, so that thin and learn words pay nothing for the Dekker below.
-        if !ok(w) {
-            return Some(w);
-        }
-        let sp = &t.local().sp;
-        sp.in_op.store(addr(h), Ordering::Relaxed);
-        owner_barrier();
-        // The Dekker read: after `in_op` is published, a barrier revoker's mark is either
-        // visible here or the revoker sees `in_op` and waits for the store below.
-        let w2 = h.0.load(Ordering::Relaxed);
-        if w2 != w {
-            sp.in_op.store(0, Ordering::Relaxed);
-            return Some(w2);
-        }
-        let new = if lock { w + RC_ONE } else { w - RC_ONE };
-        #[cfg(not(loom))]
-        h.0.store(new, Ordering::Relaxed);
-        // Loom keeps modification order as a partial order and so misses C++'s rule that a
-        // read-modify-write sits right after the value it read ([atomics.order]): a revoker's
-        // mark CAS could then "stay newest" over this later plain store. A swap gives the
-        // model that ordering; the hardware (and C++) give it to the store.
-        #[cfg(loom)]
-        h.0.swap(new, Ordering::Relaxed);
-        // Release: a barrier revoker that sees `in_op` cleared sees this store.
-        sp.in_op.store(0, Ordering::Release);
-        None
-    }
-
-    #[inline]
-    pub(crate) fn poll_self(rt: &Rt<F>, t: &Cx<F>) {
-        let rec = &t.local().rec;
-        t.local().sp.poll(&|a, w| Self::exec_async(rt, rec, a, w));
-    }
-
-    /// The asynchronous handshake's callback, run by the bias owner (whose records are
-    /// `rec`) at a safepoint.
-    fn exec_async(rt: &Rt<F>, rec: &LockRecords, header: usize, w: u64) {
-        // SAFETY: `header` is the address of a `BiasWord` borrowed by the revoker that posted
-        // the request; the revoker waits (holding the borrow) until this callback has
-        // returned and the request is cleared (or runs it itself and clears it), so the
-        // header is alive and not moved for the whole call.
-        let h = unsafe { &*(header as *const BiasWord) };
-        // Counted by the revoker, which learns the outcome from the request it withdrew.
-        Self::thin_from_bias(rt, h, w, rec);
-    }
-
-    /// Revocation proper, at a moment the bias owner (whose records are `rec`) cannot be in a
-    /// fast path on `h`: biased(T, n) → thin(T, n) if `h` is still biased to the owner named
-    /// in `w`, n its holds.
-    ///
-    /// `true` if this call revoked it; `false` if it was no longer biased to that owner (a
-    /// revoker that found the owner detached rewrites it without the owner's mutex).
-    fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) -> bool {
-        let who = w & (OWNER_MASK | GEN_MASK);
-        let mut cur = h.0.load(Ordering::Acquire);
-        while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
-            let n = if F::RECORDS {
-                u64::from(rec.settled_count(addr(h)))
-            } else {
-                rc(cur)
-            };
-            match h.0.compare_exchange(
-                cur,
-                Self::to_thin(cur, n),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    rt.state().count(Transition::BiasedToThin);
-                    return true;
-                }
-                Err(c) => cur = c,
-            }
-        }
-        false
-    }
-
-    /// The thin word for biased word `w` held `n` times: same owner, count `n` (KKO clears a
-    /// free owner); records variant: marked [`STALE`] if held, so that the owner's next
-    /// unlock buries its records of it.
-    #[inline]
-    fn to_thin(w: u64, n: u64) -> u64 {
-        if n == 0 && !F::STICKY {
-            (w & HOST) | THIN
-        } else {
-            let stale = if F::RECORDS && n > 0 { STALE } else { 0 };
-            (w & (HOST | OWNER_MASK)) | THIN | (n << RC_SHIFT) | stale
-        }
-    }
-
-    #[inline]
-    pub(crate) fn monitor_of(rt: &Rt<F>, w: u64) -> &FatMonitor {
-        let idx = MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32);
-        rt.monitors()
-            .get(idx.expect("fat word holds a monitor index"))
-    }
-
-    /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile); back to running
-    /// when `f` returns or unwinds.
-    fn safe<R>(t: &Cx<F>, f: impl FnOnce() -> R) -> R {
-        let _safe = t.local().sp.safe_scope();
-        f()
-    }
-
-    /// The attached thread that biased word `w` names (id and generation), if any.
-    fn bias_owner(rt: &Rt<F>, w: u64) -> Option<crate::sync::Arc<Cx<F>>> {
-        let gen = (w & GEN_MASK) >> GEN_SHIFT;
-        ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
-            .and_then(|id| rt.threads().get(id))
-            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen)
-    }
-
-    /// Whether the owner named by biased word `w` holds `h` (a racy snapshot).
-    fn bias_held(rt: &Rt<F>, h: &BiasWord, w: u64) -> bool {
-        if F::RECORDS {
-            Self::bias_owner(rt, w).is_some_and(|c| c.local().rec.peek_count(addr(h)) > 0)
-        } else {
-            rc(w) > 0
-        }
-    }
-
-    /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`.
-    #[cold]
-    pub(crate) fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
-        let start = Instant::now();
-        let st = rt.state();
-        let Some(target) = Self::bias_owner(rt, w) else {
-            // The owner detached (its last store happened before the registry's mutex
-            // released its id, which we took to look it up): nobody can store to `h` as it.
-            // Its holds were released before it detached (records variant: its records went
-            // with it).
-            let n = if F::RECORDS { 0 } else { rc(w) };
-            if h.0
-                .compare_exchange(w, Self::to_thin(w, n), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                st.count(Transition::BiasedToThin);
-                st.revocations.record(RevocationKind::OwnerExited, start);
-            }
-            return;
-        };
-        // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
-        // Back to running on every way out, unwinding included; unchanged if we are in native
-        // (an identity hash made there revokes).
-        let _safe = t.local().sp.safe_scope();
-        Self::revoke_live(rt, h, w, target.local(), start);
-    }
-
-    fn revoke_live(rt: &Rt<F>, h: &BiasWord, w: u64, target: &BiasThread, start: Instant) {
-        let st = rt.state();
-        let tsp = &target.sp;
-        let held = tsp.lock_for_revoke();
-        // Re-read under the mutex: an earlier revoker may have done it already.
-        let who = w & (OWNER_MASK | GEN_MASK);
-        let w = h.0.load(Ordering::Acquire);
-        if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-            return;
-        }
-        // Whether the rewrite was ours: a revoker that found the owner detached (`revoke`,
-        // no mutex) may have done it first; then nothing is counted, so that one revocation
-        // is counted once.
-        let ours = crate::sync::AtomicBool::new(false);
-        if let Some(kind) = tsp.quiescent() {
-            // Parked, waiting or in native (it cannot leave while we hold its mutex), or
-            // detached: rewrite in place.
-            if Self::thin_from_bias(rt, h, w, &target.rec) {
-                st.revocations.record(kind, start);
-            }
-            return;
-        }
-        let exec = |_, x| {
-            if Self::thin_from_bias(rt, h, x, &target.rec) {
-                ours.store(true, Ordering::Relaxed);
-            }
-        };
-        // `None`: a hybrid request withdrawn unrun. `Async`: the owner ran the callback
-        // itself (it was alive, so no detached-owner revoker raced it); any other kind: our
-        // `exec` ran, and `ours` says whether it rewrote the header.
-        let by = |r| tsp.handshake(&held, r, addr(h), w, &exec);
-        // `None`: the barrier failed; `Some(revoked by us)` otherwise.
-        let barrier = || Self::revoke_by_barrier(rt, h, w, target);
-        let kind = match st.revocation() {
-            Revocation::Membarrier => {
-                barrier().map(|ours| ours.then_some(RevocationKind::Membarrier))
-            }
-            // Biases left from a handshake mode the host chose before (`BiasState::set`):
-            // only a handshake can revoke them.
-            Revocation::NoBias => by(Revocation::SyncHandshake).map(Some),
-            // Hybrid, and the owner did not poll in time: the barrier needs nothing from it.
-            r => by(r)
-                .map(Some)
-                .or_else(|| barrier().map(|ours| ours.then_some(RevocationKind::Membarrier))),
-        };
-        // `None`: the barrier failed (and the runtime now revokes by handshake): the header
-        // is as it was, unmarked; revoke it by the synchronous handshake (which waits for the
-        // owner's poll, or revokes in place once it is at a safepoint).
-        let kind = kind.unwrap_or_else(|| by(Revocation::SyncHandshake));
-        drop(held);
-        match kind {
-            Some(RevocationKind::Async) => st.revocations.record(RevocationKind::Async, start),
-            Some(k) if ours.load(Ordering::Relaxed) || k == RevocationKind::Membarrier => {
-                st.revocations.record(k, start)
-            }
-            _ => {}
-        }
-    }
-
-    /// Revocation (c): the asymmetric Dekker against the owner's lock records (records
-    /// variant) or its `in_op` (header variant); see the module docs.
-    ///
-    /// `Some(true)` if this call revoked it, `Some(false)` if the header stopped being biased
-    /// to that owner first (a revoker that found it detached), `None` if the kernel refused
-    /// the barrier (a seccomp filter installed after the
-    /// registration): the mark is withdrawn, the runtime switches to the handshake
-    /// ([`BiasState::barrier_failed`]) and the caller revokes by it. The mark is ours to
-    /// withdraw with a CAS; if it fails, the owner's in-flight plain store (header variant)
-    /// replaced the mark with a biased word of its own, which is as good as unmarked.
-    fn revoke_by_barrier(rt: &Rt<F>, h: &BiasWord, mut w: u64, owner: &BiasThread) -> Option<bool> {
-        let who = w & (OWNER_MASK | GEN_MASK);
-        loop {
-            if h.0
-                .compare_exchange(w, w | REVOKING, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                // Only the owner can change a biased word under us (header variant: its plain
-                // store; both: its slow-path CAS; other revokers wait for the mutex we hold):
-                // re-read and mark again.
-                w = h.0.load(Ordering::Acquire);
-                if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                    return Some(false);
-                }
-                continue;
-            }
-            // Every running thread fences now: after this, each fast path of the owner either
-            // had published its record / `in_op` (we see it below) or will read our mark.
-            let fenced = if F::RSEQ {
-                process_barrier_rseq()
-            } else {
-                process_barrier()
-            };
-            if rt.state().barrier_fails.load(Ordering::Relaxed) || !fenced {
-                let _ =
-                    h.0.compare_exchange(w | REVOKING, w, Ordering::AcqRel, Ordering::Relaxed);
-                rt.state().barrier_failed();
-                return None;
-            }
-            if F::RECORDS {
-                // The owner never writes a biased header in a fast path, and its slow paths
-                // CAS, which fails against the mark: the word is still `w | REVOKING`.
-                let n = owner.rec.settled_count(addr(h));
-                h.0.store(Self::to_thin(w, u64::from(n)), Ordering::Release);
-                rt.state().count(Transition::BiasedToThin);
-                return Some(true);
-            }
-            #[cfg(loom)]
-            if F::RSEQ {
-                // The model of the rseq barrier's restart: the owner's section runs under
-                // its `cpu` mutex, so the barrier falls before or after it, never inside.
-                drop(crate::sync::lock(&owner.rec.cpu));
-            }
-            // rseq variant: the barrier restarted every section in flight, so none that
-            // read the unmarked word commits after it (`in_op` stays 0 there).
-            let mut spins = Spin::new();
-            while owner.sp.in_op.load(Ordering::Acquire) == addr(h) {
-                spins.snooze();
-            }
-            let cur = h.0.load(Ordering::Acquire);
-            if cur & !RC_MASK == (w | REVOKING) & !RC_MASK {
-                // Nobody else writes a marked word: the owner's fast paths fail on it and
-                // other revokers are behind the mutex. rseq variant: the owner's committing
-                // `add` (a non-atomic read-modify-write of the word) may have landed on the
-                // mark, ±1 to the count and the mark kept — a step that had passed its test
-                // before the mark and is done now (the barrier restarts any section still
-                // in flight): the count is `cur`'s.
-                h.0.store(Self::to_thin(w, rc(cur)), Ordering::Release);
-                rt.state().count(Transition::BiasedToThin);
-                return Some(true);
-            }
-            // An in-flight fast path stored over the mark; it has finished. Again.
-            rt.state().revocations.retried();
-            w = cur;
-            if w & (STATE_MASK | REVOKING) != BIASED || w & (OWNER_MASK | GEN_MASK) != who {
-                return Some(false);
-            }
-        }
-    }
-
-    /// The owner of `w` (biased, learn or thin, held `count` times by `t`) installs a fat
-    /// monitor. `Ok(None)` if the word changed first (a revoker's mark, a learn → thin).
-    pub(crate) fn inflate_own<'r>(
-        rt: &'r Rt<F>,
-        t: &Cx<F>,
-        h: &BiasWord,
-        w: u64,
-        count: u32,
-        cause: InflationCause,
-    ) -> Result<Option<&'r FatMonitor>, MonitorError> {
-        let idx = rt.monitors().allocate()?;
-        rt.monitors().bind(idx, addr(h));
-        let m = rt.monitors().get(idx);
-        if let Err(e) = m.enter_inflated(t.core_arc(), count) {
-            rt.monitors().free(idx);
-            return Err(e);
-        }
-        let new = (w & HOST) | FAT | (u64::from(idx.get()) << INDEX_SHIFT);
-        if h.0
-            .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            for _ in 0..count {
-                let _ = m.exit(t.core());
-            }
-            rt.monitors().free(idx);
-            return Ok(None);
-        }
-        let state = w & STATE_MASK;
-        if F::RECORDS && (state == BIASED || (state == THIN && w & STALE != 0)) {
-            // The monitor holds the count now.
-            t.local().rec.bury(addr(h));
-        }
-        rt.stats().inflated(cause);
-        // A hash parked while we held `h` nested goes into the monitor (`biased_hash.rs`).
-        Self::after_owner_inflation(rt, h, m);
-        t.local().count(match state {
-            BIASED => Transition::BiasedToFat,
-            LEARN => Transition::LearnToFat,
-            _ => Transition::ThinToFat,
-        });
-        Ok(Some(m))
-    }
-
-    fn cas(h: &BiasWord, w: u64, new: u64) -> bool {
-        h.0.compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
-
-    /// Records variant: biases `h` (word `w`, not biased) to `t`, held once: the record is
-    /// committed before the CAS publishes the bias, so a revoker that sees the bias finds
-    /// it. `None` if the records are full (the caller takes another route); `Some(false)` if
-    /// the CAS failed.
-    fn bias_to_me(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<bool> {
-        let rec = &t.local().rec;
-        if !F::RECORDS {
-            // Header variant: the hold is the rc of the biased word itself.
-            let bias = rec.bias.load(Ordering::Relaxed);
-            debug_assert_ne!(bias, NO_BIAS);
-            return Some(Self::cas(h, w, (w & HOST) | bias | RC_ONE));
-        }
-        if !rec.push_committed(addr(h)) {
-            return None;
-        }
-        // The cached bias bits: callers run after `enter_slow` has set them.
-        let bias = rec.bias.load(Ordering::Relaxed);
-        debug_assert_ne!(bias, NO_BIAS);
-        if Self::cas(h, w, (w & HOST) | bias) {
-            return Some(true);
-        }
-        rec.unpush();
-        Some(false)
-    }
-
-    /// The 256th hold of a lock `t` holds `count` times in word `w`: inflate with the new
-    /// count (`enter_step`'s answer: `None` if the word changed first, so look again).
-    fn overflow_hold(
-        rt: &Rt<F>,
-        t: &Cx<F>,
-        h: &BiasWord,
-        w: u64,
-        count: u32,
-    ) -> Option<Result<bool, MonitorError>> {
-        let cause = InflationCause::RecursionOverflow;
-        match Self::inflate_own(rt, t, h, w, count + 1, cause) {
-            Ok(Some(_)) => Some(Ok(true)),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
-        }
-    }
-
-    /// One attempt of the slow lock path. `Some(result)` when finished; `None` to retry.
-    /// `contended` remembers that a thin lock was seen held by another thread.
-    fn enter_step(
-        rt: &Rt<F>,
-        t: &Cx<F>,
-        h: &BiasWord,
-        w: u64,
-        contended: &mut bool,
-        try_only: bool,
-    ) -> Option<Result<bool, MonitorError>> {
-        let host = w & HOST;
-        let me = Self::my_owner(t);
-        let count = rc(w) as u32;
-        let st = rt.state();
-        match w & STATE_MASK {
-            BIASED => {
-                if w & OWNER_MASK == 0 {
-                    if !F::LEARN && !Self::may_bias(t) {
-                        // The runtime biases nothing (`Revocation::NoBias`): clear → thin.
-                        return Self::cas(h, w, host | THIN | me | RC_ONE).then_some(Ok(true));
-                    }
-                    if !F::LEARN && F::RECORDS {
-                        // KKO: bias on first acquire, the hold in a record; with no room for
-                        // one, the object goes thin for good.
-                        return match Self::bias_to_me(t, h, w) {
-                            Some(true) => {
-                                t.local().count(Transition::ClearToBiased);
-                                Some(Ok(true))
-                            }
-                            Some(false) => None,
-                            None => Self::cas(h, w, host | THIN | me | RC_ONE).then_some(Ok(true)),
-                        };
-                    }
-                    let (new, tr) = if F::LEARN {
-                        (host | LEARN | me | RC_ONE, Transition::ClearToLearn)
-                    } else {
-                        (host | Self::my_bias(t) | RC_ONE, Transition::ClearToBiased)
-                    };
-                    if Self::cas(h, w, new) {
-                        t.local().count(tr);
-                        return Some(Ok(true));
-                    }
-                    return None;
-                }
-                if w & REVOKING != 0 {
-                    return None; // the revoker finishes without us (no fast path of ours is in flight)
-                }
-                if w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) {
-                    if F::RECORDS {
-                        // Ours, records full (the caller found no room): keep the holds as
-                        // a thin count. The records are buried, the count moves to the word.
-                        let n = u64::from(t.local().rec.own_count(addr(h))) + 1;
-                        let new = host | THIN | me | (n << RC_SHIFT);
-                        if !Self::cas(h, w, new) {
-                            return None;
-                        }
-                        t.local().rec.bury(addr(h));
-                        t.local().count(Transition::BiasedToThin);
-                        return Some(Ok(true));
-                    }
-                    // Ours with rc 255 (the fast step refused): the 256th hold inflates.
-                    return Self::overflow_hold(rt, t, h, w, count);
-                }
-                if try_only && Self::bias_held(rt, h, w) {
-                    return Some(Ok(false)); // held by its bias owner right now
-                }
-                Self::revoke(rt, t, h, w);
-                None
-            }
-            LEARN | THIN => {
-                let owner = w & OWNER_MASK;
-                if owner == me && count > 0 {
-                    if count < 255 {
-                        // Ours and held: only we write it (seed 000 §2.3.3's nested store).
-                        h.0.store(w + RC_ONE, Ordering::Relaxed);
-                        return Some(Ok(true));
-                    }
-                    return Self::overflow_hold(rt, t, h, w, count);
-                }
-                if w & STATE_MASK == LEARN {
-                    if owner == me {
-                        // §3.1: the guess re-acquires; bias when learnCount reaches N.
-                        let lc = &t.local().learn_count;
-                        let n = lc.load(Ordering::Relaxed) + 1;
-                        if n >= st.learn_limit() && !Self::may_bias(t) {
-                            // The runtime biases nothing (`Revocation::NoBias`): Figure 5's
-                            // other way out of learn mode, learn → thin.
-                            if !Self::cas(h, w, host | THIN | me | RC_ONE) {
-                                return None;
-                            }
-                            lc.store(0, Ordering::Relaxed);
-                            t.local().count(Transition::LearnToThin);
-                            return Some(Ok(true));
-                        }
-                        let mut bias = n >= st.learn_limit();
-                        if bias && F::RECORDS {
-                            match Self::bias_to_me(t, h, w) {
-                                Some(true) => {
-                                    lc.store(0, Ordering::Relaxed);
-                                    t.local().count(Transition::LearnToBiased);
-                                    return Some(Ok(true));
-                                }
-                                Some(false) => return None,
-                                // No room for a record: keep learning, held in the word.
-                                None => bias = false,
-                            }
-                        }
-                        let new = if bias {
-                            host | Self::my_bias(t) | RC_ONE
-                        } else {
-                            w + RC_ONE
-                        };
-                        if !Self::cas(h, w, new) {
-                            return None;
-                        }
-                        lc.store(if bias { 0 } else { n }, Ordering::Relaxed);
-                        if bias {
-                            t.local().count(Transition::LearnToBiased);
-                        }
-                        return Some(Ok(true));
-                    }
-                    // Figure 5: a second thread acquiring in learn mode makes it thin. While
-                    // the guess holds it, wait as for a held thin lock: a held learn word is
-                    // then written by its holder only, which lets it unlock with a store.
-                    if count > 0 {
-                        if try_only {
-                            return Some(Ok(false));
-                        }
-                        *contended = true;
-                        return None;
-                    }
-                    if !Self::cas(h, w, host | THIN | me | RC_ONE) {
-                        return None;
-                    }
-                    t.local().count(Transition::LearnToThin);
-                    return Some(Ok(true));
-                }
-                if count == 0 {
-                    if !Self::cas(h, w, host | THIN | me | RC_ONE) {
-                        return None;
-                    }
-                    if *contended {
-                        // As thin locks (seed 000 §2.3.4): having won a contended lock, make
-                        // it fat. A full table leaves it thin, which is still correct.
-                        let _ = Self::inflate_own(
-                            rt,
-                            t,
-                            h,
-                            host | THIN | me | RC_ONE,
-                            1,
-                            InflationCause::Contention,
-                        );
-                    }
-                    return Some(Ok(true));
-                }
-                if try_only {
-                    return Some(Ok(false));
-                }
-                *contended = true;
-                None
-            }
-            _ => {
-                let m = Self::monitor_of(rt, w);
-                match m.try_enter(t.core()) {
-                    Ok(true) => Some(Ok(true)),
-                    Ok(false) if try_only => Some(Ok(false)),
-                    Ok(false) => Some(Self::safe(t, || m.enter(t.core_arc())).map(|()| true)),
-                    Err(e) => Some(Err(e)),
-                }
-            }
-        }
-    }
-
-    /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
-    /// Figures 4 and 7's fast paths exactly): FABLE's clear → learn, the bias guess
-    /// re-acquiring in learn mode below the learn limit (§3.1) and a second thread turning a
-    /// free learn lock thin (Figure 5), one CAS each, as a thin acquisition; biasing (KKO's
-    /// clear → biased, FABLE's learn → biased at the limit) is one call away. Figure 7 leaves
-    /// learn mode to the slow path, and its thin fast path takes only a lock whose sticky
-    /// last owner is the caller (§3.2 found that free). Measured here, both cost: AllocLock
-    /// (§5.3) runs almost nothing but learn acquisitions, and the slow path's call, loop,
-    /// poll and dispatch made FABLE up to 1.5× thin locks; Cloud (§5.1) runs almost nothing
-    /// but thin acquisitions of a lock another thread held last, and there the cold slow
-    /// path — its code evicted by the million-object working set — made FABLE 2–3× thin
-    /// locks in CPU time. Everything else (nesting, contention, a full record stack) is
-    /// `enter_slow`'s: `false`.
-    #[inline(always)]
-    fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
-        let me = Self::my_owner(t);
-        if !F::LEARN {
-            // `bias_fresh` refuses in native (the cached bias bits are poisoned there).
-            return w & !HOST == 0 && Self::bias_fresh(t, h, w);
-        }
-        // In native the thread's thin-free bits are poisoned: `enter_slow` refuses. (A load
-        // and a compare on the learn-mode steps only.)
-        let native = || t.local().rec.thin_free.load(Ordering::Relaxed) != THIN;
-        let lock = w & !HOST;
-        if lock == 0 {
-            if native() || !Self::cas(h, w, w | LEARN | me | RC_ONE) {
-                return false;
-            }
-            t.local().count(Transition::ClearToLearn);
-            return true;
-        }
-        // Learn and free (rc 0); bits 63..34 of a learn word are zero, so the test needs no
-        // 64-bit mask (which the compiler would share with the thin test above and hoist
-        // into the bias owner's path).
-        if lock & (STATE_MASK | REVOKING | RC_MASK) != LEARN || native() {
-            return false; // held, nested, thin or fat; or in native
-        }
-        if lock != LEARN | me {
-            // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0).
-            if !Self::cas(h, w, (w & HOST) | THIN | me | RC_ONE) {
-                return false;
-            }
-            t.local().count(Transition::LearnToThin);
-            return true;
-        }
-        let lc = &t.local().learn_count;
-        let n = lc.load(Ordering::Relaxed) + 1;
-        if n >= rt.state().learn_limit() {
-            return Self::bias_fresh(t, h, w);
-        }
-        if !Self::cas(h, w, w + RC_ONE) {
-            return false;
-        }
-        lc.store(n, Ordering::Relaxed);
-        true
-    }
-
-    /// [`fresh_enter`](Self::fresh_enter)'s biasing: `h` (clear, or learn with `t` its guess
-    /// at the learn limit) becomes biased to `t`, held once in a record. `false` if `t` has
-    /// not cached its bias bits yet, its records are full, or the CAS failed.
-    #[inline(never)]
-    fn bias_fresh(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
-        if t.local().rec.bias.load(Ordering::Relaxed) == NO_BIAS
-            || Self::bias_to_me(t, h, w) != Some(true)
-        {
-            return false;
-        }
-        if F::LEARN {
-            t.local().learn_count.store(0, Ordering::Relaxed);
-            t.local().count(Transition::LearnToBiased);
-        } else {
-            t.local().count(Transition::ClearToBiased);
-        }
-        true
-    }
-
-    #[cold]
-    fn enter_slow(
-        rt: &Rt<F>,
-        t: &Cx<F>,
-        h: &BiasWord,
-        try_only: bool,
-    ) -> Result<bool, MonitorError> {
-        if t.local().sp.in_native() {
-            // In native the thread counts as being at a safepoint: its biases are revoked in
-            // place, with no barrier, so a biased step of its own now could make two owners.
-            // Its fast paths came here because `enter_native` poisoned their cached bits.
-            return Err(MonitorError::InNative);
-        }
-        let rec = &t.local().rec;
-        if rec.bias.load(Ordering::Relaxed) == NO_BIAS
-            && rt.state().revocation() != Revocation::NoBias
-            && (!F::RSEQ || Self::rseq_ready(t))
-        {
-            // Before this thread can bias anything to itself (only here, in `enter_step`, and
-            // in `bias_fresh`, both of which bias only once these bits are cached: where the
-            // runtime biases nothing they never are).
-            rt.state().may_have_biases.store(true, Ordering::SeqCst);
-            rec.bias.store(Self::my_bias(t), Ordering::SeqCst);
-        }
-        let mut contended = false;
-        let mut spins = Spin::new();
-        let mut spin = None; // introspection: published while we spin on another's thin lock
-        loop {
-            Self::poll_self(rt, t);
-            // Run the owner's step only when the word says it can succeed: a thread that
-            // kept publishing records (or `in_op`) while its header is marked would stall
-            // the barrier revoker.
-            let w = h.0.load(Ordering::Acquire);
-            if Self::mine_free(t, w) {
-                if F::RECORDS {
-                    t.local().rec.pop_tombs();
-                }
-                if !F::RECORDS || t.local().rec.top.load(Ordering::Relaxed) < LOCK_RECORDS {
-                    if Self::biased_step(t, h, w, true).is_none() {
-                        return Ok(true);
-                    }
-                    continue;
-                }
-                // Records full: `enter_step` moves the holds into a thin word.
-            }
-            spin = spin.filter(|_| w & STATE_MASK != FAT); // blocking on a monitor publishes itself
-            if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
-                return r;
-            }
-            if contended {
-                spin.get_or_insert_with(|| {
-                    crate::introspect::SpinEpisode::begin(rt.monitors(), t.core(), addr(h))
-                })
-                .observe(if rc(w) > 0 {
-                    ((w & OWNER_MASK) >> OWNER_SHIFT) as u32
-                } else {
-                    0
-                });
-            }
-            spins.snooze();
-        }
-    }
-
-    /// Records variant: `t` releases a biased hold of `h` (word `w`, biased to `t`) whose
-    /// record is not the innermost one (an unstructured exit, or buried records on top).
-    /// `None` to retry.
-    fn exit_buried(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<Result<(), MonitorError>> {
-        let rec = &t.local().rec;
-        let a = addr(h);
-        rec.pop_tombs();
-        let top = rec.top.load(Ordering::Relaxed);
-        if top > 0 && rec.slots[top - 1].load(Ordering::Relaxed) == a {
-            return None; // innermost now: the fast step will do
-        }
-        let Some(slot) = rec.slots[..top]
-            .iter()
-            .rev()
-            .find(|s| s.load(Ordering::Relaxed) == a)
-        else {
-            return Some(Err(MonitorError::IllegalMonitorState));
-        };
-        // The unlock Dekker of the fast step, on a record below the top; committed by
-        // burying the record rather than by lowering the top.
-        slot.store(a | REC_RELEASING, Ordering::Release);
-        owner_barrier();
-        if h.0.load(Ordering::Relaxed) == w {
-            slot.store(REC_TOMB, Ordering::Release);
-            return Some(Ok(()));
-        }
-        slot.store(a, Ordering::Release);
-        None
-    }
-
-    /// The unlock slow path. In native (a guard dropped there, say) the unlock is made, not
-    /// refused — refusing would leak the lock — but under the thread's own revoker mutex:
-    /// every revoker of the thread holds that mutex for its whole revocation, so meanwhile
-    /// nobody revokes the thread's biases in place (nor marks them), and the next revoker,
-    /// taking the mutex after us, sees the release. The thread's fast paths came here because
-    /// their cached bits are poisoned; they are restored for the call.
-    #[cold]
-    fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        let local = t.local();
-        if !local.sp.in_native() {
-            return Self::exit_slow_running(rt, t, h);
-        }
-        let _own = local.sp.lock_for_revoke();
-        local
-            .rec
-            .bias
-            .store(local.saved_bias.load(Ordering::Relaxed), Ordering::Relaxed);
-        let r = Self::exit_slow_running(rt, t, h);
-        local.rec.bias.store(NO_BIAS, Ordering::Relaxed);
-        r
-    }
-
-    fn exit_slow_running(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        let mut spins = Spin::new();
-        loop {
-            Self::poll_self(rt, t);
-            let w = h.0.load(Ordering::Acquire);
-            let mine = if F::RECORDS {
-                Self::mine_free(t, w)
-            } else {
-                ((w & !HOST) ^ Self::my_bias(t)).wrapping_sub(RC_ONE) < RC_LIMIT
-            };
-            if mine {
-                if Self::biased_step(t, h, w, false).is_none() {
-                    return Ok(());
-                }
-                if F::RECORDS && h.0.load(Ordering::Acquire) == w {
-                    if let Some(r) = Self::exit_buried(t, h, w) {
-                        return r;
-                    }
-                }
-                continue;
-            }
-            let me = Self::my_owner(t);
-            match w & STATE_MASK {
-                BIASED => {
-                    let held = if F::RECORDS {
-                        t.local().rec.own_count(addr(h)) > 0
-                    } else {
-                        rc(w) > 0
-                    };
-                    let mine = w & OWNER_MASK != 0
-                        && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t)
-                        && held;
-                    if !mine {
-                        return Err(MonitorError::IllegalMonitorState);
-                    }
-                    // Ours, being revoked: the revoker does not need us; wait for thin.
-                }
-                LEARN | THIN => {
-                    if w & OWNER_MASK != me || rc(w) == 0 {
-                        return Err(MonitorError::IllegalMonitorState);
-                    }
-                    if F::RECORDS && w & (STATE_MASK | STALE) == THIN | STALE {
-                        // Revoked while held: the count is in the word now; our records
-                        // of it are duplicates.
-                        t.local().rec.bury(addr(h));
-                    }
-                    let w = w & !(if w & STATE_MASK == THIN { STALE } else { 0 });
-                    let new = if rc(w) == 1 && !F::STICKY {
-                        (w & HOST) | THIN
-                    } else {
-                        w - RC_ONE
-                    };
-                    // Held by us: nobody else writes it (module docs), so a store will do.
-                    h.0.store(new, Ordering::Release);
-                    // Down to one level: settle a hash parked meanwhile (`biased_hash.rs`),
-                    // before the last unlock, which is inline and looks only at the word.
-                    Self::settle_parked_hash_after(rt, t, h, new);
-                    return Ok(());
-                }
-                _ => return Self::monitor_of(rt, w).exit(t.core()),
-            }
-            spins.snooze();
-        }
-    }
-
-    /// The fat monitor for wait / notify: installed, or inflated by its owner `t`.
-    fn fat_for_wait<'r>(
-        rt: &'r Rt<F>,
-        t: &Cx<F>,
-        h: &BiasWord,
-    ) -> Result<&'r FatMonitor, MonitorError> {
-        if t.local().sp.in_native() {
-            return Err(MonitorError::InNative); // see `enter_slow`
-        }
-        let mut spins = Spin::new();
-        loop {
-            Self::poll_self(rt, t);
-            let w = h.0.load(Ordering::Acquire);
-            let (held, count) = match w & STATE_MASK {
-                FAT => return Ok(Self::monitor_of(rt, w)),
-                BIASED => {
-                    let count = if F::RECORDS {
-                        t.local().rec.own_count(addr(h))
-                    } else {
-                        rc(w) as u32
-                    };
-                    if w & OWNER_MASK == 0
-                        || w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t)
-                        || count == 0
-                    {
-                        return Err(MonitorError::IllegalMonitorState);
-                    }
-                    (w & REVOKING == 0, count)
-                }
-                _ => {
-                    if w & OWNER_MASK != Self::my_owner(t) || rc(w) == 0 {
-                        return Err(MonitorError::IllegalMonitorState);
-                    }
-                    (true, rc(w) as u32)
-                }
-            };
-            if held {
-                if let Some(m) = Self::inflate_own(rt, t, h, w, count, InflationCause::WaitNotify)?
-                {
-                    return Ok(m);
-                }
-            }
-            spins.snooze();
-        }
-    }
 }
 
 impl<F: Flavor> Protocol for Biasing<F> {
@@ -2036,11 +985,10 @@ impl<F: Flavor> Protocol for Biasing<F> {
             if Self::biased_step(t, h, w, false).is_none() {
                 return Ok(());
             }
-            return Self::exit_slow(rt, t, h);
-        }
-        // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
-        // clearing the owner).
-        if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
+            // Out of line below (a biased `w` fails `exit_nested`'s test: on to `exit_slow`).
+        } else if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
+            // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
+            // clearing the owner).
             let new = if F::STICKY {
                 w - RC_ONE
             } else {
@@ -2052,16 +1000,10 @@ impl<F: Flavor> Protocol for Biasing<F> {
             return Ok(());
         }
         if !Self::SEED {
-            // Nested (rc 2..=255, ours, not stale): one level off with a store, then what
-            // `exit_slow` does after its store (a hash parked meanwhile is settled at rc 1).
-            let x = (w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK))
-                .wrapping_sub(t.local().rec.unlock_once);
-            if x.wrapping_sub(RC_ONE) < 254 << RC_SHIFT {
-                let new = w - RC_ONE;
-                h.0.store(new, Ordering::Release);
-                Self::settle_parked_hash_after(rt, t, h, new);
-                return Ok(());
-            }
+            // Nested (rc 2..=255) or out of line: one call site, so that the guard's drop
+            // stays small enough to inline into the user's loop and the call's arguments
+            // are set up on this path only (see `exit_nested`).
+            return Self::exit_nested(rt, t, h, w);
         }
         Self::exit_slow(rt, t, h)
     }
