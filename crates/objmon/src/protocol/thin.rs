@@ -345,6 +345,30 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
+    /// `thin` (not `thin-seed`): the lock word `w` is inflated. Enter its monitor, and
+    /// become `BLOCKED` only if that means suspending: re-entering, taking a free monitor
+    /// and the monitor's bounded spin (`TasukiLock::spin`, a few µs) write none of our thin
+    /// words and wait for nothing unbounded, so they stay `RUNNING` (and keep the record of
+    /// the last fast lock: nobody else may write our words while we run). `thin-seed` (and
+    /// `enter_contended`) pay `block` / `unblock`, two SeqCst read-modify-writes, around
+    /// every inflated enter, the second inside the critical section.
+    #[inline(never)]
+    fn enter_fat(rt: &Runtime<Self>, t: &ThreadContext<Self>, w: u32) -> Result<(), MonitorError> {
+        // Acquire: the fast path's load was Relaxed; the inflater's Release store of `w`
+        // published the monitor (table slot, binding) we are about to use.
+        crate::sync::fence(Ordering::Acquire);
+        let m = monitor_of(rt, w);
+        if m.enter_unless_suspending(t.core())? {
+            return Ok(());
+        }
+        // We may sleep on the monitor: a hasher or a starving contender may then inflate
+        // the thin words we hold for us (`ThinThread`), so announce it.
+        Self::block(t);
+        let r = m.enter(t.core_arc());
+        Self::unblock(t);
+        r
+    }
+
     /// We took `h` (now `w`, held once) after spinning, in the blocked state: leave it, then
     /// §2.3.4, make the lock fat — unless a hasher inflated it for us meanwhile. A full table
     /// leaves it thin, which is still correct.
@@ -462,6 +486,9 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             h.0.store(w + COUNT_ONE, Ordering::Relaxed);
             l.forget_last();
             return Ok(());
+        } else if w & SHAPE != 0 {
+            // Inflated (contended before): straight to the monitor.
+            return Self::enter_fat(rt, t, w);
         }
         Self::enter_slow(rt, t, h)
     }
