@@ -100,6 +100,17 @@ impl ProtocolVisitor for One {
             run_loop(&me, &h, &count, n);
         });
         assert_eq!(count.load(Ordering::Relaxed), n * self.threads as u64);
+        if std::env::var_os("CONTENDED_STATS").is_some() {
+            let s = rt.stats_snapshot();
+            eprintln!(
+                "{} x{}: inflations {} (contention {}), deflations {}",
+                P::NAME,
+                self.threads,
+                s.inflations(),
+                s.inflations_contention,
+                s.deflations
+            );
+        }
         let ops = (n * self.threads as u64) as f64;
         self.ns = Some((d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops));
     }
