@@ -141,22 +141,19 @@ impl FatMonitor {
         Ok(true)
     }
 
-    /// Acquires the monitor if that needs no suspending: already owned by `t`, free, or
-    /// freed during the entry lock's bounded spin ([`TasukiLock::spin`], read-only on the
-    /// lock word). `Ok(false)`: the caller must [`enter`](Self::enter), which may suspend (and
-    /// spins once more first). With profiling on, no spin here: [`enter`](Self::enter)
-    /// profiles the contended acquisition.
+    /// Acquires the monitor if it is freed during the entry lock's bounded spin
+    /// ([`TasukiLock::spin`], read-only on the lock word), for a caller that is not the owner
+    /// and whose [`try_enter`](Self::try_enter) failed. `false`: the caller must
+    /// [`enter`](Self::enter), which may suspend (and spins once more first). With profiling
+    /// on, no spin here: [`enter`](Self::enter) profiles the contended acquisition.
     #[inline]
-    pub(crate) fn enter_unless_suspending(&self, t: &ThreadCore) -> Result<bool, MonitorError> {
-        if self.owner.load(Ordering::Relaxed) == t.raw_id() {
-            return self.recurse().map(|()| true);
-        }
-        if !self.lock.try_lock() && (self.profile_on || !self.lock.spin()) {
-            return Ok(false);
+    pub(crate) fn spin_enter(&self, t: &ThreadCore) -> bool {
+        if self.profile_on || !self.lock.spin() {
+            return false;
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
-        Ok(true)
+        true
     }
 
     fn recurse(&self) -> Result<(), MonitorError> {

@@ -358,7 +358,18 @@ impl<const SEED: bool> ThinLocks<SEED> {
         // published the monitor (table slot, binding) we are about to use.
         crate::sync::fence(Ordering::Acquire);
         let m = monitor_of(rt, w);
-        if m.enter_unless_suspending(t.core())? {
+        if m.try_enter(t.core())? {
+            return Ok(());
+        }
+        Self::enter_fat_contended(t, m)
+    }
+
+    /// [`enter_fat`](Self::enter_fat) found the monitor held by another thread: its bounded
+    /// spin, `RUNNING`; then `BLOCKED` around the enter that may suspend.
+    #[cold]
+    #[inline(never)]
+    fn enter_fat_contended(t: &ThreadContext<Self>, m: &FatMonitor) -> Result<(), MonitorError> {
+        if m.spin_enter(t.core()) {
             return Ok(());
         }
         // We may sleep on the monitor: a hasher or a starving contender may then inflate
@@ -367,6 +378,16 @@ impl<const SEED: bool> ThinLocks<SEED> {
         let r = m.enter(t.core_arc());
         Self::unblock(t);
         r
+    }
+
+    /// `thin` (not `thin-seed`): unlock of the inflated word `w` (read by the unlock fast
+    /// path; a word we hold as a monitor does not change while we hold it).
+    #[inline(never)]
+    fn exit_fat(rt: &Runtime<Self>, t: &ThreadContext<Self>, w: u32) -> Result<(), MonitorError> {
+        // Acquire: as in `enter_fat` (a caller that does not hold the monitor, an error, may
+        // see the word first here).
+        crate::sync::fence(Ordering::Acquire);
+        monitor_of(rt, w).exit(t.core())
     }
 
     /// We took `h` (now `w`, held once) after spinning, in the blocked state: leave it, then
@@ -565,6 +586,10 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
                 Self::settle_parked(rt, t, h);
             }
             return Ok(());
+        }
+        if w & SHAPE != 0 {
+            // Inflated: straight to the monitor.
+            return Self::exit_fat(rt, t, w);
         }
         Self::exit_slow(rt, t, h)
     }
