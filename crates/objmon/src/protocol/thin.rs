@@ -150,6 +150,12 @@
 //! | `examples/contended 7 2,4,8` (load 11–12, 3 runs) | 0.92–1.10× / 2.17–2.87× | 0.82–1.21× / 2.25–2.63× | 0.58–0.85× / 1.75–2.39× |
 //! | the same, CPU time per lock+unlock | 0.90–0.92× / 1.99–2.43× | 1.03–1.35× / 2.83–3.14× | 0.96–1.10× / 2.91–3.40× |
 //!
+//! With the final code (shape test in `enter_slow`), `examples/contended 5 2,4,8
+//! parking_lot,fat,thin,thin-seed`, one run: `thin` 0.82× / 1.00× / 1.12× wall and 0.88× /
+//! 0.99× / 1.08× CPU at 2 / 4 / 8 threads, `thin-seed` 2.11× / 3.01× / 3.02× wall, `fat`
+//! 1.11× / 1.24× / 1.19×; `objmon-bench run --bench threads` right after, at load 10,
+//! varied 1.4–2.6× for `thin` and `fat` alike.
+//!
 //! Before (`thin` as `thin-seed` is now, same example, 3 runs at load 6–8): 1.64–3.38× /
 //! 1.84–2.52× / 1.89–2.70× wall. Instructions per lock+unlock of an inflated lock, one
 //! thread (callgrind, `contended inflated KIND N` at two `N`): `thin` 136 (119 with the
