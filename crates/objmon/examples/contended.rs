@@ -100,6 +100,17 @@ impl ProtocolVisitor for One {
             run_loop(&me, &h, &count, n);
         });
         assert_eq!(count.load(Ordering::Relaxed), n * self.threads as u64);
+        if std::env::var_os("CONTENDED_STATS").is_some() {
+            let s = rt.stats_snapshot();
+            eprintln!(
+                "{} x{}: inflations {} (contention {}), deflations {}",
+                P::NAME,
+                self.threads,
+                s.inflations(),
+                s.inflations_contention,
+                s.deflations
+            );
+        }
         let ops = (n * self.threads as u64) as f64;
         self.ns = Some((d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops));
     }
@@ -165,8 +176,56 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// `contended inflated KIND N`: one thread, `N` lock+unlock pairs of one object whose lock
+/// was made fat first (a notify under the lock), for instruction counts of the inflated
+/// paths without contention: `valgrind --tool=callgrind` at two `N`, the difference.
+struct Inflated {
+    name: String,
+    n: u64,
+    done: bool,
+}
+
+impl ProtocolVisitor for Inflated {
+    fn visit<P: Protocol>(&mut self) {
+        if P::NAME != self.name {
+            return;
+        }
+        let rt = Runtime::<P>::new(Config::default());
+        let h = P::Header::default();
+        let me = rt.attach().unwrap();
+        me.enter(&h).unwrap().notify().unwrap();
+        let count = AtomicU64::new(0);
+        run_loop(&me, &h, &count, self.n);
+        self.done = true;
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
+    if std::env::args().nth(1).as_deref() == Some("inflated") {
+        let name = std::env::args().nth(2).expect("kind");
+        let n = std::env::args()
+            .nth(3)
+            .map_or(1_000_000, |a| a.parse().expect("n"));
+        if name == "parking_lot" {
+            let m = parking_lot::Mutex::new(());
+            let count = AtomicU64::new(0);
+            for _ in 0..n {
+                let g = black_box(&m).lock();
+                critical_section(&count);
+                drop(g);
+            }
+            return;
+        }
+        let mut v = Inflated {
+            name,
+            n,
+            done: false,
+        };
+        objmon::vm::visit_all(&mut v);
+        assert!(v.done, "no protocol named {}", v.name);
+        return;
+    }
     let rounds: usize = args.next().map_or(7, |a| a.parse().expect("rounds"));
     let threads: Vec<usize> = args.next().map_or(vec![2, 4, 8], |a| {
         a.split(',').map(|t| t.parse().expect("threads")).collect()

@@ -141,6 +141,21 @@ impl FatMonitor {
         Ok(true)
     }
 
+    /// Acquires the monitor if it is freed during the entry lock's bounded spin
+    /// ([`TasukiLock::spin`], read-only on the lock word), for a caller that is not the owner
+    /// and whose [`try_enter`](Self::try_enter) failed. `false`: the caller must
+    /// [`enter`](Self::enter), which may suspend (and spins once more first). With profiling
+    /// on, no spin here: [`enter`](Self::enter) profiles the contended acquisition.
+    #[inline]
+    pub(crate) fn spin_enter(&self, t: &ThreadCore) -> bool {
+        if self.profile_on || !self.lock.spin() {
+            return false;
+        }
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(1, Ordering::Relaxed);
+        true
+    }
+
     fn recurse(&self) -> Result<(), MonitorError> {
         let c = self.count.load(Ordering::Relaxed);
         let c = c.checked_add(1).ok_or(MonitorError::RecursionOverflow)?;

@@ -1,6 +1,6 @@
 //! The spin policy of a thread that waits for a word it may not write: a thin lock's contender
 //! (seed 000 §2.3.4: "thread B enters a spin-locking loop on the object"; "standard back-off
-//! techniques [1] ... can be applied"), a hasher waiting for a thin lock's owner, and the
+//! techniques \[1\] ... can be applied"), a hasher waiting for a thin lock's owner, and the
 //! biased protocols' waits (a learn / thin contender, a revoker waiting for a handshake, an
 //! owner waiting out a revocation in progress). It says
 //! how long to wait between two looks at the word and when a long wait may try something

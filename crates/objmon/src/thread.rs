@@ -63,25 +63,41 @@ impl fmt::Display for ThreadId {
 
 /// The protocol-independent part of a thread's context: what the fat monitor and the tasuki
 /// lock need to block, wake and interrupt a thread.
+///
+/// **Layout** (issue 13 item 4): `repr(C)`, aligned to a cache line, in two lines. The first
+/// holds what the thread's own paths read on every contended enter and exit (`id`, read by
+/// `FatMonitor::enter` / `exit`; `id_shifted16`) and what only the thread itself writes;
+/// the second the words *other* threads write: the parker and `tasuki_signal` (a waker),
+/// `wait_state` (a notifier), `interrupted`. The alignment also keeps the `Arc`'s reference
+/// counts (cloned by a waker, `tasuki.rs`) on a line of their own, before the data. With
+/// Rust's own order, `id` sat 8 bytes from the parker word, so each wake-up made the woken
+/// thread's next monitor enter and exit miss on it.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct ThreadCore {
-    id: ThreadId,
     /// `id << 16`: the thread index pre-shifted into the thin-lock field (seed 000 §2.3.1).
     id_shifted16: u32,
     /// Incremented each time this id is handed out again, so that a stale reference to an
     /// earlier holder of the id can be told apart (used by biased protocols).
     generation: u32,
-    pub(crate) parker: Parker,
-    interrupted: AtomicBool,
-    /// Hand-off word of the tasuki suspend-wait (see `tasuki.rs`).
-    pub(crate) tasuki_signal: AtomicU32,
-    /// Wait-set state of the fat monitor this thread waits on (see `monitor.rs`).
-    pub(crate) wait_state: AtomicU32,
+    id: ThreadId,
     /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash.rs`).
     pub(crate) hash_state: crate::hash::HashState,
     /// What this thread blocks on, published by slow paths (see `introspect.rs`).
     pub(crate) blocking: crate::introspect::BlockSlot,
+    // Second line (checked below): written by other threads.
+    pub(crate) parker: Parker,
+    /// Hand-off word of the tasuki suspend-wait (see `tasuki.rs`).
+    pub(crate) tasuki_signal: AtomicU32,
+    /// Wait-set state of the fat monitor this thread waits on (see `monitor.rs`).
+    pub(crate) wait_state: AtomicU32,
+    interrupted: AtomicBool,
 }
+
+// The words other threads write start the second cache line (the futex parker; under loom
+// the parker is a mutex and condition variable, whose layout is loom's).
+#[cfg(all(not(loom), target_os = "linux"))]
+const _: () = assert!(std::mem::offset_of!(ThreadCore, parker) == 64);
 
 impl ThreadCore {
     fn new(id: ThreadId, generation: u32) -> Self {

@@ -2,7 +2,9 @@
 //! inline nested lock and unlock and the blind-store unlock (which trusts the thread's record
 //! of its last fast lock, `ThinThread::last`) against a contender, and the one new race: a
 //! `reclaim` (or `relocate`) clearing another thread's record with a CAS while that thread
-//! writes its record with plain stores.
+//! writes its record with plain stores. And `thin`'s inflated enter (`ThinLocks::enter_fat`),
+//! which stays `RUNNING` (keeping its record) unless it must suspend on the monitor, against
+//! a hasher of a word it holds once and a contender on the monitor.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_thin_fastpath`.
@@ -13,7 +15,9 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::vm::{Config, LockWord, MonitorError, Protocol, Runtime, Thin};
+use objmon::vm::{
+    Config, LockWord, MonitorError, Protocol, Runtime, SystemLockConfig, SystemLockVariant, Thin,
+};
 
 fn config() -> Config {
     Config {
@@ -143,4 +147,123 @@ fn thin_reclaim_clears_the_owners_record() {
 #[test]
 fn thin_reclaim_vs_the_owners_next_fast_lock() {
     reclaim_vs_owner(true);
+}
+
+/// Issue 13 item 4: A holds `x` once by the fast CAS (recorded) and enters `y`, inflated
+/// beforehand, while B holds or takes `y`: A re-enters nothing, takes the free monitor or
+/// suspends, and is `BLOCKED` only while suspending (`enter_fat`). The main thread hashes
+/// `x` meanwhile: it waits while A runs, or inflates `x` for a blocked A. Mutual exclusion on
+/// `y`; A's exits of `y` and `x` (blind, or through the monitor inflated for it) work; the
+/// hash stays `x`'s; nothing is left held.
+#[test]
+fn thin_inflated_enter_vs_hasher_and_contender() {
+    // Bound 1: at 2 this four-thread model did not finish in 40 minutes; the two-thread
+    // model below explores the hasher against the suspending enter at bound 3.
+    let mut b = common::builder(1);
+    b.max_branches = 1_000_000;
+    b.check(|| {
+        let rt = Runtime::<Thin>::new(Config {
+            system_lock: SystemLockConfig {
+                variant: SystemLockVariant::Figure7,
+                spin_limit: 1,
+                fair_handoff: None,
+            },
+            ..config()
+        });
+        let x = Arc::new(LockWord::new(0x11));
+        let y = Arc::new(LockWord::new(0x22));
+        let inside = Arc::new(AtomicBool::new(false));
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&y).unwrap();
+            g.notify().unwrap(); // inflates `y`
+        }
+        let x_held = Arc::new(AtomicBool::new(false));
+        let (rt2, x2, y2, inside2, held2) = (
+            rt.clone(),
+            x.clone(),
+            y.clone(),
+            inside.clone(),
+            x_held.clone(),
+        );
+        let a = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let gx = me.enter(&x2).unwrap();
+            held2.store(true, Ordering::Release);
+            let gy = me.enter(&y2).unwrap();
+            assert!(!inside2.swap(true, Ordering::Relaxed), "mutual exclusion");
+            inside2.store(false, Ordering::Relaxed);
+            drop(gy);
+            assert_eq!(me.lock_count(&x2), 1);
+            drop(gx);
+        });
+        let (rt3, y3, inside3) = (rt.clone(), y.clone(), inside.clone());
+        let b = thread::spawn(move || {
+            let me = rt3.attach().unwrap();
+            let g = me.enter(&y3).unwrap();
+            assert!(!inside3.swap(true, Ordering::Relaxed), "mutual exclusion");
+            inside3.store(false, Ordering::Relaxed);
+            drop(g);
+        });
+        while !x_held.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let me = rt.attach().unwrap();
+        let v = me.identity_hash(&x).unwrap();
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(me.identity_hash(&x), Ok(v));
+        assert_eq!(rt.owner_of(&x), None);
+        assert_eq!(rt.owner_of(&y), None);
+        assert_eq!(x.host_bits(), 0x11);
+        assert_eq!(y.host_bits(), 0x22);
+        drop(me.enter(&x).unwrap());
+    });
+}
+
+/// Issue 13 item 4, the suspending half: the main thread holds `y` (inflated beforehand) and
+/// hashes `x`, which A holds once (fast CAS, recorded) while it enters `y`. A spins `RUNNING`
+/// (the hasher must wait: A's next unlock of `x` may be the blind store) and then suspends
+/// `BLOCKED` (record forgotten), when the hasher inflates `x` for it; the main thread then
+/// releases `y`. A's exit of `x` goes through the monitor inflated for it; the hash stays.
+#[test]
+fn thin_suspending_inflated_enter_vs_hasher() {
+    let mut b = common::builder(3);
+    b.max_branches = 1_000_000;
+    b.check(|| {
+        let rt = Runtime::<Thin>::new(Config {
+            system_lock: SystemLockConfig {
+                variant: SystemLockVariant::Figure7,
+                spin_limit: 1,
+                fair_handoff: None,
+            },
+            ..config()
+        });
+        let x = Arc::new(LockWord::new(0x11));
+        let y = Arc::new(LockWord::new(0x22));
+        let me = rt.attach().unwrap();
+        let gy = me.enter(&y).unwrap();
+        gy.notify().unwrap(); // inflates `y`, which we keep
+        let x_held = Arc::new(AtomicBool::new(false));
+        let (rt2, x2, y2, held2) = (rt.clone(), x.clone(), y.clone(), x_held.clone());
+        let a = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let gx = me.enter(&x2).unwrap();
+            held2.store(true, Ordering::Release);
+            drop(me.enter(&y2).unwrap());
+            assert_eq!(me.lock_count(&x2), 1);
+            drop(gx);
+        });
+        while !x_held.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let v = me.identity_hash(&x).unwrap();
+        drop(gy);
+        a.join().unwrap();
+        assert_eq!(me.identity_hash(&x), Ok(v));
+        assert_eq!(rt.owner_of(&x), None);
+        assert_eq!(rt.owner_of(&y), None);
+        assert_eq!(x.host_bits(), 0x11);
+        drop(me.enter(&x).unwrap());
+    });
 }

@@ -112,6 +112,57 @@
 //! `examples/fairness.rs` measures it). After that acquisition the lock is fat and the
 //! monitor's bounded hand-off applies.
 //!
+//! ## Contended path (`thin`, issue 13 item 4)
+//!
+//! Under contention the lock inflates once (the first contended acquisition, §2.3.4) and
+//! stays fat: `examples/contended.rs` with `CONTENDED_STATS=1` counts one contention
+//! inflation and no deflation per run at 2, 4 and 8 threads. From then on every enter and
+//! exit is the fat monitor's, and what `thin` adds to it decides the figure:
+//!
+//! - `thin-seed` (and `thin` before): fast path → `enter_slow` → `enter_contended`, which
+//!   becomes `BLOCKED` (a SeqCst swap) before the monitor's enter and leaves it (a SeqCst
+//!   CAS) *inside the critical section* after it — two locked instructions per acquisition on
+//!   top of the monitor's one. perf (cpu-clock; the VM has no cache-miss counters): 64% of
+//!   the samples in `enter_contended`, 41% of those at those two instructions.
+//! - `thin`: `enter_slow` sends an inflated word to `enter_fat` — the monitor's
+//!   `try_enter` inline, then (cold) its bounded spin, both `RUNNING`: they write none of our
+//!   thin words and wait for nothing unbounded, so a hasher or starving contender loses at
+//!   most that spin (a few µs) before it sees us `BLOCKED`; only the enter that may suspend
+//!   is wrapped in `block` / `unblock` (loom: `loom_thin_fastpath`,
+//!   `thin_suspending_inflated_enter_vs_hasher`). The shape test is in `enter_slow`, not in
+//!   the fast path: there it cost 2–3 instructions per uncontended lock+unlock, and the same
+//!   test in the unlock fast path (straight to the monitor, no reload) 9–10 (callgrind,
+//!   `user_loop`: 36 / 51 instead of 25 / 38) for 2 saved on the inflated pair. What is left
+//!   is the monitor's try-lock CAS and its Figure 7 release fence (perf: 67% and 72% of
+//!   `enter_fat` and `exit_slow` samples), as in `fat`; the fairness is the monitor's (`examples/fairness.rs`:
+//!   the long waits are the pre-inflation phase's, as in `thin-seed`).
+//! - `ThreadCore` (`thread.rs`) now keeps `id`, read by the monitor's enter and exit, off the
+//!   cache line of the parker and tasuki words a waker writes.
+//!
+//! Measured (2-core VM; `parking_lot::Mutex` in the same run; wall ratios; with the shape
+//! tests still in the fast paths, 2 instructions fewer per inflated pair than now, whose
+//! cost is the monitor's two locked instructions and their cache-line transfers):
+//!
+//! | run | 2 threads `thin` / `thin-seed` | 4 threads | 8 threads |
+//! |-----|-------------------------------|-----------|-----------|
+//! | `objmon-bench run --bench threads` (load 1.1, one run, 7 reps) | 1.19× / 3.36× | 1.19× / 3.36× | 1.17× / 4.21× |
+//! | the same, load 5.8–7.3, 3 runs (`fat`: 1.32–1.85×, 1.47–2.01×, 1.17–2.17×) | 1.37–1.82× / 2.08–3.83× | 0.88–1.72× / 3.53–5.35× | 1.04–2.10× / 4.19–5.35× |
+//! | `examples/contended 7 2,4,8` (load 11–12, 3 runs) | 0.92–1.10× / 2.17–2.87× | 0.82–1.21× / 2.25–2.63× | 0.58–0.85× / 1.75–2.39× |
+//! | the same, CPU time per lock+unlock | 0.90–0.92× / 1.99–2.43× | 1.03–1.35× / 2.83–3.14× | 0.96–1.10× / 2.91–3.40× |
+//!
+//! With the final code (shape test in `enter_slow`), `examples/contended 5 2,4,8
+//! parking_lot,fat,thin,thin-seed`, one run: `thin` 0.82× / 1.00× / 1.12× wall and 0.88× /
+//! 0.99× / 1.08× CPU at 2 / 4 / 8 threads, `thin-seed` 2.11× / 3.01× / 3.02× wall, `fat`
+//! 1.11× / 1.24× / 1.19×; `objmon-bench run --bench threads` right after, at load 10,
+//! varied 1.4–2.6× for `thin` and `fat` alike.
+//!
+//! Before (`thin` as `thin-seed` is now, same example, 3 runs at load 6–8): 1.64–3.38× /
+//! 1.84–2.52× / 1.89–2.70× wall. Instructions per lock+unlock of an inflated lock, one
+//! thread (callgrind, `contended inflated KIND N` at two `N`): `thin` 136 (119 with the
+//! shape tests in the fast paths, see above), `thin-seed` 182,
+//! `fat` 106, `parking_lot::Mutex` 11 — the monitor layer (table look-up, owner and count,
+//! the tasuki lock's Figure 7 release) is most of the rest.
+//!
 //! Slow-path shape (`thin-seed`; `thin` tests the nested lock inline): the nested lock
 //! (§2.3.3) is tested first in `enter_slow`, which then calls the out-of-line contention
 //! loop, so that the nested lock and unlock pair costs fewer instructions than before issue
@@ -201,13 +252,19 @@ pub enum ThinLocks<const SEED: bool> {}
 /// (callgrind, `examples/user_loop.rs`): uncontended 25 instructions, one CAS and a blind
 /// release store (no load of the word after the CAS), 1.00× a bare CAS + release store;
 /// nested 38 instructions, no atomic read-modify-write, 2.0× a bare load/compare/store pair.
+/// Contended (module documentation, "Contended path"): an inflated word goes straight to its
+/// monitor, `BLOCKED` only around an enter that may suspend; 136 instructions per inflated
+/// lock+unlock (one CAS, one fence: the monitor's), 1.17–1.19× `parking_lot::Mutex` at 2, 4
+/// and 8 threads in one quiet run of `objmon-bench run --bench threads`.
 pub type Thin = ThinLocks<false>;
 
 /// `thin-seed`: seed 000 §2.3's fast paths as written — the nested lock after a failed CAS,
 /// out of line; the unlock a load, a compare and a store. Measured as for [`Thin`]:
 /// uncontended 23 instructions, one CAS then load / compare / release store, 1.42× a bare
 /// CAS + release store; nested 82 instructions (a failed CAS and two out-of-line calls),
-/// 19.5× a bare load/compare/store pair.
+/// 19.5× a bare load/compare/store pair. Contended: `BLOCKED` / unblocked (two SeqCst
+/// read-modify-writes) around every enter of the inflated lock; 182 instructions per inflated
+/// lock+unlock, 3.4–4.2× `parking_lot::Mutex` in the same run as [`Thin`]'s figures.
 pub type ThinSeed = ThinLocks<true>;
 
 #[inline]
@@ -268,10 +325,15 @@ impl<const SEED: bool> ThinLocks<SEED> {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        let w = h.0.load(Ordering::Relaxed);
+        if !SEED && w & SHAPE != 0 {
+            // Inflated (contended before): straight to the monitor. Tested here, not in the
+            // fast path, where the branch cost 2–3 instructions per uncontended lock+unlock.
+            return Self::enter_fat(rt, t, w);
+        }
         // We may write `h` (nested, overflow): forget a record of it.
         t.local().forget_last();
         let me = t.core().id_shifted16();
-        let w = h.0.load(Ordering::Relaxed);
         // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
         if (w ^ me) < (255 << COUNT_SHIFT) {
             h.0.store(w + COUNT_ONE, Ordering::Relaxed);
@@ -347,6 +409,41 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 continue;
             }
         }
+    }
+
+    /// `thin` (not `thin-seed`): the lock word `w` is inflated. Enter its monitor, and
+    /// become `BLOCKED` only if that means suspending: re-entering, taking a free monitor
+    /// and the monitor's bounded spin (`TasukiLock::spin`, a few µs) write none of our thin
+    /// words and wait for nothing unbounded, so they stay `RUNNING` (and keep the record of
+    /// the last fast lock: nobody else may write our words while we run). `thin-seed` (and
+    /// `enter_contended`) pay `block` / `unblock`, two SeqCst read-modify-writes, around
+    /// every inflated enter, the second inside the critical section.
+    #[inline]
+    fn enter_fat(rt: &Runtime<Self>, t: &ThreadContext<Self>, w: u32) -> Result<(), MonitorError> {
+        // Acquire: the fast path's load was Relaxed; the inflater's Release store of `w`
+        // published the monitor (table slot, binding) we are about to use.
+        crate::sync::fence(Ordering::Acquire);
+        let m = monitor_of(rt, w);
+        if m.try_enter(t.core())? {
+            return Ok(());
+        }
+        Self::enter_fat_contended(t, m)
+    }
+
+    /// [`enter_fat`](Self::enter_fat) found the monitor held by another thread: its bounded
+    /// spin, `RUNNING`; then `BLOCKED` around the enter that may suspend.
+    #[cold]
+    #[inline(never)]
+    fn enter_fat_contended(t: &ThreadContext<Self>, m: &FatMonitor) -> Result<(), MonitorError> {
+        if m.spin_enter(t.core()) {
+            return Ok(());
+        }
+        // We may sleep on the monitor: a hasher or a starving contender may then inflate
+        // the thin words we hold for us (`ThinThread`), so announce it.
+        Self::block(t);
+        let r = m.enter(t.core_arc());
+        Self::unblock(t);
+        r
     }
 
     /// We took `h` (now `w`, held once) after spinning, in the blocked state: leave it, then
