@@ -15,16 +15,7 @@ use std::time::Duration;
 /// `crates/objmon/tests/two_runtimes.rs`, which says why; docs/soundness.md §6). The runtime
 /// tag that the C ABI keeps in `cacao`'s and `monitor-cache`'s 4-byte words is checked off
 /// the lock fast path only, so it does not stop a second runtime's `objmon_try_enter`.
-const PENDING: &[&str] = &[
-    "cacao",
-    "monitor-cache",
-    "lightweight-table",
-    "biased",
-    "biased-seed",
-    "fable",
-    "biased-rseq",
-    "fable-rseq",
-];
+const PENDING: &[&str] = &["cacao", "monitor-cache", "lightweight-table"];
 
 struct Rt(*mut objmon_runtime);
 unsafe impl Send for Rt {}

@@ -195,7 +195,7 @@ mod checks {
                 let me = rt.attach().unwrap();
                 inside.wait();
                 assert_eq!(me.try_enter(&h).unwrap().map(drop), None, "held twice");
-                Biasing::<F>::revoke_now(&rt, me.context(), &h);
+                Biasing::<F>::revoke_now(&rt, me.context(), &h).unwrap();
                 assert_eq!(h.mode(), BiasMode::Thin);
                 revoked.wait();
             });

@@ -714,20 +714,24 @@ impl<F: Flavor> Biasing<F> {
     /// to write the header (seed 002 §2.2: "anything else that writes the header revokes
     /// first"), such as an identity hash. The header may be biased again afterwards only by
     /// KKO's clear → biased or FABLE's learn → biased, never from thin (never rebias).
-    pub fn revoke_now(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) {
+    ///
+    /// # Errors
+    /// [`MonitorError::ForeignHeader`] if the bias belongs to a live thread of another
+    /// runtime (the header is used with two runtimes; docs/soundness.md §7): nothing changed.
+    pub fn revoke_now(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let mut spins = Spin::new();
         loop {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
             if w & STATE_MASK != BIASED || w & OWNER_MASK == 0 {
-                return;
+                return Ok(());
             }
             if w & REVOKING != 0 {
                 spins.snooze();
                 continue;
             }
             if w & (OWNER_MASK | GEN_MASK) != Self::my_bias(t) {
-                Self::revoke(rt, t, h, w);
+                Self::revoke(rt, t, h, w)?;
                 continue;
             }
             let n = if F::RECORDS {
@@ -745,7 +749,7 @@ impl<F: Flavor> Biasing<F> {
                     t.local().rec.bury(addr(h));
                 }
                 t.local().count(Transition::BiasedToThin);
-                return;
+                return Ok(());
             }
         }
     }
@@ -1025,7 +1029,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
     fn lock_count(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> u32 {
         let w = h.0.load(Ordering::Acquire);
         match w & STATE_MASK {
-            FAT => Self::monitor_of(rt, w).count_for(t.core()),
+            FAT => Self::monitor_of(rt, w).map_or(0, |m| m.count_for(t.core())),
             BIASED if w & OWNER_MASK != 0 && w & (OWNER_MASK | GEN_MASK) == Self::my_bias(t) => {
                 if F::RECORDS {
                     t.local().rec.own_count(addr(h))
@@ -1042,7 +1046,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
     fn owner_of(rt: &Rt<F>, h: &BiasWord) -> Option<ThreadId> {
         let w = h.0.load(Ordering::Acquire);
         if w & STATE_MASK == FAT {
-            return Self::monitor_of(rt, w).owner();
+            return Self::monitor_of(rt, w).ok().and_then(FatMonitor::owner);
         }
         let held = if w & STATE_MASK == BIASED && w & OWNER_MASK != 0 {
             Self::bias_held(rt, h, w)

@@ -101,7 +101,7 @@ impl<F: Flavor> Biasing<F> {
     ) -> Result<u32, MonitorError> {
         let w = h.0.load(Ordering::Acquire);
         if w & STATE_MASK == FAT {
-            if let Some(v) = Self::monitor_of(rt, w).identity_hash() {
+            if let Some(v) = Self::monitor_of(rt, w)?.identity_hash() {
                 return Ok(v);
             }
         }
@@ -121,7 +121,7 @@ impl<F: Flavor> Biasing<F> {
             // Anything that writes a biased header revokes first, our own bias included: in
             // the lock-records variant the bias owner's holds are counted in its records, not
             // in the word, so only a thin word states who holds it how often.
-            Self::revoke_now(rt, t, h);
+            Self::revoke_now(rt, t, h)?;
             let w = h.0.load(Ordering::Acquire);
             let state = w & STATE_MASK;
             if state == BIASED && w & OWNER_MASK != 0 {
@@ -130,7 +130,7 @@ impl<F: Flavor> Biasing<F> {
                 continue;
             }
             if state == FAT {
-                let m = Self::monitor_of(rt, w);
+                let m = Self::monitor_of(rt, w)?;
                 if let Some(v) = m.identity_hash() {
                     return Ok(v);
                 }
@@ -302,7 +302,7 @@ impl<F: Flavor> Biasing<F> {
     pub(crate) fn peek_identity_hash_impl(rt: &Runtime<Self>, h: &BiasWord) -> Option<u32> {
         let fat_hash = |w: u64| {
             (w & STATE_MASK == FAT)
-                .then(|| Self::monitor_of(rt, w).identity_hash())
+                .then(|| Self::monitor_of(rt, w).ok()?.identity_hash())
                 .flatten()
         };
         // The table first, the word second (see `SideHashes::may_hold_any`).
@@ -317,7 +317,7 @@ impl<F: Flavor> Biasing<F> {
         let w = h.0.load(Ordering::Acquire);
         let p = table.get(addr(h));
         if w & STATE_MASK == FAT {
-            let m = Self::monitor_of(rt, w);
+            let m = Self::monitor_of(rt, w).ok()?;
             return m
                 .identity_hash()
                 .or(p.filter(|p| live_fat(p, m)).map(|p| p.hash));

@@ -423,7 +423,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         // Acquire: the fast path's load was Relaxed; the inflater's Release store of `w`
         // published the monitor (table slot, binding) we are about to use.
         crate::sync::fence(Ordering::Acquire);
-        let m = monitor_of(rt, w);
+        let m = monitor_of(rt, w)?;
         if m.try_enter(t.core())? {
             return Ok(());
         }

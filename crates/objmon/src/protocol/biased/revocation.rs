@@ -69,11 +69,13 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// The monitor a fat word names; `ForeignHeader` for an index of another runtime's
+    /// table (one process-wide index space, `table.rs`; docs/soundness.md §7).
     #[inline]
-    pub(crate) fn monitor_of(rt: &Rt<F>, w: u64) -> &FatMonitor {
+    pub(crate) fn monitor_of(rt: &Rt<F>, w: u64) -> Result<&FatMonitor, MonitorError> {
         let idx = MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32);
         rt.monitors()
-            .get(idx.expect("fat word holds a monitor index"))
+            .checked(idx.expect("fat word holds a monitor index"))
     }
 
     /// Blocks in `f` at a safepoint (revokers do not wait for us meanwhile); back to running
@@ -83,29 +85,42 @@ impl<F: Flavor> Biasing<F> {
         f()
     }
 
-    /// The attached thread that biased word `w` names (id and generation), if any.
-    pub(super) fn bias_owner(rt: &Rt<F>, w: u64) -> Option<crate::sync::Arc<Cx<F>>> {
+    /// The thread of this runtime that biased word `w` names (id and generation): `Ok(None)`
+    /// if that owner is gone (detached, or its id now names a later thread), and
+    /// `ForeignHeader` if a live thread of *another* runtime holds that (id, generation):
+    /// thread ids are process-wide (docs/soundness.md §7), and we never wait for, nor revoke
+    /// in place, a bias that a stranger may be using.
+    pub(super) fn bias_owner(
+        rt: &Rt<F>,
+        w: u64,
+    ) -> Result<Option<crate::sync::Arc<Cx<F>>>, MonitorError> {
         let gen = (w & GEN_MASK) >> GEN_SHIFT;
-        ThreadId::from_raw(((w & OWNER_MASK) >> OWNER_SHIFT) as u32)
-            .and_then(|id| rt.threads().get(id))
-            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen)
+        let raw = ((w & OWNER_MASK) >> OWNER_SHIFT) as u32;
+        Ok(rt
+            .threads()
+            .bias_owner(raw, gen as u32, GEN_BITS as u32)?
+            .filter(|c| u64::from(c.core().generation()) & GEN_BITS == gen))
     }
 
     /// Whether the owner named by biased word `w` holds `h` (a racy snapshot).
     pub(super) fn bias_held(rt: &Rt<F>, h: &BiasWord, w: u64) -> bool {
         if F::RECORDS {
-            Self::bias_owner(rt, w).is_some_and(|c| c.local().rec.peek_count(addr(h)) > 0)
+            // Another runtime's owner: held, as far as we can tell (we never look inside it).
+            Self::bias_owner(rt, w).map_or(true, |o| {
+                o.is_some_and(|c| c.local().rec.peek_count(addr(h)) > 0)
+            })
         } else {
             rc(w) > 0
         }
     }
 
-    /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`.
+    /// Revokes the bias of `w` (biased to another thread, not revoking) on `h`;
+    /// `ForeignHeader` if that thread is another runtime's (nothing changed).
     #[cold]
-    pub(crate) fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) {
+    pub(crate) fn revoke(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> Result<(), MonitorError> {
         let start = Instant::now();
         let st = rt.state();
-        let Some(target) = Self::bias_owner(rt, w) else {
+        let Some(target) = Self::bias_owner(rt, w)? else {
             // The owner detached (its last store happened before the registry's mutex
             // released its id, which we took to look it up): nobody can store to `h` as it.
             // Its holds were released before it detached (records variant: its records went
@@ -118,13 +133,14 @@ impl<F: Flavor> Biasing<F> {
                 st.count(Transition::BiasedToThin);
                 st.revocations.record(RevocationKind::OwnerExited, start);
             }
-            return;
+            return Ok(());
         };
         // Safe while we revoke: whoever revokes *our* biases meanwhile does it in place.
         // Back to running on every way out, unwinding included; unchanged if we are in native
         // (an identity hash made there revokes).
         let _safe = t.local().sp.safe_scope();
         Self::revoke_live(rt, h, w, target.local(), start);
+        Ok(())
     }
 
     pub(super) fn revoke_live(

@@ -163,7 +163,9 @@ impl<F: Flavor> Biasing<F> {
                 if try_only && Self::bias_held(rt, h, w) {
                     return Some(Ok(false)); // held by its bias owner right now
                 }
-                Self::revoke(rt, t, h, w);
+                if let Err(e) = Self::revoke(rt, t, h, w) {
+                    return Some(Err(e));
+                }
                 None
             }
             LEARN | THIN => {
@@ -259,7 +261,10 @@ impl<F: Flavor> Biasing<F> {
                 None
             }
             _ => {
-                let m = Self::monitor_of(rt, w);
+                let m = match Self::monitor_of(rt, w) {
+                    Ok(m) => m,
+                    Err(e) => return Some(Err(e)),
+                };
                 match m.try_enter(t.core()) {
                     Ok(true) => Some(Ok(true)),
                     Ok(false) if try_only => Some(Ok(false)),
@@ -524,7 +529,7 @@ impl<F: Flavor> Biasing<F> {
                     Self::settle_parked_hash_after(rt, t, h, new);
                     return Ok(());
                 }
-                _ => return Self::monitor_of(rt, w).exit(t.core()),
+                _ => return Self::monitor_of(rt, w)?.exit(t.core()),
             }
             spins.snooze();
         }
@@ -544,7 +549,7 @@ impl<F: Flavor> Biasing<F> {
             Self::poll_self(rt, t);
             let w = h.0.load(Ordering::Acquire);
             let (held, count) = match w & STATE_MASK {
-                FAT => return Ok(Self::monitor_of(rt, w)),
+                FAT => return Self::monitor_of(rt, w),
                 BIASED => {
                     let count = if F::RECORDS {
                         t.local().rec.own_count(addr(h))
