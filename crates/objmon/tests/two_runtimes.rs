@@ -12,17 +12,13 @@
 
 mod watchdog;
 
-/// Protocols whose fix is not on this branch yet (docs/soundness.md §6 says what each needs):
+/// Protocols whose fix is not on this branch yet (docs/soundness.md §7 says what each needs):
 /// the biased family (its revocation must refuse a bias or thin owner of another runtime,
-/// `Registry::bias_owner` / `owner_context`, and decode indices with `MonitorTable::checked`);
-/// `cacao` and `monitor-cache`, whose header names nothing (a per-runtime table keyed by
-/// address), and `lightweight-table` (a monitor-state header with no entry in this runtime's
-/// table reads as "moved away"): these need one process-wide binding of addresses to
-/// runtimes. Remove a name when its fix lands; the checks then hold it to the rule.
+/// `Registry::bias_owner` / `owner_context`, and decode indices with `MonitorTable::checked`).
+/// (`cacao`, `monitor-cache` and `lightweight-table`, whose monitors are found by the header's
+/// address, left the list with the process-wide binding of addresses to runtimes,
+/// `binding.rs`.) Remove a name when its fix lands; the checks then hold it to the rule.
 const PENDING: &[&str] = &[
-    "cacao",
-    "monitor-cache",
-    "lightweight-table",
     "biased",
     "biased-seed",
     "fable",
