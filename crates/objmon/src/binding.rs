@@ -118,6 +118,19 @@ impl Claims {
         shard(a).get(&a).is_some_and(|&id| id != self.id)
     }
 
+    /// Runs `f` if no other owner holds `a`, with `a`'s shard locked, so that no claim of `a`
+    /// is made or released while `f` runs; `None` (and `f` not run) if another owner holds it.
+    /// `f` must be short and take no lock.
+    pub(crate) fn if_unclaimed<R>(&self, a: usize, f: impl FnOnce() -> R) -> Option<R> {
+        let s = shard(a);
+        if s.get(&a).is_some_and(|&id| id != self.id) {
+            return None;
+        }
+        let r = f();
+        drop(s);
+        Some(r)
+    }
+
     /// Claims held by this owner now (for tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn count(&self) -> usize {

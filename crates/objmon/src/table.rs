@@ -287,6 +287,12 @@ impl MonitorTable {
         self.claims.foreign(a)
     }
 
+    /// Runs `f` unless another live runtime claims `a`, no claim of `a` changing meanwhile
+    /// (see `binding.rs`); `f` must be short and take no lock.
+    pub(crate) fn if_unclaimed<R>(&self, a: usize, f: impl FnOnce() -> R) -> Option<R> {
+        self.claims.if_unclaimed(a, f)
+    }
+
     /// Addresses this table claims now (for tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn claimed(&self) -> usize {

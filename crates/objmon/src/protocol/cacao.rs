@@ -72,7 +72,11 @@
 //! 199 for the last holder's relock and unlock (the bench's uncontended loop), 155 nested.
 //!
 //! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
-//! `MonitorTableFull`: the overflow pool grows as long as monitors are left.
+//! `MonitorTableFull`: the overflow pool grows as long as monitors are left; and an object
+//! whose address has an entry in another live runtime's table fails with `ForeignHeader`
+//! (issue 11 item 13): an entry claims its address in the process-wide set
+//! (`MonitorTable::claim`, `binding.rs`) when it is made for an object and releases it when
+//! it goes or is taken over for another object, off the fast paths.
 
 use super::Protocol;
 use crate::monitor::{FatMonitor, WaitOutcome};

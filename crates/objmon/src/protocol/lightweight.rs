@@ -347,22 +347,24 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if let Some(idx) = slot.get() {
                 return Some(idx);
             }
-            if rt.monitors().foreign(a) {
-                // Not an orphan: another live runtime inflated this header and has its entry
-                // (issue 11 item 13). Never ours to deflate; the caller's `foreign` check
-                // turns the re-read into `ForeignHeader`.
-                return None;
-            }
-            // With the slot locked, no inflation or deflation of `h` is under way: the monitor
-            // state has no monitor (see `omt`). Only hash installs race with this CAS.
-            match h.compare_exchange(
-                w,
-                mark::fast_unlocked(w),
-                Ordering::SeqCst,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return None,
-                Err(now) => w = now,
+            // With the slot locked, no inflation or deflation of `h` by this runtime is under
+            // way: the monitor state has no monitor here. It is an orphan unless another live
+            // runtime claims the address (issue 11 item 13): that runtime's monitor state, its
+            // claim taken before its swap to `10` and released after its swap back. So the
+            // swap is made with the address's claims held still (`if_unclaimed`), or not at
+            // all (`None`: the caller's `check_foreign` makes it `ForeignHeader`). Only hash
+            // installs race with this CAS.
+            let swapped = rt.monitors().if_unclaimed(a, || {
+                h.compare_exchange(
+                    w,
+                    mark::fast_unlocked(w),
+                    Ordering::SeqCst,
+                    Ordering::Acquire,
+                )
+            });
+            match swapped {
+                None | Some(Ok(_)) => return None,
+                Some(Err(now)) => w = now,
             }
         }
     }
