@@ -12,16 +12,16 @@
 //! release when it goes; see `docs/soundness.md` §7). An owner's remaining claims go when it
 //! drops, so every claim in the set is a live owner's.
 //!
-//! Sharded mutexed hash maps: a claim or release is one uncontended mutex and a hash probe, on slow paths only (a binding made or undone). The mutexes are std's even under
-//! loom: each is a leaf held for a few instructions with no model operation inside, so no
-//! model thread can be scheduled while one is held, and model runs share no claim (an owner
-//! releases everything at drop).
+//! Sharded mutexed hash maps: a claim or release is one uncontended mutex and a hash probe,
+//! on slow paths only (a binding made or undone). Under loom each owner has a set of its own
+//! (as each table has its own chunk pool there): a model runs one runtime, and model runs
+//! must share no state; the shard mutexes are then loom's, so the models see them.
 
+use crate::sync::{lock, AtomicBool, Mutex, MutexGuard, Ordering};
 use crate::MonitorError;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::AtomicU64;
 
 /// Shards of the set (a power of two).
 const SHARDS: usize = 64;
@@ -51,24 +51,23 @@ type Map = HashMap<usize, u64, BuildHasherDefault<AddrHasher>>;
 type Shard = Mutex<Map>;
 
 /// Header address → owner id, made on first use (a `const` hash map needs Rust 1.85).
-static SET: OnceLock<Box<[Shard]>> = OnceLock::new();
+#[cfg(not(loom))]
+static SET: std::sync::OnceLock<Box<[Shard]>> = std::sync::OnceLock::new();
 
-fn shards() -> &'static [Shard] {
-    SET.get_or_init(|| (0..SHARDS).map(|_| Mutex::new(Map::default())).collect())
+fn new_set() -> Box<[Shard]> {
+    (0..SHARDS).map(|_| Mutex::new(Map::default())).collect()
 }
 
 /// The next owner id (ids are never reused: a stale claim cannot pass for a new owner's).
 static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
 
-/// The shard of address `a`, locked. Poison is ignored: no code panics with one held.
-fn shard(a: usize) -> MutexGuard<'static, Map> {
+/// The shard of address `a` in `set`.
+fn shard_of(set: &[Shard], a: usize) -> &Shard {
     // Headers are at least 4-byte aligned; Fibonacci hashing mixes the higher bits in. Bits
     // 32.. pick the shard: the map's own probe uses the top 7 bits of the same product (its
     // control bytes) and the low ones, which must still differ within a shard.
     let k = ((a >> 2) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-    shards()[k as usize & (SHARDS - 1)]
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    &set[k as usize & (SHARDS - 1)]
 }
 
 /// One owner's claims on header addresses (see the module documentation).
@@ -78,6 +77,9 @@ pub(crate) struct Claims {
     /// keeps its monitor in the header — drop without scanning the set). Relaxed: read only by
     /// `Drop`, which `&mut self` orders after every claim.
     used: AtomicBool,
+    /// Under loom, this owner's own set (see the module documentation).
+    #[cfg(loom)]
+    set: Box<[Shard]>,
 }
 
 impl Claims {
@@ -87,13 +89,29 @@ impl Claims {
             // Relaxed: only uniqueness matters.
             id: NEXT_OWNER.fetch_add(1, Ordering::Relaxed),
             used: AtomicBool::new(false),
+            #[cfg(loom)]
+            set: new_set(),
         }
+    }
+
+    /// The set this owner claims in: the process's (under loom, its own).
+    #[inline]
+    fn set(&self) -> &[Shard] {
+        #[cfg(not(loom))]
+        return SET.get_or_init(new_set);
+        #[cfg(loom)]
+        return &self.set;
+    }
+
+    /// The shard of `a`, locked.
+    fn shard(&self, a: usize) -> MutexGuard<'_, Map> {
+        lock(shard_of(self.set(), a))
     }
 
     /// Claims `a` for this owner (already ours: nothing changes); `ForeignHeader` if another
     /// owner holds it.
     pub(crate) fn claim(&self, a: usize) -> Result<(), MonitorError> {
-        let mut s = shard(a);
+        let mut s = self.shard(a);
         match *s.entry(a).or_insert(self.id) {
             id if id == self.id => {
                 if !self.used.load(Ordering::Relaxed) {
@@ -107,7 +125,7 @@ impl Claims {
 
     /// Gives up this owner's claim on `a`, if it has one.
     pub(crate) fn release(&self, a: usize) {
-        let mut s = shard(a);
+        let mut s = self.shard(a);
         if s.get(&a) == Some(&self.id) {
             s.remove(&a);
         }
@@ -115,14 +133,14 @@ impl Claims {
 
     /// Whether another owner holds `a` now (a snapshot, as any answer about other threads).
     pub(crate) fn foreign(&self, a: usize) -> bool {
-        shard(a).get(&a).is_some_and(|&id| id != self.id)
+        self.shard(a).get(&a).is_some_and(|&id| id != self.id)
     }
 
     /// Runs `f` if no other owner holds `a`, with `a`'s shard locked, so that no claim of `a`
     /// is made or released while `f` runs; `None` (and `f` not run) if another owner holds it.
     /// `f` must be short and take no lock.
     pub(crate) fn if_unclaimed<R>(&self, a: usize, f: impl FnOnce() -> R) -> Option<R> {
-        let s = shard(a);
+        let s = self.shard(a);
         if s.get(&a).is_some_and(|&id| id != self.id) {
             return None;
         }
@@ -134,12 +152,9 @@ impl Claims {
     /// Claims held by this owner now (for tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn count(&self) -> usize {
-        shards()
+        self.set()
             .iter()
-            .map(|s| {
-                let s = s.lock().unwrap_or_else(|p| p.into_inner());
-                s.values().filter(|&&id| id == self.id).count()
-            })
+            .map(|s| lock(s).values().filter(|&&id| id == self.id).count())
             .sum()
     }
 }
@@ -149,10 +164,8 @@ impl Drop for Claims {
         if !self.used.load(Ordering::Relaxed) {
             return;
         }
-        for s in shards() {
-            s.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|_, id| *id != self.id);
+        for s in self.set() {
+            lock(s).retain(|_, id| *id != self.id);
         }
     }
 }
