@@ -14,14 +14,17 @@
 //!
 //! Sharded mutexed hash maps: a claim or release is one uncontended mutex and a hash probe,
 //! on slow paths only (a binding made or undone). Under loom each owner has a set of its own
-//! (as each table has its own chunk pool there): a model runs one runtime, and model runs
-//! must share no state; the shard mutexes are then loom's, so the models see them.
+//! (as each table has its own chunk pool there: model runs share no state), and the set is
+//! not modelled: a model runs one runtime, whose claims are never foreign, so the set cannot
+//! change what a model does, and leaving its mutexes (std's) and flag out of the model keeps
+//! the state space as it was. No model operation runs while one of those mutexes is held
+//! (see [`Claims::if_unclaimed`]), so no model thread blocks on a mutex loom cannot see.
 
-use crate::sync::{lock, AtomicBool, Mutex, MutexGuard, Ordering};
 use crate::MonitorError;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// Shards of the set (a power of two).
 const SHARDS: usize = 64;
@@ -60,6 +63,11 @@ fn new_set() -> Box<[Shard]> {
 
 /// The next owner id (ids are never reused: a stale claim cannot pass for a new owner's).
 static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
+
+/// Locks a shard. Poison is ignored: no code panics with one held.
+fn lock(s: &Shard) -> MutexGuard<'_, Map> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The shard of address `a` in `set`.
 fn shard_of(set: &[Shard], a: usize) -> &Shard {
@@ -144,7 +152,12 @@ impl Claims {
         if s.get(&a).is_some_and(|&id| id != self.id) {
             return None;
         }
+        // Under loom `f` is a model operation, which must not run inside a mutex the model
+        // cannot see; there the set holds one owner's claims only, so nothing can change.
+        #[cfg(loom)]
+        drop(s);
         let r = f();
+        #[cfg(not(loom))]
         drop(s);
         Some(r)
     }
