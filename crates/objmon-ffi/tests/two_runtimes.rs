@@ -11,12 +11,6 @@ use std::ffi::CString;
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// Protocols whose fix is not on this branch yet (the same list as
-/// `crates/objmon/tests/two_runtimes.rs`, which says why; docs/soundness.md §6). The runtime
-/// tag that the C ABI keeps in `cacao`'s and `monitor-cache`'s 4-byte words is checked off
-/// the lock fast path only, so it does not stop a second runtime's `objmon_try_enter`.
-const PENDING: &[&str] = &["cacao", "monitor-cache", "lightweight-table"];
-
 struct Rt(*mut objmon_runtime);
 unsafe impl Send for Rt {}
 unsafe impl Sync for Rt {}
@@ -116,9 +110,6 @@ fn check(name: &'static str, inflate: bool) {
 fn every_protocol(inflate: bool) {
     let mut failed = Vec::new();
     for name in objmon::protocol::names() {
-        if PENDING.contains(&name) {
-            continue;
-        }
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(|| check(name, inflate));

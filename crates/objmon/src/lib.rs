@@ -85,6 +85,7 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
+mod binding;
 mod deflate;
 mod error;
 mod handle;

@@ -16,7 +16,14 @@
 //! same two loads and one test, so a protocol's fast path detects another runtime's monitor
 //! index at no cost at all. `capacity` bounds how many monitors are allocated at once, not
 //! the index values.
+//!
+//! **One binding of addresses for the process.** A table is also its runtime's owner in the
+//! process-wide set of header addresses (`binding.rs`): the protocols that find a monitor by
+//! the header's address (`cacao`, `monitor-cache`, `lightweight-table`) claim the address
+//! through [`MonitorTable::claim`] when their table gets an entry for it and release it when
+//! the entry goes; the table's remaining claims go when it drops.
 
+use crate::binding::Claims;
 use crate::monitor::FatMonitor;
 use crate::sync::{lock, AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::tasuki::SystemLockConfig;
@@ -128,6 +135,8 @@ pub struct MonitorTable {
     allocations: AtomicU64,
     /// Contention profiling state (see `introspect.rs`).
     pub(crate) profile: crate::introspect::TableProfile,
+    /// This runtime's claims on header addresses (released at drop).
+    claims: Claims,
     #[cfg(loom)]
     pool: ChunkPool,
 }
@@ -159,6 +168,7 @@ impl MonitorTable {
             live: AtomicUsize::new(0),
             allocations: AtomicU64::new(0),
             profile: Default::default(),
+            claims: Claims::new(),
             #[cfg(loom)]
             pool: ChunkPool::new(n_chunks),
         }
@@ -256,6 +266,37 @@ impl MonitorTable {
         fl.in_use -= 1;
         drop(fl);
         self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Claims the header address `a` for this runtime, as its address-keyed table is about to
+    /// get an entry for it (already claimed by this runtime: nothing changes). Fails with
+    /// `ForeignHeader` while another live runtime's table has an entry for `a`. A slow path:
+    /// one process-wide shard mutex.
+    pub(crate) fn claim(&self, a: usize) -> Result<(), MonitorError> {
+        self.claims.claim(a)
+    }
+
+    /// Releases this runtime's claim on `a` (its table's entry for `a` is gone); no effect on
+    /// another runtime's claim.
+    pub(crate) fn release(&self, a: usize) {
+        self.claims.release(a);
+    }
+
+    /// Whether another live runtime holds a claim on `a` now.
+    pub(crate) fn foreign(&self, a: usize) -> bool {
+        self.claims.foreign(a)
+    }
+
+    /// Runs `f` unless another live runtime claims `a`, no claim of `a` changing meanwhile
+    /// (see `binding.rs`); `f` must be short and take no lock.
+    pub(crate) fn if_unclaimed<R>(&self, a: usize, f: impl FnOnce() -> R) -> Option<R> {
+        self.claims.if_unclaimed(a, f)
+    }
+
+    /// Addresses this table claims now (for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn claimed(&self) -> usize {
+        self.claims.count()
     }
 
     /// Monitors currently allocated.

@@ -12,15 +12,6 @@
 
 mod watchdog;
 
-/// Protocols whose fix is not on this branch yet (docs/soundness.md §6 says what each needs):
-/// the biased family (its revocation must refuse a bias or thin owner of another runtime,
-/// `Registry::bias_owner` / `owner_context`, and decode indices with `MonitorTable::checked`);
-/// `cacao` and `monitor-cache`, whose header names nothing (a per-runtime table keyed by
-/// address), and `lightweight-table` (a monitor-state header with no entry in this runtime's
-/// table reads as "moved away"): these need one process-wide binding of addresses to
-/// runtimes. Remove a name when its fix lands; the checks then hold it to the rule.
-const PENDING: &[&str] = &["cacao", "monitor-cache", "lightweight-table"];
-
 /// Like `every_protocol!`, but runs every protocol and then names all that failed.
 macro_rules! every_protocol_all {
     ($($check:ident),* $(,)?) => {$(
@@ -30,11 +21,8 @@ macro_rules! every_protocol_all {
             impl objmon::vm::ProtocolVisitor for V {
                 fn visit<P: objmon::Protocol>(&mut self) {
                     // `OBJMON_ONLY=name` runs one protocol (to study one failure at a time).
-                    // `OBJMON_ONLY=name` also runs a pending one.
-                    match std::env::var("OBJMON_ONLY") {
-                        Ok(n) if n != P::NAME => return,
-                        Err(_) if PENDING.contains(&P::NAME) => return,
-                        _ => {}
+                    if std::env::var("OBJMON_ONLY").is_ok_and(|n| n != P::NAME) {
+                        return;
                     }
                     eprintln!(concat!(stringify!($check), " on {}"), P::NAME);
                     let r = std::panic::catch_unwind(|| {

@@ -72,7 +72,11 @@
 //! 199 for the last holder's relock and unlock (the bench's uncontended loop), 155 nested.
 //!
 //! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
-//! `MonitorTableFull`: the overflow pool grows as long as monitors are left.
+//! `MonitorTableFull`: the overflow pool grows as long as monitors are left; and an object
+//! whose address has an entry in another live runtime's table fails with `ForeignHeader`
+//! (issue 11 item 13): an entry claims its address in the process-wide set
+//! (`MonitorTable::claim`, `binding.rs`) when it is made for an object and releases it when
+//! it goes or is taken over for another object, off the fast paths.
 
 use super::Protocol;
 use crate::monitor::{FatMonitor, WaitOutcome};
@@ -474,22 +478,38 @@ impl CacaoState {
         if let Some(e) = self.find(b, o) {
             return Ok(e);
         }
+        // `o` gets an entry here: it becomes this runtime's address first, and another live
+        // runtime's entry for it is `ForeignHeader` (issue 11 item 13, `binding.rs`). Every
+        // failure below gives the claim back.
+        rt.monitors().claim(o)?;
         let f = &b.first;
         if f.users() == 0 || Self::revoke_sticky(rt, t, f) {
             if f.index().is_none() {
                 // The location's first use: the only time it gets a monitor.
-                let idx = rt.monitors().allocate()?;
+                let idx = rt
+                    .monitors()
+                    .allocate()
+                    .inspect_err(|_| rt.monitors().release(o))?;
                 f.mon.store(idx.get(), Ordering::Release);
+            }
+            // claimEntry: the earlier object (if any) has no entry here any more.
+            let old = f.obj();
+            if old != 0 {
+                rt.monitors().release(old);
             }
             f.obj.store(o, Ordering::Relaxed);
             f.index().inspect(|&i| rt.monitors().bind(i, o));
             return Ok(f);
         }
-        let i = self.alloc_entry().ok_or(MonitorError::MonitorTableFull)?;
+        let Some(i) = self.alloc_entry() else {
+            rt.monitors().release(o);
+            return Err(MonitorError::MonitorTableFull);
+        };
         let idx = match rt.monitors().allocate() {
             Ok(idx) => idx,
             Err(e) => {
                 self.free_entry(i);
+                rt.monitors().release(o);
                 return Err(e);
             }
         };
@@ -573,6 +593,7 @@ impl CacaoState {
         e.mon.store(0, Ordering::Relaxed);
         e.obj.store(0, Ordering::Relaxed);
         e.set_users(0);
+        rt.monitors().release(o);
         if std::ptr::eq(e, &b.first) {
             let n = b.first.next();
             if n != NIL {
@@ -618,6 +639,7 @@ impl CacaoState {
             if let Some(idx) = e.index() {
                 Self::free_monitor(rt, idx);
             }
+            rt.monitors().release(e.obj());
             self.unlink(b, e);
         }
     }
@@ -1058,6 +1080,29 @@ mod tests {
             CacaoState::new(crate::table::MAX_MONITOR_INDEX).table_bytes(),
             56 * 1024
         );
+    }
+
+    /// Issue 11 item 13: an address with an entry in runtime A's table is `ForeignHeader` to
+    /// runtime B, which keeps no entry, monitor or claim from the attempt. A's first entry
+    /// claimed for another object gives the old address's claim back.
+    #[test]
+    fn an_entry_claims_its_address() {
+        let ra = Runtime::<Cacao>::with_defaults();
+        let rb = Runtime::<Cacao>::with_defaults();
+        let (a, b) = (ra.attach().unwrap(), rb.attach().unwrap());
+        let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
+        let (i, j) = colliding(&hs);
+        drop(a.enter(&hs[i]).unwrap());
+        assert_eq!(b.enter(&hs[i]).err(), Some(MonitorError::ForeignHeader));
+        assert_eq!(b.try_enter(&hs[i]).err(), Some(MonitorError::ForeignHeader));
+        assert_eq!(rb.stats_snapshot().live_monitors, 0);
+        assert_eq!(rb.monitors().claimed(), 0);
+        assert_eq!(rb.state().overflow_in_use(), 0);
+        // `hs[j]` takes over the idle first entry of the same bucket: `hs[i]` is free again.
+        drop(a.enter(&hs[j]).unwrap());
+        assert_eq!(ra.monitors().claimed(), 1);
+        drop(b.enter(&hs[i]).unwrap());
+        assert_eq!(a.enter(&hs[i]).err(), Some(MonitorError::ForeignHeader));
     }
 
     /// The GC hook drops the entry: a new object at the same address starts unlocked, even if

@@ -251,7 +251,16 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
                 )
                 .is_ok();
         }
-        let mut slot = rt.state().slot(h as *const AtomicU64 as usize);
+        let a = h as *const AtomicU64 as usize;
+        let mut slot = rt.state().slot(a);
+        // The address is this runtime's for as long as it has an entry here (issue 11 item
+        // 13, `binding.rs`): claimed before the entry appears, under the slot lock like the
+        // entry itself. An entry already here (stale) holds the claim. Another live runtime's
+        // claim fails the install; the caller then reports `ForeignHeader`.
+        let had = slot.get().is_some();
+        if !had && rt.monitors().claim(a).is_err() {
+            return false;
+        }
         if h.compare_exchange(
             w,
             (w & !LOCK_BITS) | MONITOR,
@@ -260,6 +269,9 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
         )
         .is_err()
         {
+            if !had {
+                rt.monitors().release(a);
+            }
             return false;
         }
         // `w` was not a monitor state, so an entry here is stale: an earlier object's at this
@@ -301,6 +313,7 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
             Ordering::Acquire,
         )?;
         slot.clear();
+        rt.monitors().release(h as *const AtomicU64 as usize);
         Ok(())
     }
 }
@@ -324,7 +337,8 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// for an entry that will never come. `None` means "`h` is not (or no longer) in the
     /// monitor state": the caller re-reads it.
     fn table_locate(rt: &Runtime<Self>, h: &AtomicU64) -> Option<MonitorIndex> {
-        let slot = rt.state().slot(h as *const AtomicU64 as usize);
+        let a = h as *const AtomicU64 as usize;
+        let slot = rt.state().slot(a);
         let mut w = h.load(Ordering::SeqCst);
         loop {
             if w & LOCK_BITS != MONITOR {
@@ -333,16 +347,24 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if let Some(idx) = slot.get() {
                 return Some(idx);
             }
-            // With the slot locked, no inflation or deflation of `h` is under way: the monitor
-            // state has no monitor (see `omt`). Only hash installs race with this CAS.
-            match h.compare_exchange(
-                w,
-                mark::fast_unlocked(w),
-                Ordering::SeqCst,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return None,
-                Err(now) => w = now,
+            // With the slot locked, no inflation or deflation of `h` by this runtime is under
+            // way: the monitor state has no monitor here. It is an orphan unless another live
+            // runtime claims the address (issue 11 item 13): that runtime's monitor state, its
+            // claim taken before its swap to `10` and released after its swap back. So the
+            // swap is made with the address's claims held still (`if_unclaimed`), or not at
+            // all (`None`: the caller's `check_foreign` makes it `ForeignHeader`). Only hash
+            // installs race with this CAS.
+            let swapped = rt.monitors().if_unclaimed(a, || {
+                h.compare_exchange(
+                    w,
+                    mark::fast_unlocked(w),
+                    Ordering::SeqCst,
+                    Ordering::Acquire,
+                )
+            });
+            match swapped {
+                None | Some(Ok(_)) => return None,
+                Some(Err(now)) => w = now,
             }
         }
     }
@@ -363,6 +385,18 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         } else {
             m.remove_contention();
         }
+    }
+
+    /// `TABLE`: `ForeignHeader` if another live runtime claims `h`'s address, i.e. has the
+    /// entry of a monitor state there (issue 11 item 13). Asked where a monitor state found no
+    /// entry here (`locate` said "re-read"), so that nothing re-reads forever a header that
+    /// another runtime's monitor holds, and nobody deflates it as an orphan.
+    #[cold]
+    fn check_foreign(rt: &Runtime<Self>, h: &MarkWord) -> Result<(), MonitorError> {
+        if T && rt.monitors().foreign(addr(h)) {
+            return Err(MonitorError::ForeignHeader);
+        }
+        Ok(())
     }
 
     /// GC hook: the objects `t` has fast-locked, one entry per lock level, oldest first. These
@@ -386,12 +420,27 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             }
         }
         if T && from as usize != addr(to) {
-            // The entry moves with the header (HotSpot's GC re-keys its table the same way).
-            let Some(idx) = rt.state().slot(from as usize).clear() else {
+            // The entry moves with the header (HotSpot's GC re-keys its table the same way),
+            // and the claim with it.
+            let idx = {
+                let mut slot = rt.state().slot(from as usize);
+                let idx = slot.clear();
+                if idx.is_some() {
+                    rt.monitors().release(from as usize);
+                }
+                idx
+            };
+            let Some(idx) = idx else {
                 return;
             };
             let stale = if to.0.load(Ordering::Acquire) & LOCK_BITS == MONITOR {
-                rt.state().slot(addr(to)).set(idx)
+                let mut slot = rt.state().slot(addr(to));
+                // `to` claimed by another live runtime (two live objects at one address: the
+                // host broke its rule) keeps that claim, and the entry is not made.
+                match rt.monitors().claim(addr(to)) {
+                    Ok(()) => slot.set(idx),
+                    Err(_) => Some(idx),
+                }
             } else {
                 Some(idx) // `from`'s entry was stale already
             };
@@ -424,6 +473,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if w & LOCK_BITS == MONITOR {
                 // A contender's anonymous monitor: it stays installed while we own `h`.
                 let Some(idx) = Self::locate(rt, &h.0, w) else {
+                    Self::check_foreign(rt, h)?;
                     continue;
                 };
                 let m = rt.monitors().checked(idx)?;
@@ -446,9 +496,11 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                 rt.stats().inflated(cause);
                 return Ok(m);
             }
-            // The host changed its bits, or a contender inflated first: look again.
+            // The host changed its bits, or a contender inflated first (or, `TABLE`, another
+            // runtime holds the address): look again.
             m.abandon_fresh();
             rt.monitors().free(idx);
+            Self::check_foreign(rt, h)?;
         }
     }
 
@@ -467,7 +519,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         }
         m.abandon_fresh();
         rt.monitors().free(idx);
-        Ok(false)
+        Self::check_foreign(rt, h).map(|()| false)
     }
 
     /// A full lock stack meets an unlocked object: lock it straight through a fresh monitor
@@ -489,7 +541,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         }
         m.abandon_fresh();
         rt.monitors().free(idx);
-        Ok(false)
+        Self::check_foreign(rt, h).map(|()| false)
     }
 
     #[cold]
@@ -534,6 +586,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                     if let Some((lo, hi)) = ls.run(a) {
                         // A contender inflated our fast-lock: the anonymous owner is us.
                         let Some(idx) = Self::locate(rt, &h.0, w) else {
+                            Self::check_foreign(rt, h)?;
                             continue;
                         };
                         let m = rt.monitors().checked(idx)?;
@@ -543,7 +596,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                     match deflate::enter_monitor(rt, t, &h.0, w, block)? {
                         Via::Entered => return Ok(true),
                         Via::Busy => return Ok(false),
-                        Via::Retry => {}
+                        Via::Retry => Self::check_foreign(rt, h)?,
                     }
                 }
                 FAST_UNLOCKED => {
@@ -604,7 +657,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             match deflate::owned_monitor(rt, t, &h.0, w) {
                 Ok(Some((m, idx))) => return deflate::exit_owned(rt, t, &h.0, m, idx),
                 Ok(None) => return Err(MonitorError::IllegalMonitorState),
-                Err(()) => continue,
+                Err(()) => Self::check_foreign(rt, h)?,
             }
         }
     }
@@ -626,7 +679,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             match deflate::owned_monitor(rt, t, &h.0, w) {
                 Ok(Some(mi)) => return Ok(mi),
                 Ok(None) => return Err(MonitorError::IllegalMonitorState),
-                Err(()) => continue,
+                Err(()) => Self::check_foreign(rt, h)?,
             }
         }
     }
@@ -772,6 +825,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
             match deflate::owned_monitor(rt, t, &h.0, w) {
                 Ok(Some((m, _))) => return m.count_for(t.core()),
                 Ok(None) => return 0,
+                Err(()) if Self::check_foreign(rt, h).is_err() => return 0,
                 Err(()) => continue,
             }
         }
@@ -792,6 +846,8 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
             match w & LOCK_BITS {
                 FAST_LOCKED => {}
                 MONITOR => match deflate::monitor_owner(rt, &h.0, w) {
+                    // Another runtime's monitor (`TABLE`): no owner of ours.
+                    None if Self::check_foreign(rt, h).is_err() => return None,
                     None => continue,
                     Some(0) => return None,
                     Some(ANONYMOUS_OWNER) => {}
@@ -811,7 +867,12 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         let w = h.0.load(Ordering::Relaxed);
         // `TABLE`: the address's entry goes, whatever the word says (a stale one too).
         let idx = if T {
-            rt.state().slot(addr(h)).clear()
+            let mut slot = rt.state().slot(addr(h));
+            let idx = slot.clear();
+            if idx.is_some() {
+                rt.monitors().release(addr(h));
+            }
+            idx
         } else {
             (w & LOCK_BITS == MONITOR).then(|| mark::index_of(w))
         };
@@ -895,6 +956,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if w & LOCK_BITS == MONITOR {
                 // Anonymous (a contender's): installed for as long as we own `h`.
                 let Some(idx) = Self::locate(rt, &h.0, w) else {
+                    Self::check_foreign(rt, h)?;
                     w = h.0.load(Ordering::Acquire);
                     continue;
                 };
@@ -1037,6 +1099,45 @@ mod tests {
             0,
             "no monitor was given back"
         );
+    }
+
+    /// `lightweight-table`, issue 11 item 13: a header that runtime A inflated (its entry,
+    /// hence its claim) is not an orphan to runtime B: B's operations fail with
+    /// `ForeignHeader` or answer "not owned", never deflate it, and leave B nothing. Once A
+    /// deflates it, it is anyone's; `relocate` moves A's claim with the entry.
+    #[test]
+    fn table_entry_of_another_runtime_is_foreign() {
+        let config = || Config {
+            deflation: DeflationPolicy::Never,
+            ..Config::default()
+        };
+        let ra = Runtime::<LightweightTable>::new(config());
+        let rb = Runtime::<LightweightTable>::new(config());
+        let (a, b) = (ra.attach().unwrap(), rb.attach().unwrap());
+        let h = MarkWord::new(HOST);
+        a.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+        assert_eq!(b.try_enter(&h).err(), Some(MonitorError::ForeignHeader));
+        assert_eq!(b.enter(&h).err(), Some(MonitorError::ForeignHeader));
+        assert_eq!(b.notify(&h).err(), Some(MonitorError::ForeignHeader));
+        assert_eq!(b.lock_count(&h), 0);
+        assert_eq!(rb.owner_of(&h), None);
+        assert!(!LightweightTable::deflate_idle(&rb, &h));
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR, "not deflated as an orphan");
+        assert!(rb.state().is_empty() && rb.monitors().claimed() == 0);
+        assert_eq!(rb.stats_snapshot().live_monitors, 0);
+        // A moves the object: the claim goes with the entry.
+        let to = MarkWord::new(HOST);
+        to.0.store(h.raw(), Ordering::Relaxed); // the GC copies the word verbatim
+                                                // SAFETY: no thread of `ra` is inside a call; `to` is a verbatim copy of `h`, which
+                                                // is not used with `ra` again.
+        unsafe { ra.relocate(&h, &to) };
+        assert_eq!(ra.monitors().claimed(), 1);
+        assert_eq!(b.enter(&to).err(), Some(MonitorError::ForeignHeader));
+        assert!(LightweightTable::deflate_idle(&ra, &to));
+        assert_eq!(ra.monitors().claimed(), 0);
+        b.enter(&to).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        assert_eq!(a.try_enter(&to).err(), Some(MonitorError::ForeignHeader));
     }
 
     /// `lightweight-table`, issue 11 finding 15: `reclaim` of the object now at an address also

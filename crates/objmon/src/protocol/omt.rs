@@ -41,6 +41,12 @@
 //!
 //! [`Runtime::relocate`](crate::vm::Runtime::relocate) moves the entry with the header, so a GC
 //! may move a locked inflated object.
+//!
+//! **One runtime per address** (issue 11 item 13): an entry claims its address in the
+//! process-wide set (`MonitorTable::claim`, `binding.rs`) under the slot lock, before the
+//! header's swap to the monitor state, and releases it after the swap back (or when the entry
+//! goes). So a monitor state with no entry here is an orphan only if no other live runtime
+//! claims the address; another runtime's is `ForeignHeader`, never deflated here.
 
 use crate::sync::{lock, Mutex, MutexGuard};
 use crate::table::MonitorIndex;
