@@ -69,7 +69,7 @@
 //!
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
-//! 199 for the last holder's relock and unlock (the bench's uncontended loop), 155 nested.
+//! 195 for the last holder's relock and unlock (the bench's uncontended loop), 154 nested.
 //!
 //! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
 //! `MonitorTableFull`: the overflow pool grows as long as monitors are left; and an object

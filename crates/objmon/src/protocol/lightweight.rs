@@ -78,7 +78,7 @@
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
 //! `lightweight` 44 uncontended, 38 nested; `lightweight-table` 44 / 38; `lightweight-seed`
-//! 43 / 237 (the seed inflates on recursion, so its nested enter goes through the monitor).
+//! 43 / 231 (the seed inflates on recursion, so its nested enter goes through the monitor).
 //!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a
