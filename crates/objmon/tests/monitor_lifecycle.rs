@@ -249,7 +249,9 @@ mod checks {
     }
 
     /// The id of a thread that used a monitor and exited is handed to the next thread (ids
-    /// are small: the protocols keep them in header bits).
+    /// are small: the protocols keep them in header bits). Ids are process-wide
+    /// (docs/soundness.md §7), so a test running in parallel may take the freed id first: the
+    /// pair is retried until the id comes back.
     pub fn id_reused_after_exit<E: Env>(e: E) {
         let m = Arc::new(e.monitor(()));
         let id_of_a_thread = || {
@@ -262,10 +264,12 @@ mod checks {
             .join()
             .unwrap()
         };
-        let first = id_of_a_thread();
-        let second = id_of_a_thread();
+        let reused = (0..50).any(|_| id_of_a_thread() == id_of_a_thread());
         if e.exact() {
-            assert_eq!(first, second, "the exited thread's id is reused");
+            assert!(
+                reused,
+                "the exited thread's id is reused (never in 50 tries)"
+            );
         }
         assert!(!m.is_locked());
     }
