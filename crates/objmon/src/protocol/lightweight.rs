@@ -574,8 +574,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                         return Ok(false);
                     }
                     // No lock stack of ours holds `h` (another runtime's fast-lock, or ours
-                    // between its CAS and its push): wait, never inflate for a stranger.
-                    if Self::scan_owner(rt, h).is_none() || !Self::inflate_contended(rt, h, w)? {
+                    // between its CAS and its push): wait, never inflate for a stranger, and
+                    // yield at once — the scan is no cheap spin, and the owner we wait for
+                    // (whose push is a few instructions away) may need our core.
+                    if Self::scan_owner(rt, h).is_none() {
+                        yield_now();
+                    } else if !Self::inflate_contended(rt, h, w)? {
                         spins += 1;
                         if spins > 16 {
                             yield_now();
