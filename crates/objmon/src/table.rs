@@ -256,6 +256,22 @@ impl MonitorTable {
 
     /// Returns `idx` to the free list. The caller guarantees that nobody owns, enters or waits
     /// on the monitor and that no lock field names it any more.
+    /// `reclaim`'s free: frees `idx` only if its monitor is idle and bound to some object
+    /// (every install binds; `free` unbinds). A stale copy of a relocated header names a
+    /// monitor that the copy's new place may have freed already: freeing it again put one
+    /// index twice on the free list (two objects sharing a monitor) and underflowed the
+    /// in-use count (found by the C API test, which reclaims the old copy after relocating
+    /// it). The binding's address is not compared with the header's: safe Rust moves an
+    /// unlocked header without telling us, and its monitor must still be freed.
+    pub(crate) fn free_if_bound(&self, idx: MonitorIndex) {
+        if self
+            .try_get(idx)
+            .is_some_and(|m| m.is_idle() && m.object.load(Ordering::Relaxed) != 0)
+        {
+            self.free(idx);
+        }
+    }
+
     pub(crate) fn free(&self, idx: MonitorIndex) {
         debug_assert!(self.get(idx).is_idle(), "freeing a busy monitor");
         // The next object to get this monitor must not inherit an identity hash.

@@ -1063,9 +1063,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let w = h.0.load(Ordering::Relaxed);
         if w & STATE_MASK == FAT {
             let idx = MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32).expect("index");
-            if rt.monitors().get(idx).is_idle() {
-                rt.monitors().free(idx);
-            }
+            rt.monitors().free_if_bound(idx);
         }
         Self::forget_identity_hash(rt, h);
         h.0.store(w & HOST, Ordering::Relaxed);

@@ -179,9 +179,7 @@ impl Protocol for Fat {
         let w = h.0.load(Ordering::Relaxed);
         if w & INSTALLED != 0 {
             let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
-            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
-                rt.monitors().free(idx);
-            }
+            rt.monitors().free_if_bound(idx);
         }
         h.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);
     }

@@ -616,9 +616,7 @@ impl Protocol for Tasuki {
     fn reclaim(rt: &Runtime<Self>, h: &mut TasukiHeader) {
         let a = h.aux.load(Ordering::Relaxed);
         if let Some(idx) = index_in(a) {
-            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
-                rt.monitors().free(idx);
-            }
+            rt.monitors().free_if_bound(idx);
         }
         let w = h.lock.0.load(Ordering::Relaxed);
         h.lock.0.store(w & HOST_BITS_MASK, Ordering::Relaxed);

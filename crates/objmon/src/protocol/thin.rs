@@ -689,9 +689,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         Self::forget_record(rt, w, addr(h));
         if w & SHAPE != 0 {
             let idx = MonitorIndex::new((w & INDEX_MASK) >> INDEX_SHIFT).expect("index");
-            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
-                rt.monitors().free(idx);
-            }
+            rt.monitors().free_if_bound(idx);
         }
         // The object is dead: a hash parked for it goes with it (the monitor's went with the
         // monitor, see `MonitorTable::free`).
