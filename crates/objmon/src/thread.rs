@@ -418,8 +418,6 @@ impl<P: Protocol> Registry<P> {
     /// bias is revoked in place as for any exited owner; `ForeignHeader` if that very thread
     /// is attached to another runtime (ids are process-wide): never wait for it, never take
     /// its bias over. `mask` selects the generation bits the word keeps.
-    // For `biased.rs`'s revocation (owned by another helper); see the fix-tworuntimes report.
-    #[allow(dead_code)]
     pub(crate) fn bias_owner(
         &self,
         raw: u32,
