@@ -29,9 +29,10 @@ use std::sync::{Mutex, MutexGuard};
 /// Shards of the set (a power of two).
 const SHARDS: usize = 64;
 
-/// The hash of an address within its shard: Fibonacci hashing, one multiply.
+/// The hash of an address: Fibonacci hashing, one shift and one multiply (also the monitor
+/// cache's, `protocol/monitor_cache.rs`).
 #[derive(Default)]
-struct AddrHasher(u64);
+pub(crate) struct AddrHasher(u64);
 
 impl Hasher for AddrHasher {
     #[inline]

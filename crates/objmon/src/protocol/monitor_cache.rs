@@ -55,6 +55,7 @@
 
 use super::cacao::HostWord;
 use super::Protocol;
+use crate::binding::AddrHasher;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::runtime::{Config, Runtime};
 use crate::sync::{lock, Mutex, MutexGuard};
@@ -62,7 +63,7 @@ use crate::table::MonitorIndex;
 use crate::thread::{ThreadContext, ThreadId};
 use crate::MonitorError;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
 /// Bindings the cache holds before binding a new object sweeps the unused ones away.
@@ -71,27 +72,6 @@ pub const CACHE_SIZE: usize = 128;
 /// Bindings the cache holds before a sweep (tiny under loom, so that the models sweep).
 #[cfg(loom)]
 pub const CACHE_SIZE: usize = 1;
-
-/// Fibonacci hashing of an address: one shift, one multiply.
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl Hasher for AddrHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    #[inline]
-    fn write_usize(&mut self, a: usize) {
-        self.0 = ((a as u64) >> 2).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
 
 /// A cached monitor of one object.
 struct Binding {
