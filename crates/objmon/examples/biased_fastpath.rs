@@ -299,6 +299,14 @@ mod probe {
         "mov {x}, [{p}]\n add {x}, 256\n mov [{p}], {x}\n mov {x}, [{p}]\n sub {x}, 256\n mov [{p}], {x}"
     );
     variant!(
+        pair_bb,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n add {x}, 256\n mov [{q}+0x200], {x}\n mov {x}, [{q}+0x200]\n sub {x}, 256\n mov [{q}+0x200], {x}"
+    );
+    variant!(
+        signal,
+        "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n mov {y}, {x}\n sub {y}, [{q}+0x88]\n cmp {y}, 0xfeff\n ja 9f\n add {x}, 256\n mov [{q}+0x200], {x}\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n lea {y}, [{x}-0x100]\n sub {y}, [{q}+0x88]\n cmp {y}, 0xfeff\n ja 9f\n sub {x}, 256\n mov [{q}+0x200], {x}\n 9:"
+    );
+    variant!(
         hotspot,
         "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n lea {y}, [{q}+0x200]\n mov [rsp-0x30], {y}\n mov {x}, [{q}+0x200]\n test {x:e}, 0x10000\n jne 9f\n cmp {x}, [{q}+0x88]\n jne 9f\n 9:"
     );
@@ -326,8 +334,10 @@ mod probe {
     /// (row name, what it replicates, the loop)
     type Variant = (&'static str, &'static str, fn(*mut u64, u64));
 
-    const VARIANTS: [Variant; 7] = [
+    const VARIANTS: [Variant; 9] = [
         ("pair", "the bare pair: load, add, store; load, subtract, store (the header count, no Dekker)", pair),
+        ("pair-bb", "the pair with the user loop's black_box'd header reference (store, load)", pair_bb),
+        ("signal", "one section from the dispatch's load to the commit store, no arming (signal revocation)", signal),
         ("hotspot", "HotSpot-like: load, test, compare, one record store to a fixed slot; load, test, compare", hotspot),
         ("rseq-no-arm", "the rseq step's instructions without its two arming stores", rseq_no_arm),
         ("rseq", "the rseq step as `rseq_step` emits it (arm, load, subtract, compare, add to memory)", rseq),

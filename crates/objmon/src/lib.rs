@@ -55,6 +55,7 @@
 //! | [`BiasedSeed`] | the same, as the seed wrote it | count in the header (Figures 3-4) | 8 B |
 //! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread | 8 B |
 //! | [`BiasedRseq`], [`FableRseq`] | the same two, the owner's Figure 4 / 7 step in a Linux restartable sequence | no Dekker, no record; x86-64 Linux with glibc's rseq | 8 B |
+//! | [`BiasedSignal`], [`FableSignal`] | the same two, the owner's step restarted by a revoker's signal | Figure 4 / 7's load, compare, store and nothing else; x86-64 Linux with glibc | 8 B |
 //! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor | 4 B |
 //! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up | 4 B |
 //! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table | 4 B |
@@ -96,6 +97,7 @@ mod monitor;
 mod park;
 pub mod protocol;
 mod revoke;
+mod sigbarrier;
 mod runtime;
 mod spin;
 mod sync;
@@ -108,9 +110,9 @@ pub mod vm;
 
 pub use error::MonitorError;
 pub use monitor::WaitOutcome;
-pub use protocol::biased::{Biased, BiasedRseq, BiasedSeed};
+pub use protocol::biased::{Biased, BiasedRseq, BiasedSeed, BiasedSignal};
 pub use protocol::cacao::Cacao;
-pub use protocol::fable::{Fable, FableRseq};
+pub use protocol::fable::{Fable, FableRseq, FableSignal};
 pub use protocol::monitor_cache::MonitorCache;
 pub use protocol::tasuki_bimodal::Tasuki;
 pub use protocol::{

@@ -3,13 +3,16 @@
 //! signalled, preempted or migrated inside it (and a revoker's rseq barrier lands there),
 //! must leave the count exact; and a barrier revocation racing the owner's steps must never
 //! make two owners. Loom covers the interleavings (`loom_biased.rs`, `rseq_*`); these check
-//! the asm, the descriptor and the kernel's side of the contract.
+//! the asm, the descriptor and the kernel's side of the contract. The same for the signal
+//! flavors (`biased-signal`, `fable-signal`), whose section a revoker restarts with a
+//! signal to the owner (`crate::sigbarrier`; its unit tests restart a thread caught in a
+//! section): the loom models of the rseq step cover them (the same code under loom).
 #![cfg(not(loom))]
 
 mod watchdog;
 
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, KkoRseq};
-use objmon::protocol::fable::FableRseqHeuristics;
+use objmon::protocol::biased::{BiasMode, Biasing, Flavor, KkoRseq, KkoSignal};
+use objmon::protocol::fable::{FableRseqHeuristics, FableSignalHeuristics};
 use objmon::vm::{BiasConfig, BiasWord, Revocation, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -193,5 +196,37 @@ fn barrier_revocation_never_makes_two_owners_fable() {
         120,
         "fable",
         barrier_revocation_never_makes_two_owners::<FableRseqHeuristics>,
+    );
+}
+
+#[test]
+fn abort_handler_keeps_the_count_biased_signal() {
+    within(120, "biased-signal", abort_handler_keeps_the_count::<KkoSignal>);
+}
+
+#[test]
+fn abort_handler_keeps_the_count_fable_signal() {
+    within(
+        120,
+        "fable-signal",
+        abort_handler_keeps_the_count::<FableSignalHeuristics>,
+    );
+}
+
+#[test]
+fn signal_revocation_never_makes_two_owners_biased() {
+    within(
+        120,
+        "biased-signal",
+        barrier_revocation_never_makes_two_owners::<KkoSignal>,
+    );
+}
+
+#[test]
+fn signal_revocation_never_makes_two_owners_fable() {
+    within(
+        120,
+        "fable-signal",
+        barrier_revocation_never_makes_two_owners::<FableSignalHeuristics>,
     );
 }

@@ -418,6 +418,10 @@ pub trait Flavor: Send + Sync + 'static {
     /// `membarrier(PRIVATE_EXPEDITED_RSEQ)` lands in it), so it is Figure 4's load, compare
     /// and store with no Dekker around it; `false`: the `in_op` Dekker (module docs).
     const RSEQ: bool = false;
+    /// With [`RSEQ`](Self::RSEQ): the section is never armed; a revoker restarts it by a
+    /// signal to the owner (`crate::sigbarrier`) instead of the rseq barrier, so the owner's
+    /// step is Figure 4's load, compare and store with no store before it (module docs).
+    const SIGNAL: bool = false;
 }
 
 /// KKO heuristics (seed 002 §2.2.1): bias on first acquire, never rebias; the bias owner's
@@ -443,6 +447,25 @@ impl Flavor for KkoRseq {
     const STICKY: bool = false;
     const RECORDS: bool = false;
     const RSEQ: bool = true;
+}
+
+/// KKO heuristics, the bias owner's step Figure 4's load, compare and store of the header
+/// count in a section that no store arms: a revoker restarts it with a signal to the owner
+/// (`biased-signal`; module docs, "Revocation").
+///
+/// Measured: see the module documentation's table.
+#[derive(Debug)]
+pub enum KkoSignal {}
+
+impl Flavor for KkoSignal {
+    const NAME: &'static str = "biased-signal";
+    const SUMMARY: &'static str =
+        "KKO biased locking: owner's load/compare/store in a section a revoker's signal restarts";
+    const LEARN: bool = false;
+    const STICKY: bool = false;
+    const RECORDS: bool = false;
+    const RSEQ: bool = true;
+    const SIGNAL: bool = true;
 }
 
 /// KKO heuristics with the bias owner's count in lock records (HotSpot 17's scheme): the
@@ -508,6 +531,11 @@ pub type BiasedSeed = Biasing<KkoSeed>;
 /// elsewhere it biases nothing).
 pub type BiasedRseq = Biasing<KkoRseq>;
 
+/// `biased-signal`: KKO biased locking, the count in the header, the owner's Figure 4 step
+/// in a section a revoker restarts by a signal to the owner ([`KkoSignal`]; x86-64 Linux
+/// with glibc, elsewhere it biases nothing).
+pub type BiasedSignal = Biasing<KkoSignal>;
+
 /// Per-runtime settings of the biased protocols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BiasConfig {
@@ -543,15 +571,16 @@ pub struct BiasState {
     /// Some thread has cached its bias bits (so may have biased objects): from then on a
     /// refused barrier falls back to a handshake, never to [`Revocation::NoBias`].
     may_have_biases: crate::sync::AtomicBool,
-    /// The flavor's owner step runs in rseq ([`Flavor::RSEQ`]): the barrier revocation uses
-    /// `membarrier(PRIVATE_EXPEDITED_RSEQ)`, available only where glibc registered rseq.
-    rseq: bool,
+    /// Makes the flavor's barrier available (once per process) and says whether it is:
+    /// `membarrier`'s registration, its `_RSEQ` one ([`Flavor::RSEQ`]: available only where
+    /// glibc registered rseq), or the signal handler's installation ([`Flavor::SIGNAL`]).
+    barrier_init: fn() -> bool,
 }
 
 impl BiasState {
-    fn new(rseq: bool) -> Self {
+    fn new(barrier_init: fn() -> bool) -> Self {
         let s = Self {
-            rseq,
+            barrier_init,
             revocation: AtomicU32::new(0),
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
@@ -572,11 +601,7 @@ impl BiasState {
     /// time — every mode works against every owner, and revokers of one owner are serialized
     /// whatever their mode — but meant for start-up, before threads attach.
     pub fn set(&self, c: BiasConfig) -> Revocation {
-        if self.rseq {
-            self.set_with(c, crate::revoke::init_rseq)
-        } else {
-            self.set_with(c, crate::revoke::init)
-        }
+        self.set_with(c, self.barrier_init)
     }
 
     /// [`set`](Self::set) as if the kernel refused `membarrier` (seccomp, an old kernel): a
@@ -672,12 +697,15 @@ pub struct BiasThread {
     saved_thin_free: AtomicU64,
     /// `count_without_rseq` was called: the thread biases without a registered rseq area.
     rseq_forced: crate::sync::AtomicBool,
+    /// Signal flavors: where a revoker signals this thread (`crate::sigbarrier`).
+    sig: crate::sigbarrier::Target,
 }
 
 impl BiasThread {
     fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
         Self {
             rseq_forced: crate::sync::AtomicBool::new(false),
+            sig: crate::sigbarrier::Target::new(id.get()),
             sp: Safepoint::default(),
             learn_count: AtomicU32::new(0),
             transitions: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -831,6 +859,10 @@ impl<F: Flavor> Biasing<F> {
         }
         #[cfg(not(loom))]
         {
+            if F::SIGNAL {
+                // The handler is installed and this thread does not block its signal.
+                return crate::sigbarrier::thread_ready();
+            }
             cfg!(all(target_arch = "x86_64", target_os = "linux"))
                 && (crate::revoke::rseq::offset().is_some()
                     && crate::revoke::rseq::thread_registered()
@@ -851,7 +883,7 @@ impl<F: Flavor> Biasing<F> {
     /// it in a single-threaded measurement, or with a handshake revocation only.
     #[doc(hidden)]
     pub unsafe fn count_without_rseq(t: &Cx<F>) -> bool {
-        if F::RSEQ && cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        if F::RSEQ && !F::SIGNAL && cfg!(all(target_arch = "x86_64", target_os = "linux")) {
             t.local().rseq_forced.store(true, Ordering::Relaxed);
             return true;
         }
@@ -877,20 +909,31 @@ impl<F: Flavor> Protocol for Biasing<F> {
     type ThreadState = BiasThread;
 
     fn new_state(_: &Config) -> BiasState {
-        BiasState::new(F::RSEQ)
+        BiasState::new(if F::SIGNAL {
+            crate::sigbarrier::install
+        } else if F::RSEQ {
+            crate::revoke::init_rseq
+        } else {
+            crate::revoke::init
+        })
     }
 
     fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
         let owner = u64::from(id.get()) << OWNER_SHIFT;
         #[cfg(not(loom))]
-        let cs = if F::RSEQ {
+        let cs = if F::RSEQ && !F::SIGNAL {
             crate::revoke::rseq::initial_cs_field()
         } else {
             0
         };
         #[cfg(loom)]
         let cs = 0;
-        BiasThread::new(id, free_thin(F::STICKY, !Self::SEED, owner), cs)
+        let t = BiasThread::new(id, free_thin(F::STICKY, !Self::SEED, owner), cs);
+        if F::SIGNAL {
+            // On the attaching thread itself (`attach`): the kernel id its revokers signal.
+            t.sig.set_current();
+        }
+        t
     }
 
     /// The learn limit, for the flavor that learns (`fable`); `biased` has no knob.

@@ -63,6 +63,28 @@ impl Flavor for FableRseqHeuristics {
 /// x86-64 Linux with glibc's rseq registration, elsewhere it biases nothing.
 pub type FableRseq = Biasing<FableRseqHeuristics>;
 
+/// FABLE heuristics, the bias owner's count in the header, its Figure 7 step (load, compare,
+/// store) in a section that no store arms: a revoker restarts it with a signal to the owner
+/// (`fable-signal`; the engine's documentation, "Revocation").
+#[derive(Debug)]
+pub enum FableSignalHeuristics {}
+
+impl Flavor for FableSignalHeuristics {
+    const NAME: &'static str = "fable-signal";
+    const SUMMARY: &'static str =
+        "FABLE, the bias owner's count in the header, its step restarted by a revoker's signal";
+    const LEARN: bool = true;
+    const STICKY: bool = true;
+    const RECORDS: bool = false;
+    const RSEQ: bool = true;
+    const SIGNAL: bool = true;
+}
+
+/// `fable-signal`: FABLE biased locking (seed 002 §3), the bias owner's Figure 7 step in a
+/// section a revoker's signal restarts ([`FableSignalHeuristics`]); x86-64 Linux with glibc,
+/// elsewhere it biases nothing.
+pub type FableSignal = Biasing<FableSignalHeuristics>;
+
 /// FABLE heuristics with the bias owner's count in lock records (HotSpot 17's scheme; the
 /// owner never writes a biased header): `fable`.
 ///

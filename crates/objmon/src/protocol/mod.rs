@@ -315,6 +315,8 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fable::Fable>();
     v.visit::<biased::BiasedRseq>();
     v.visit::<fable::FableRseq>();
+    v.visit::<biased::BiasedSignal>();
+    v.visit::<fable::FableSignal>();
 }
 
 /// The catalog names of every protocol [`visit_all`] visits, in the same order.

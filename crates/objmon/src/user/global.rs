@@ -7,8 +7,8 @@
 //! fast path of `Monitor::lock` is one thread-local load, then the protocol's own.
 
 use super::attach::{self, Auto, Cache};
-use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed};
-use crate::protocol::fable::{Fable, FableRseq};
+use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed, BiasedSignal};
+use crate::protocol::fable::{Fable, FableRseq, FableSignal};
 use crate::protocol::fat::Fat;
 use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
 use crate::protocol::stack::Stack;
@@ -181,5 +181,7 @@ process_wide! {
     Fable => crate::protocol::biased::BiasWord::new(0);
     BiasedRseq => crate::protocol::biased::BiasWord::new(0);
     FableRseq => crate::protocol::biased::BiasWord::new(0);
+    BiasedSignal => crate::protocol::biased::BiasWord::new(0);
+    FableSignal => crate::protocol::biased::BiasWord::new(0);
     Tasuki => crate::protocol::tasuki_bimodal::TasukiHeader::new(0, 0);
 }

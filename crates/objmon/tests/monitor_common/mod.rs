@@ -142,7 +142,8 @@ macro_rules! monitor_tests {
                 fat: Fat, thin: Thin, thin_seed: ThinSeed, tasuki: Tasuki, stack: Stack, lightweight: Lightweight,
                 lightweight_seed: LightweightSeed, lightweight_table: LightweightTable,
                 biased: Biased, biased_seed: BiasedSeed, fable: Fable,
-                biased_rseq: BiasedRseq, fable_rseq: FableRseq);
+                biased_rseq: BiasedRseq, fable_rseq: FableRseq,
+                biased_signal: BiasedSignal, fable_signal: FableSignal);
         }
     )*};
     (@each $check:ident, $secs:literal; $($name:ident: $p:ident),*) => {$(
@@ -178,7 +179,8 @@ macro_rules! per_protocol {
                 fat: Fat, thin: Thin, thin_seed: ThinSeed, tasuki: Tasuki, stack: Stack, lightweight: Lightweight,
                 lightweight_seed: LightweightSeed, lightweight_table: LightweightTable,
                 biased: Biased, biased_seed: BiasedSeed, fable: Fable,
-                biased_rseq: BiasedRseq, fable_rseq: FableRseq);
+                biased_rseq: BiasedRseq, fable_rseq: FableRseq,
+                biased_signal: BiasedSignal, fable_signal: FableSignal);
         }
     )*};
     (@each $check:ident, $secs:literal; $($name:ident: $p:ident),*) => {$(

@@ -122,6 +122,9 @@ impl<F: Flavor> Biasing<F> {
         #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
         {
             let line = r as *const LockRecords;
+            if F::SIGNAL {
+                return Self::signal_step(h, line, lock);
+            }
             // SAFETY: `line` is this thread's records line (borrowed for the call; `t` is
             // the caller's own context, `Protocol`'s contract), whose `rseq_cs` field —
             // read first — holds the address of this thread's `rseq.rseq_cs` in glibc's
@@ -218,6 +221,88 @@ impl<F: Flavor> Biasing<F> {
             let _ = (r, lock);
             Some(h.0.load(Ordering::Relaxed))
         }
+    }
+
+    /// Signal variant, the bias owner's step (Figure 4's first case, nothing else): load the
+    /// header, test that it is biased to us, not revoking, with rc < 255 (lock) or ≥ 1
+    /// (unlock) — the rseq step's subtract and compare —, store it ± 256. The load, the
+    /// test and the store are one section, listed in the `objmon_bias_cs` table as
+    /// `(start, commit, abort)`; nothing arms it. A revoker marks the header, then signals
+    /// us (`crate::sigbarrier::interrupt`) and waits for our handler, which moves a thread
+    /// caught between the load and the store to the abort address: a section that read the
+    /// unmarked word either stored before the handler ran (the revoker's re-read, after the
+    /// handler's acknowledgement, sees the store: over the mark, which is gone, so it tries
+    /// again) or never stores; one that starts after the handler reads the mark and fails.
+    /// `None` when done; else the word now.
+    #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+    #[inline(always)]
+    fn signal_step(h: &BiasWord, line: *const LockRecords, lock: bool) -> Option<u64> {
+        // SAFETY: `line` is this thread's records line (borrowed by the caller for the call;
+        // `t` is the caller's own context, `Protocol`'s contract); the asm reads its `bias`
+        // field and reads and writes only `h`'s word (an `AtomicU64` borrowed for the call).
+        // The section's table entry names its first instruction, the address after its
+        // committing store (a plain `mov`, the last instruction in it) and an abort stub
+        // that jumps to `fail`; only the signal barrier's handler uses it, on this thread.
+        // Registers only, no stack (`nostack`); the block is a compiler barrier both ways,
+        // and x86-64's TSO gives the store release order.
+        unsafe {
+            if lock {
+                std::arch::asm!(
+                    "2:",
+                    "mov ({h}), {w}",
+                    "mov {w}, {t}",
+                    "sub {boff}({line}), {t}",
+                    "cmp $0xfeff, {t}",
+                    "ja {fail}",
+                    "add $0x100, {w}",
+                    "mov {w}, ({h})",
+                    "4:",
+                    ".pushsection objmon_bias_cs, \"awR\"",
+                    ".balign 8",
+                    ".quad 2b, 4b, 5f",
+                    ".popsection",
+                    ".pushsection objmon_bias_abort, \"ax\"",
+                    "5:",
+                    "jmp {fail}",
+                    ".popsection",
+                    line = in(reg) line,
+                    h = in(reg) h.0.as_ptr(),
+                    boff = const std::mem::offset_of!(LockRecords, bias),
+                    t = out(reg) _,
+                    w = out(reg) _,
+                    fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                    options(att_syntax, nostack),
+                );
+            } else {
+                std::arch::asm!(
+                    "2:",
+                    "mov ({h}), {w}",
+                    "lea -0x100({w}), {t}",
+                    "sub {boff}({line}), {t}",
+                    "cmp $0xfeff, {t}",
+                    "ja {fail}",
+                    "sub $0x100, {w}",
+                    "mov {w}, ({h})",
+                    "4:",
+                    ".pushsection objmon_bias_cs, \"awR\"",
+                    ".balign 8",
+                    ".quad 2b, 4b, 5f",
+                    ".popsection",
+                    ".pushsection objmon_bias_abort, \"ax\"",
+                    "5:",
+                    "jmp {fail}",
+                    ".popsection",
+                    line = in(reg) line,
+                    h = in(reg) h.0.as_ptr(),
+                    boff = const std::mem::offset_of!(LockRecords, bias),
+                    t = out(reg) _,
+                    w = out(reg) _,
+                    fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                    options(att_syntax, nostack),
+                );
+            }
+        }
+        None
     }
 
     /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.

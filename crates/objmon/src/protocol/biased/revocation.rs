@@ -241,7 +241,12 @@ impl<F: Flavor> Biasing<F> {
             }
             // Every running thread fences now: after this, each fast path of the owner either
             // had published its record / `in_op` (we see it below) or will read our mark.
-            let fenced = if F::RSEQ {
+            let fenced = if F::SIGNAL {
+                // One thread's barrier: the owner's handler restarts its section in flight
+                // (or the owner is at a safepoint we hold it at, or gone).
+                crate::sigbarrier::interrupt(&owner.sig, || owner.sp.quiescent().is_some())
+                    != crate::sigbarrier::Delivery::Refused
+            } else if F::RSEQ {
                 process_barrier_rseq()
             } else {
                 process_barrier()
