@@ -34,12 +34,17 @@
 //! documentation quotes them).
 //!
 //! Protocols: `pair` (the bare load / compare / store pair, any `BENCH`), `biased`, `biased-seed`, `biased-rseq`, `fable`, `fable-seed`,
-//! `fable-rseq` (no suffix: the count in HotSpot-style lock records; `-seed`: seed 002
+//! `fable-rseq`, `biased-signal`, `fable-signal` (no suffix: the count in HotSpot-style lock records; `-seed`: seed 002
 //! Figures 3–4 / 6–7 as written, the owner's store bracketed by the `in_op` Dekker; `-rseq`:
-//! the header's count stored in a restartable sequence).
+//! the header's count stored in a restartable sequence; `-signal`: the same step in a
+//! section nothing arms, restarted by a revoker's signal).
 
-use objmon::protocol::biased::{BiasConfig, BiasWord, Biasing, Flavor, Kko, KkoRseq, KkoSeed};
-use objmon::protocol::fable::{FableHeuristics, FableRseqHeuristics, FableSeedHeuristics};
+use objmon::protocol::biased::{
+    BiasConfig, BiasWord, Biasing, Flavor, Kko, KkoRseq, KkoSeed, KkoSignal,
+};
+use objmon::protocol::fable::{
+    FableHeuristics, FableRseqHeuristics, FableSeedHeuristics, FableSignalHeuristics,
+};
 use objmon::vm::{Protocol, Revocation, Runtime, ThreadHandle};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -223,6 +228,14 @@ fn time(n: u64) {
         ("fable-rseq nested", |n| {
             time_one::<FableRseqHeuristics>(true, n)
         }),
+        ("biased-signal", |n| time_one::<KkoSignal>(false, n)),
+        ("biased-signal nested", |n| time_one::<KkoSignal>(true, n)),
+        ("fable-signal", |n| {
+            time_one::<FableSignalHeuristics>(false, n)
+        }),
+        ("fable-signal nested", |n| {
+            time_one::<FableSignalHeuristics>(true, n)
+        }),
     ];
     let mut t = vec![Vec::new(); rows.len()];
     for _ in 0..7 {
@@ -394,6 +407,8 @@ fn main() {
         "fable" => count::<FableHeuristics>(bench, n),
         "fable-seed" => count::<FableSeedHeuristics>(bench, n),
         "fable-rseq" => count::<FableRseqHeuristics>(bench, n),
+        "biased-signal" => count::<KkoSignal>(bench, n),
+        "fable-signal" => count::<FableSignalHeuristics>(bench, n),
         p => panic!("unknown protocol {p}"),
     }
 }

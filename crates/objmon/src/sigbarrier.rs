@@ -37,7 +37,12 @@
 //! elsewhere [`install`] answers `false` and the flavors bias nothing. Under loom the barrier
 //! is modelled by the caller (the owner's section under a mutex the revoker takes once).
 
-#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+#[cfg(all(
+    not(loom),
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu"
+))]
 mod imp {
     use crate::spin::Spin;
     use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
@@ -230,7 +235,6 @@ mod imp {
             }
         }
 
-
         /// Records the calling thread as this target.
         pub(crate) fn set_current(&self) {
             // SAFETY: `gettid` has no arguments and cannot fail.
@@ -336,7 +340,12 @@ mod imp {
     }
 }
 
-#[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux", target_env = "gnu")))]
+#[cfg(not(all(
+    not(loom),
+    target_arch = "x86_64",
+    target_os = "linux",
+    target_env = "gnu"
+)))]
 mod imp {
     /// No signal barrier here: the flavors bias nothing.
     pub(crate) fn install() -> bool {

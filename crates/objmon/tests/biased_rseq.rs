@@ -201,7 +201,11 @@ fn barrier_revocation_never_makes_two_owners_fable() {
 
 #[test]
 fn abort_handler_keeps_the_count_biased_signal() {
-    within(120, "biased-signal", abort_handler_keeps_the_count::<KkoSignal>);
+    within(
+        120,
+        "biased-signal",
+        abort_handler_keeps_the_count::<KkoSignal>,
+    );
 }
 
 #[test]

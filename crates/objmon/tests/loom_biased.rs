@@ -25,8 +25,10 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoRseq, KkoSeed, LOCK_RECORDS};
-use objmon::protocol::fable::FableRseqHeuristics;
+use objmon::protocol::biased::{
+    BiasMode, Biasing, Flavor, Kko, KkoRseq, KkoSeed, KkoSignal, LOCK_RECORDS,
+};
+use objmon::protocol::fable::{FableRseqHeuristics, FableSignalHeuristics};
 use objmon::vm::{
     BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
 };
@@ -772,4 +774,34 @@ fn fable_fast_path_vs_async_handshake() {
 #[test]
 fn fable_held_across_async_handshake() {
     held_across_revocation::<FableRseqHeuristics>(Revocation::AsyncHandshake);
+}
+
+/// The signal flavors (`biased-signal`, `fable-signal`): the same section as the rseq
+/// step's, entered without the dispatch's load (the section's load is the only one), and a
+/// revoker that restarts it by a signal to the owner; modelled as the rseq barrier is (the
+/// section under the owner's `cpu` mutex, which the revoker takes once: the handler lands
+/// before or after a section, or restarts it, which is as if it had not begun).
+#[test]
+fn signal_fast_path_vs_revocation() {
+    owner_vs_revoker::<KkoSignal>(Revocation::Membarrier);
+}
+
+#[test]
+fn signal_nested_vs_revocation() {
+    nested_vs_revoker::<KkoSignal>(Revocation::Membarrier);
+}
+
+#[test]
+fn signal_fable_nested_vs_revocation() {
+    nested_vs_revoker::<FableSignalHeuristics>(Revocation::Membarrier);
+}
+
+#[test]
+fn signal_out_of_order_exit_vs_revocation() {
+    out_of_order_vs_revoker::<KkoSignal>(Revocation::Membarrier);
+}
+
+#[test]
+fn signal_fast_path_vs_sync_handshake() {
+    owner_vs_revoker::<KkoSignal>(Revocation::SyncHandshake);
 }
