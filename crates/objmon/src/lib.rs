@@ -86,6 +86,7 @@
 struct ReadmeDoctests;
 
 mod binding;
+mod blocking;
 mod deflate;
 mod error;
 mod handle;
@@ -94,6 +95,7 @@ mod introspect;
 pub mod lab;
 mod monitor;
 mod park;
+mod profile;
 pub mod protocol;
 mod revoke;
 mod runtime;

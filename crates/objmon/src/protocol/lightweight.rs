@@ -89,10 +89,11 @@ use super::omt::ObjectMonitorTable;
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
 use crate::monitor::{FatMonitor, PinnedClaim, WaitOutcome, ANONYMOUS_OWNER};
+use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{yield_now, AtomicU64, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
 
