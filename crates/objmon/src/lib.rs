@@ -91,6 +91,7 @@ mod deflate;
 mod error;
 mod handle;
 mod hash;
+mod hash_state;
 mod introspect;
 pub mod lab;
 mod monitor;

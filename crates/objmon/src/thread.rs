@@ -14,6 +14,7 @@
 //! registry a `Registry<P::ThreadState>`).
 
 use crate::blocking::BlockSlot;
+use crate::hash_state::HashState;
 use crate::park::Parker;
 use crate::sync::{lock, Arc, AtomicBool, AtomicU32, Mutex, Ordering};
 use crate::MonitorError;
@@ -85,8 +86,8 @@ pub struct ThreadCore {
     /// earlier holder of the id can be told apart (used by biased protocols).
     generation: u32,
     id: ThreadId,
-    /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash.rs`).
-    pub(crate) hash_state: crate::hash::HashState,
+    /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash_state.rs`).
+    pub(crate) hash_state: HashState,
     /// What this thread blocks on, published by slow paths (see `blocking.rs`).
     pub(crate) blocking: BlockSlot,
     // Second line (checked below): written by other threads.
@@ -113,7 +114,7 @@ impl ThreadCore {
             interrupted: AtomicBool::new(false),
             tasuki_signal: AtomicU32::new(0),
             wait_state: AtomicU32::new(0),
-            hash_state: crate::hash::HashState::new(id.get(), generation),
+            hash_state: HashState::new(id.get(), generation),
             blocking: Default::default(),
         }
     }
