@@ -134,7 +134,7 @@ pub struct MonitorTable {
     free: Mutex<FreeList>,
     live: AtomicUsize,
     allocations: AtomicU64,
-    /// Contention profiling state (see `introspect.rs`).
+    /// Contention profiling state (see `profile.rs`).
     pub(crate) profile: TableProfile,
     /// This runtime's claims on header addresses (released at drop).
     claims: Claims,
