@@ -70,6 +70,7 @@ struct FreeList {
 }
 
 /// Chunks of the index space: `1 << (23 - CHUNK_BITS)` of them.
+#[cfg(not(loom))]
 const N_CHUNKS: usize = (MAX_MONITOR_INDEX as usize + 1) >> CHUNK_BITS;
 
 /// The process-wide pool of index chunks (see the module documentation): a bitmap, lowest
