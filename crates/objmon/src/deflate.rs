@@ -38,10 +38,11 @@
 use crate::monitor::{FatMonitor, PinnedClaim};
 use crate::protocol::mark::{index_of, monitor_word, names, MARK_KEPT_BITS, MONITOR, UNLOCKED};
 use crate::protocol::Protocol;
+use crate::protocol::ThreadContext;
 use crate::runtime::Runtime;
 use crate::sync::{yield_now, AtomicU64, Ordering};
 use crate::table::MonitorIndex;
-use crate::thread::ThreadContext;
+use crate::thread::AttachedThread;
 use crate::MonitorError;
 
 /// When an idle fat monitor goes back to its object (see [`Config`](crate::vm::Config)).
@@ -288,8 +289,8 @@ pub(crate) fn exit_owned<P: Locate>(
 
 /// Object.wait through the monitor `m` that `t` owns: announced for the whole wait, so that no
 /// deflater takes the monitor while `t` is between notification and re-entry.
-pub(crate) fn wait_owned<P: Protocol>(
-    t: &ThreadContext<P>,
+pub(crate) fn wait_owned<S>(
+    t: &AttachedThread<S>,
     m: &FatMonitor,
     deadline: Option<std::time::Instant>,
 ) -> Result<crate::WaitOutcome, MonitorError> {

@@ -21,9 +21,10 @@
 use crate::monitor::WaitOutcome;
 use crate::park::deadline_after;
 use crate::protocol::Protocol;
+use crate::protocol::ThreadContext;
 use crate::runtime::Runtime;
 use crate::sync::Arc;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;

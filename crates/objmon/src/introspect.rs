@@ -59,10 +59,12 @@
 //! (deflation, reclaim) or bound to another object, so they survive deflation; a spinner's
 //! time (thin locks, biased, tasuki's flat contention) goes straight into that table.
 
+use crate::blocking::{observations, seen_owner, BlockKind, Episode};
 use crate::monitor::{FatMonitor, ANONYMOUS_OWNER};
+use crate::profile::{nanos, Counts};
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
-use crate::sync::{fence, lock, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{fence, lock, Ordering};
 use crate::table::{MonitorIndex, MonitorTable};
 use crate::thread::{ThreadCore, ThreadId};
 use std::collections::{BTreeMap, HashMap};
@@ -92,235 +94,6 @@ impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<{:#018x}>", self.0)
     }
-}
-
-/// What a blocked thread is doing (JVMTI's thread states, restricted to monitors).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BlockKind {
-    /// Blocked on entering a monitor (`BLOCKED (on object monitor)`).
-    Enter,
-    /// In `Object.wait()` without a timeout (`WAITING (on object monitor)`).
-    Wait,
-    /// In `Object.wait(timeout)` (`TIMED_WAITING (on object monitor)`).
-    TimedWait,
-}
-
-impl BlockKind {
-    fn code(self) -> u32 {
-        match self {
-            Self::Enter => 1,
-            Self::Wait => 2,
-            Self::TimedWait => 3,
-        }
-    }
-
-    fn from_code(c: u32) -> Option<Self> {
-        match c {
-            1 => Some(Self::Enter),
-            2 => Some(Self::Wait),
-            3 => Some(Self::TimedWait),
-            _ => None,
-        }
-    }
-}
-
-/// Bits of [`BlockSlot::seen`] holding the observed owner's raw id; the rest is the count.
-const SEEN_OWNER_BITS: u32 = 16;
-
-/// A thread's blocking publication (see the module documentation). Written only by its
-/// thread, in slow paths; read by any thread with a sequence-lock protocol.
-#[derive(Debug, Default)]
-pub(crate) struct BlockSlot {
-    /// Odd during a blocking episode, even between episodes; only grows.
-    seq: AtomicU64,
-    /// [`BlockKind::code`].
-    kind: AtomicU32,
-    /// The monitor index blocked on, 0 for a spinner.
-    monitor: AtomicU32,
-    /// The object's header address.
-    object: AtomicUsize,
-    /// A spinner's last observation: `count << 16 | owner raw id` (0 = no owner seen).
-    seen: AtomicU64,
-}
-
-/// One consistent read of a [`BlockSlot`] during an episode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Episode {
-    seq: u64,
-    kind: BlockKind,
-    monitor: Option<MonitorIndex>,
-    object: usize,
-    seen: u64,
-}
-
-impl BlockSlot {
-    /// Starts an episode; `false` (and nothing published) if one is in progress already.
-    fn begin(&self, kind: BlockKind, object: usize, monitor: u32) -> bool {
-        let s = self.seq.load(Ordering::Relaxed);
-        if s & 1 == 1 {
-            return false;
-        }
-        self.kind.store(kind.code(), Ordering::SeqCst);
-        self.monitor.store(monitor, Ordering::SeqCst);
-        self.object.store(object, Ordering::SeqCst);
-        self.seen.store(0, Ordering::SeqCst);
-        self.seq.store(s + 1, Ordering::SeqCst);
-        true
-    }
-
-    /// Whether the thread is in an episode (only meaningful for the thread itself).
-    fn in_episode(&self) -> bool {
-        self.seq.load(Ordering::Relaxed) & 1 == 1
-    }
-
-    /// Ends the episode begun by a successful [`begin`](Self::begin).
-    fn end(&self) {
-        let s = self.seq.load(Ordering::Relaxed);
-        debug_assert!(s & 1 == 1);
-        // SeqCst like every access here: a reader that sees a later episode's fields also
-        // sees this store (one total order), so its second sequence read tells it to retry.
-        self.seq.store(s + 1, Ordering::SeqCst);
-    }
-
-    /// A spinner re-read the header and found `owner_raw` holding it.
-    fn observe(&self, owner_raw: u32) {
-        let c = self.seen.load(Ordering::Relaxed) >> SEEN_OWNER_BITS;
-        let owner = if owner_raw < (1 << SEEN_OWNER_BITS) {
-            owner_raw
-        } else {
-            0
-        };
-        self.seen.store(
-            ((c + 1) << SEEN_OWNER_BITS) | u64::from(owner),
-            Ordering::SeqCst,
-        );
-        // The next header read comes after this store (see the confirmation argument).
-        fence(Ordering::SeqCst);
-    }
-
-    /// A consistent copy of the current episode, or `None` between episodes.
-    fn read(&self) -> Option<Episode> {
-        loop {
-            let s = self.seq.load(Ordering::SeqCst);
-            if s & 1 == 0 {
-                return None;
-            }
-            let kind = self.kind.load(Ordering::SeqCst);
-            let monitor = self.monitor.load(Ordering::SeqCst);
-            let object = self.object.load(Ordering::SeqCst);
-            let seen = self.seen.load(Ordering::SeqCst);
-            if self.seq.load(Ordering::SeqCst) == s {
-                return Some(Episode {
-                    seq: s,
-                    kind: BlockKind::from_code(kind)?,
-                    monitor: MonitorIndex::new(monitor),
-                    object,
-                    seen,
-                });
-            }
-        }
-    }
-
-    fn seq(&self) -> u64 {
-        self.seq.load(Ordering::SeqCst)
-    }
-
-    fn seen(&self) -> u64 {
-        self.seen.load(Ordering::SeqCst)
-    }
-}
-
-/// Figures of one object (or monitor) in a profile.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Counts {
-    enters: u64,
-    blocked_ns: u64,
-    waits: u64,
-    waited_ns: u64,
-}
-
-impl Counts {
-    fn is_zero(&self) -> bool {
-        *self == Self::default()
-    }
-
-    fn add(&mut self, o: Counts) {
-        self.enters += o.enters;
-        self.blocked_ns += o.blocked_ns;
-        self.waits += o.waits;
-        self.waited_ns += o.waited_ns;
-    }
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The contention figures of the monitors of every runtime that profiles, by monitor
-/// address: a side table, so that a monitor carries no profile (nor a pointer to one) when
-/// profiling is off, which is the default. Touched only by profiling runtimes, on slow paths
-/// (a contended enter that blocked, a wait), never on a fast path. A monitor's entry is taken
-/// out when it is freed or rebound, and when its table is dropped (its address may then be
-/// reused by another table).
-static MONITOR_PROFILES: std::sync::Mutex<BTreeMap<usize, Counts>> =
-    std::sync::Mutex::new(BTreeMap::new());
-
-fn monitor_profiles() -> std::sync::MutexGuard<'static, BTreeMap<usize, Counts>> {
-    // Plain bookkeeping that calls out to nothing: a poisoned lock still holds sound data.
-    MONITOR_PROFILES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl FatMonitor {
-    fn profile_key(&self) -> usize {
-        self as *const FatMonitor as usize
-    }
-
-    /// Adds `c` to this monitor's figures.
-    fn profile_add(&self, c: Counts) {
-        monitor_profiles()
-            .entry(self.profile_key())
-            .or_default()
-            .add(c);
-    }
-
-    /// This monitor's figures, left in place.
-    fn profile_snapshot(&self) -> Counts {
-        monitor_profiles()
-            .get(&self.profile_key())
-            .copied()
-            .unwrap_or_default()
-    }
-
-    /// This monitor's figures, taken out (zero afterwards).
-    fn profile_take(&self) -> Counts {
-        monitor_profiles()
-            .remove(&self.profile_key())
-            .unwrap_or_default()
-    }
-}
-
-/// Forgets the figures of the monitors in `monitors` (a chunk of a table being dropped).
-pub(crate) fn forget_profiles(monitors: &[FatMonitor]) {
-    let Some(first) = monitors.first() else {
-        return;
-    };
-    let lo = first.profile_key();
-    let hi = lo + std::mem::size_of_val(monitors);
-    let mut all = monitor_profiles();
-    let keys: Vec<usize> = all.range(lo..hi).map(|(k, _)| *k).collect();
-    for k in keys {
-        all.remove(&k);
-    }
-}
-
-/// The runtime-level part of profiling, kept by the monitor table (which sees every monitor
-/// freed or rebound).
-#[derive(Debug, Default)]
-pub(crate) struct TableProfile {
-    pub(crate) on: bool,
-    folded: Mutex<HashMap<usize, Counts>>,
 }
 
 /// Contention figures of one object (JFR's `JavaMonitorEnter` / `JavaMonitorWait`, summed).
@@ -469,7 +242,7 @@ impl Drop for SpinEpisode<'_> {
         }
         self.core.blocking.end();
         if let Some(s) = self.start {
-            self.table.fold(
+            self.table.profile.fold(
                 self.object,
                 Counts {
                     enters: 1,
@@ -481,34 +254,8 @@ impl Drop for SpinEpisode<'_> {
     }
 }
 
-/// Binding monitors to objects, and the profile table.
+/// The profile table, for introspection's report.
 impl MonitorTable {
-    /// Records that monitor `idx` now belongs to the object whose header is at `object`
-    /// (called by every inflation path and by the external protocols' binding). Profile
-    /// figures of an earlier binding are folded into that object's entry first.
-    pub(crate) fn bind(&self, idx: MonitorIndex, object: usize) {
-        let m = self.get(idx);
-        let old = m.object.swap(object, Ordering::Relaxed);
-        if self.profile.on && old != object {
-            self.fold(old, m.profile_take());
-        }
-    }
-
-    /// Called when `idx` goes back to the free list: keep its figures under its object.
-    pub(crate) fn unbind(&self, idx: MonitorIndex) {
-        let m = self.get(idx);
-        let old = m.object.swap(0, Ordering::Relaxed);
-        if self.profile.on {
-            self.fold(old, m.profile_take());
-        }
-    }
-
-    fn fold(&self, object: usize, c: Counts) {
-        if !c.is_zero() {
-            lock(&self.profile.folded).entry(object).or_default().add(c);
-        }
-    }
-
     /// Every monitor handed out so far, with its index (free ones included).
     pub(crate) fn all_monitors(&self) -> impl Iterator<Item = (MonitorIndex, &FatMonitor)> {
         self.handed_out().into_iter().map(move |i| (i, self.get(i)))
@@ -806,14 +553,6 @@ fn monitor_owner<P: Protocol>(rt: &Runtime<P>, ep: &Episode, idx: MonitorIndex) 
     }
 }
 
-fn observations(seen: u64) -> u64 {
-    seen >> SEEN_OWNER_BITS
-}
-
-fn seen_owner(seen: u64) -> u32 {
-    (seen & ((1 << SEEN_OWNER_BITS) - 1)) as u32
-}
-
 /// Introspection API (issue 7 items 3 and 4).
 impl<P: Protocol> Runtime<P> {
     /// Every attached thread, what it is blocked on, and the monitors it owns — without the
@@ -859,7 +598,7 @@ impl<P: Protocol> Runtime<P> {
             .map(|cx| {
                 let slot = &cx.core().blocking;
                 let blocked_on = slot.read().and_then(|ep| {
-                    let owner = match (ep.kind, ep.monitor) {
+                    let owner = match (ep.kind, MonitorIndex::new(ep.monitor)) {
                         (BlockKind::Enter, Some(i)) => monitor_owner(self, &ep, i),
                         (BlockKind::Enter, None) => seen_owner(ep.seen),
                         _ => 0,
@@ -918,7 +657,7 @@ impl<P: Protocol> Runtime<P> {
         let mut edges: HashMap<u32, Edge> = HashMap::new();
         let mut spinners = Vec::new();
         for &(raw, core, ep) in &first {
-            match ep.monitor {
+            match MonitorIndex::new(ep.monitor) {
                 Some(i) => {
                     let owner = monitor_owner(self, &ep, i);
                     if owner != 0 {
@@ -994,7 +733,8 @@ impl<P: Protocol> Runtime<P> {
                         let e = &edges[raw];
                         // As the dump: the larger of the monitor's count and the owner's
                         // records (`stack` keeps recursive records beside its monitor).
-                        let monitor = e.ep.monitor.map(|i| self.monitors().get(i));
+                        let monitor =
+                            MonitorIndex::new(e.ep.monitor).map(|i| self.monitors().get(i));
                         let held_count = monitor
                             .filter(|m| m.owner_raw() == e.owner)
                             .map_or(0, |m| m.count_raw())
@@ -1006,7 +746,7 @@ impl<P: Protocol> Runtime<P> {
                         DeadlockEdge {
                             thread: ThreadId::from_raw(*raw).expect("attached id"),
                             waiting_for: ObjectRef(e.ep.object),
-                            monitor: e.ep.monitor.map(MonitorIndex::get),
+                            monitor: MonitorIndex::new(e.ep.monitor).map(MonitorIndex::get),
                             held_by: ThreadId::from_raw(e.owner).expect("owner id"),
                             held_count,
                         }
@@ -1031,36 +771,6 @@ impl<P: Protocol> Runtime<P> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    /// One episode at a time: a nested begin publishes nothing; observations count up with
-    /// the owner in the low bits; the slot reads as empty between episodes.
-    #[test]
-    fn block_slot_publishes_one_episode_at_a_time() {
-        let s = BlockSlot::default();
-        assert_eq!(s.read(), None);
-        assert!(s.begin(BlockKind::Enter, 0x1000, 7));
-        assert!(!s.begin(BlockKind::Wait, 0x2000, 9), "nested");
-        s.observe(3);
-        s.observe(4);
-        let ep = s.read().expect("in an episode");
-        assert_eq!(
-            (ep.kind, ep.object, ep.monitor.map(MonitorIndex::get)),
-            (BlockKind::Enter, 0x1000, Some(7))
-        );
-        assert_eq!((observations(ep.seen), seen_owner(ep.seen)), (2, 4));
-        s.end();
-        assert_eq!(s.read(), None);
-        assert!(s.begin(BlockKind::TimedWait, 0x3000, 0));
-        let ep = s.read().expect("next episode");
-        assert_eq!(
-            (ep.kind, ep.monitor, ep.seen),
-            (BlockKind::TimedWait, None, 0)
-        );
-        assert_eq!(
-            ep.seq, 3,
-            "odd during an episode, one more per begin and end"
-        );
-    }
 
     #[test]
     fn lock_records_count_by_object_in_first_seen_order() {

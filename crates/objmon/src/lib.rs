@@ -87,14 +87,17 @@
 struct ReadmeDoctests;
 
 mod binding;
+mod blocking;
 mod deflate;
 mod error;
 mod handle;
 mod hash;
+mod hash_state;
 mod introspect;
 pub mod lab;
 mod monitor;
 mod park;
+mod profile;
 pub mod protocol;
 mod revoke;
 mod runtime;

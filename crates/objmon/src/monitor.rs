@@ -15,7 +15,7 @@
 //! | `contentions` | 4 | contenders (RMW) | deflation (HotSpot's `_contentions`): only `stack`, `lightweight` and the external protocols use it |
 //! | `hash`        | 4 | first hasher (CAS 0 → hash); the table when freed | identity hash of `fat`, `thin`, `tasuki` (their headers have no room for it) |
 //! | `index`       | 4 | the table, once | the monitor index a blocked thread publishes (introspection) |
-//! | `profile_on`  | 1 (+3) | the table, once | whether the slow paths profile; the figures live in a side table keyed by monitor address (`introspect.rs`), so that the default (profiling off) pays no pointer for them (was an 8-byte lazily filled pointer) |
+//! | `profile_on`  | 1 (+3) | the table, once | whether the slow paths profile; the figures live in a side table keyed by monitor address (`profile.rs`), so that the default (profiling off) pays no pointer for them (was an 8-byte lazily filled pointer) |
 //! | `waiters`     | 8 | owner (wait, notify) / waiter (leave on timeout or interrupt) | the wait set: one word, an intrusive FIFO of nodes in the waiters' frames with its lock in bit 0 (was a 40-byte `Mutex<VecDeque<Arc<ThreadCore>>>`) |
 //! | `object`      | 8 | the table (`bind`) | the header address, to report a monitor as an object (thread dumps, deadlocks, profiles) |
 //!
@@ -79,7 +79,7 @@ pub struct FatMonitor {
     /// This monitor's index in its table (0 outside a table), for blocking publications.
     pub(crate) index: u32,
     /// `Config::profiling` of the runtime whose table holds this monitor (the figures
-    /// themselves live in a side table, `introspect.rs`).
+    /// themselves live in a side table, `profile.rs`).
     pub(crate) profile_on: bool,
     /// The wait set, oldest first: nodes in the waiters' frames, guarded by the queue's own
     /// lock bit. Linked by the owner (wait), unlinked by the owner (notify) or by the waiter

@@ -114,7 +114,7 @@ impl StatsSnapshot {
 /// process, so a second runtime gets `ForeignHeader` or waits, `docs/soundness.md` §7).
 pub struct Runtime<P: Protocol> {
     config: Config,
-    threads: Registry<P>,
+    threads: Registry<P::ThreadState>,
     monitors: MonitorTable,
     state: P::State,
     stats: Stats,
@@ -147,7 +147,7 @@ impl<P: Protocol> Runtime<P> {
     }
 
     /// The thread registry.
-    pub fn threads(&self) -> &Registry<P> {
+    pub fn threads(&self) -> &Registry<P::ThreadState> {
         &self.threads
     }
 

@@ -25,6 +25,7 @@
 
 use crate::binding::Claims;
 use crate::monitor::FatMonitor;
+use crate::profile::{forget_profiles, TableProfile};
 use crate::sync::{lock, AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::tasuki::SystemLockConfig;
 use crate::MonitorError;
@@ -69,6 +70,7 @@ struct FreeList {
 }
 
 /// Chunks of the index space: `1 << (23 - CHUNK_BITS)` of them.
+#[cfg(not(loom))]
 const N_CHUNKS: usize = (MAX_MONITOR_INDEX as usize + 1) >> CHUNK_BITS;
 
 /// The process-wide pool of index chunks (see the module documentation): a bitmap, lowest
@@ -133,8 +135,8 @@ pub struct MonitorTable {
     free: Mutex<FreeList>,
     live: AtomicUsize,
     allocations: AtomicU64,
-    /// Contention profiling state (see `introspect.rs`).
-    pub(crate) profile: crate::introspect::TableProfile,
+    /// Contention profiling state (see `profile.rs`).
+    pub(crate) profile: TableProfile,
     /// This runtime's claims on header addresses (released at drop).
     claims: Claims,
     #[cfg(loom)]
@@ -333,8 +335,29 @@ impl MonitorTable {
     }
 }
 
-/// Introspection support (see `introspect.rs`).
+/// Binding monitors to objects (for reports by object), and introspection support (see
+/// `introspect.rs`).
 impl MonitorTable {
+    /// Records that monitor `idx` now belongs to the object whose header is at `object`
+    /// (called by every inflation path and by the external protocols' binding). Profile
+    /// figures of an earlier binding are folded into that object's entry first.
+    pub(crate) fn bind(&self, idx: MonitorIndex, object: usize) {
+        let m = self.get(idx);
+        let old = m.object.swap(object, Ordering::Relaxed);
+        if self.profile.on && old != object {
+            self.profile.fold(old, m.profile_take());
+        }
+    }
+
+    /// Called when `idx` goes back to the free list: keep its figures under its object.
+    pub(crate) fn unbind(&self, idx: MonitorIndex) {
+        let m = self.get(idx);
+        let old = m.object.swap(0, Ordering::Relaxed);
+        if self.profile.on {
+            self.profile.fold(old, m.profile_take());
+        }
+    }
+
     /// The same table, with contention profiling on or off (`Config::profiling`). Only
     /// before the first allocation: monitors take the setting when their chunk is made.
     pub(crate) fn with_profiling(mut self, on: bool) -> Self {
@@ -383,7 +406,7 @@ impl Drop for MonitorTable {
                 let chunk = unsafe { Box::from_raw(raw) };
                 if self.profile.on {
                     // The addresses may go to another table's monitors next.
-                    crate::introspect::forget_profiles(&chunk);
+                    forget_profiles(&chunk);
                 }
                 drop(chunk);
             }

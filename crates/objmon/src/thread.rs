@@ -1,16 +1,21 @@
 //! Attached threads: small ids, per-thread contexts, and the registry that maps one to the other.
 //!
-//! Every thread that locks objects is *attached* to a [`Runtime`](crate::vm::Runtime) and gets a
-//! [`ThreadId`] in `1..=32767` (the 15-bit thread index of seed 000 §2.3), unique in the
+//! Every thread that locks objects is *attached* to a runtime and gets a [`ThreadId`] in `1..=32767` (the 15-bit thread index of seed 000 §2.3), unique in the
 //! process: one pool serves every runtime, so a header used with two runtimes never shows one
 //! runtime's thread another's owner id as its own (issue 11 item 13). Ids are reused after
-//! detach. The [`ThreadContext`] is what the fast paths take as an
+//! detach. The [`AttachedThread`] is what the fast paths take as an
 //! argument: everything they need about the current thread is one load away from it (seed 000
 //! §2.3.1 keeps the pre-shifted thread index in the "execution environment" for that reason), so
 //! no fast path ever looks up a thread-local.
+//!
+//! A lower layer: this file knows no protocol. A thread's per-protocol state is a type
+//! parameter `S` here; the protocol layer supplies its `Protocol::ThreadState`
+//! (`protocol::ThreadContext<P>` is `AttachedThread<P::ThreadState>`, and a runtime's
+//! registry a `Registry<P::ThreadState>`).
 
+use crate::blocking::BlockSlot;
+use crate::hash_state::HashState;
 use crate::park::Parker;
-use crate::protocol::Protocol;
 use crate::sync::{lock, Arc, AtomicBool, AtomicU32, Mutex, Ordering};
 use crate::MonitorError;
 use std::fmt;
@@ -81,10 +86,10 @@ pub struct ThreadCore {
     /// earlier holder of the id can be told apart (used by biased protocols).
     generation: u32,
     id: ThreadId,
-    /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash.rs`).
-    pub(crate) hash_state: crate::hash::HashState,
-    /// What this thread blocks on, published by slow paths (see `introspect.rs`).
-    pub(crate) blocking: crate::introspect::BlockSlot,
+    /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash_state.rs`).
+    pub(crate) hash_state: HashState,
+    /// What this thread blocks on, published by slow paths (see `blocking.rs`).
+    pub(crate) blocking: BlockSlot,
     // Second line (checked below): written by other threads.
     pub(crate) parker: Parker,
     /// Hand-off word of the tasuki suspend-wait (see `tasuki.rs`).
@@ -109,7 +114,7 @@ impl ThreadCore {
             interrupted: AtomicBool::new(false),
             tasuki_signal: AtomicU32::new(0),
             wait_state: AtomicU32::new(0),
-            hash_state: crate::hash::HashState::new(id.get(), generation),
+            hash_state: HashState::new(id.get(), generation),
             blocking: Default::default(),
         }
     }
@@ -157,14 +162,15 @@ impl ThreadCore {
     }
 }
 
-/// Everything the fast paths of protocol `P` know about the current thread: the common
-/// [`ThreadCore`] and the protocol's own per-thread state (a lock stack, a learn count, ...).
-pub struct ThreadContext<P: Protocol> {
+/// Everything the fast paths know about the current thread: the common [`ThreadCore`] and
+/// the per-thread state `S` of its runtime's protocol (a lock stack, a learn count, ...).
+/// The protocols name it `ThreadContext<P>`, for `AttachedThread<P::ThreadState>`.
+pub struct AttachedThread<S> {
     core: Arc<ThreadCore>,
-    local: P::ThreadState,
+    local: S,
 }
 
-impl<P: Protocol> ThreadContext<P> {
+impl<S> AttachedThread<S> {
     /// The protocol-independent part.
     #[inline]
     pub fn core(&self) -> &ThreadCore {
@@ -179,7 +185,7 @@ impl<P: Protocol> ThreadContext<P> {
 
     /// The protocol's per-thread state.
     #[inline]
-    pub fn local(&self) -> &P::ThreadState {
+    pub fn local(&self) -> &S {
         &self.local
     }
 
@@ -190,7 +196,7 @@ impl<P: Protocol> ThreadContext<P> {
     }
 }
 
-impl<P: Protocol> fmt::Debug for ThreadContext<P> {
+impl<S> fmt::Debug for AttachedThread<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadContext")
             .field("id", &self.core.id)
@@ -290,14 +296,15 @@ impl IdPool {
 #[cfg(not(loom))]
 static IDS: IdPool = IdPool::new();
 
-struct Slots<P: Protocol> {
+struct Slots<S> {
     /// The attached threads by id: sparse, since ids are process-wide (see [`IdPool`]).
-    threads: std::collections::BTreeMap<u16, Arc<ThreadContext<P>>>,
+    threads: std::collections::BTreeMap<u16, Arc<AttachedThread<S>>>,
     /// Ids retired here for good (see `Registry::retire`); they still count against `max`.
     retired: std::collections::BTreeSet<u16>,
 }
 
-/// The thread registry of one runtime: attach, detach, and id → context look-ups.
+/// The thread registry of one runtime: attach, detach, and id → context look-ups. `S` is the
+/// per-thread state of the runtime's protocol.
 ///
 /// Ids come from the process-wide pool ([`ThreadId`]s are unique among all the threads
 /// attached to any runtime), so `Config::max_threads` bounds how many threads are attached
@@ -305,14 +312,14 @@ struct Slots<P: Protocol> {
 ///
 /// Look-ups take a mutex; they happen only on slow paths (interrupts, owner queries, lock-stack
 /// scans), never on a fast path, which gets its context passed in.
-pub struct Registry<P: Protocol> {
+pub struct Registry<S> {
     max: u16,
-    slots: Mutex<Slots<P>>,
+    slots: Mutex<Slots<S>>,
     #[cfg(loom)]
     pool: IdPool,
 }
 
-impl<P: Protocol> Registry<P> {
+impl<S> Registry<S> {
     pub(crate) fn new(max_threads: u16) -> Self {
         let max = max_threads.clamp(1, MAX_THREAD_ID);
         Self {
@@ -338,14 +345,14 @@ impl<P: Protocol> Registry<P> {
     /// or than ids in the process, is an error.
     pub(crate) fn attach(
         &self,
-        local: impl FnOnce(ThreadId) -> P::ThreadState,
-    ) -> Result<Arc<ThreadContext<P>>, MonitorError> {
+        local: impl FnOnce(ThreadId) -> S,
+    ) -> Result<Arc<AttachedThread<S>>, MonitorError> {
         let mut s = lock(&self.slots);
         if s.threads.len() + s.retired.len() >= usize::from(self.max) {
             return Err(MonitorError::TooManyThreads);
         }
         let (id, generation) = self.pool().take().ok_or(MonitorError::TooManyThreads)?;
-        let cx = Arc::new(ThreadContext {
+        let cx = Arc::new(AttachedThread {
             core: Arc::new(ThreadCore::new(id, generation)),
             local: local(id),
         });
@@ -392,7 +399,7 @@ impl<P: Protocol> Registry<P> {
         &self,
         raw: u32,
         still: impl FnOnce() -> bool,
-    ) -> Result<Option<Arc<ThreadContext<P>>>, MonitorError> {
+    ) -> Result<Option<Arc<AttachedThread<S>>>, MonitorError> {
         let Some(id) = ThreadId::from_raw(raw) else {
             return Ok(None);
         };
@@ -423,7 +430,7 @@ impl<P: Protocol> Registry<P> {
         raw: u32,
         generation: u32,
         mask: u32,
-    ) -> Result<Option<Arc<ThreadContext<P>>>, MonitorError> {
+    ) -> Result<Option<Arc<AttachedThread<S>>>, MonitorError> {
         let Some(id) = ThreadId::from_raw(raw) else {
             return Ok(None);
         };
@@ -444,12 +451,12 @@ impl<P: Protocol> Registry<P> {
     }
 
     /// The context of the thread attached under `id`, if any.
-    pub fn get(&self, id: ThreadId) -> Option<Arc<ThreadContext<P>>> {
+    pub fn get(&self, id: ThreadId) -> Option<Arc<AttachedThread<S>>> {
         lock(&self.slots).threads.get(&id.get()).cloned()
     }
 
     /// Every attached thread's context, in id order.
-    pub fn snapshot(&self) -> Vec<Arc<ThreadContext<P>>> {
+    pub fn snapshot(&self) -> Vec<Arc<AttachedThread<S>>> {
         lock(&self.slots).threads.values().cloned().collect()
     }
 

@@ -50,23 +50,25 @@
 //! which lists the protocols where this is still pending). A [`Monitor`](crate::Monitor)
 //! cannot break the rule: its header is private and bound to its runtime when it is made.
 
+pub use crate::blocking::BlockKind;
 pub use crate::deflate::DeflationPolicy;
 pub use crate::handle::{HeaderGuard, ThreadHandle};
 pub use crate::introspect::{
-    BlockKind, BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor,
-    ThreadDump, ThreadInfo,
+    BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor, ThreadDump,
+    ThreadInfo,
 };
 pub use crate::protocol::biased::{BiasConfig, BiasWord};
 pub use crate::protocol::cacao::HostWord;
 pub use crate::protocol::mark::MarkWord;
 pub use crate::protocol::stack::StackWord;
 pub use crate::protocol::tasuki_bimodal::TasukiHeader;
+pub use crate::protocol::ThreadContext;
 pub use crate::protocol::{names, visit_all, Knob, KnobError, LockWord, ProtocolVisitor};
 pub use crate::revoke::{init as init_revocation, Revocation, RevocationKind, RevocationStats};
 pub use crate::runtime::{Config, InflationCause, Runtime, StatsSnapshot};
 pub use crate::table::MAX_MONITOR_INDEX;
 pub use crate::tasuki::{SystemLockConfig, SystemLockVariant};
-pub use crate::thread::{Registry, ThreadContext, ThreadCore, ThreadId, MAX_THREAD_ID};
+pub use crate::thread::{AttachedThread, Registry, ThreadCore, ThreadId, MAX_THREAD_ID};
 #[cfg(not(loom))]
 pub use crate::user::global_runtime;
 pub use crate::{MonitorError, Protocol, WaitOutcome};

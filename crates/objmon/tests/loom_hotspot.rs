@@ -3,7 +3,8 @@
 //! against an enter and against a notified waiter, the owner query against an owner that
 //! reshuffles its lock stack, and the side table of `lightweight-table` when safe Rust moved
 //! or dropped a header under its idle monitor (a stale entry against two inflations, an
-//! orphaned monitor state against enter, try-enter and deflation; issue 11, findings 5, 15).
+//! orphaned monitor state against enter, try-enter and deflation; issue 11, findings 5, 15),
+//! and a second fast-locking runtime made while the first one's thread contends.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_hotspot`.
@@ -112,6 +113,43 @@ fn lightweight_table_two_contenders() {
         assert_eq!(rt.owner_of(&obj), None);
         assert_eq!(rt.stats_snapshot().live_monitors, 0);
         assert!(rt.state().is_empty());
+    });
+}
+
+/// A second fast-locking runtime made while the first one's thread contends (the count of
+/// live runtimes that lets a contender skip the lock-stack scan, `only_runtime`): B's thread
+/// fast-locks the object right after B is made; A's thread, meeting that fast-lock, must see
+/// B counted and wait for it, never inflate it (A's anonymous monitor would make B's exit fail
+/// and leave A blocked on a monitor nobody claims). Nobody inflates in this model: A's thread
+/// is its runtime's only one, so its contended enter never meets a fast-lock of its own.
+/// (Under loom each runtime has its own index space and id pool, so an index decoded in the
+/// wrong table is not caught here; none is written.)
+#[test]
+fn lightweight_second_runtime_vs_contender() {
+    model(|| {
+        let ra = Runtime::<Lightweight>::new(config(EAGER));
+        let obj = Arc::new(MarkWord::default());
+        let t = {
+            let obj = obj.clone();
+            thread::spawn(move || {
+                let rb = Runtime::<Lightweight>::new(config(EAGER));
+                let b = rb.attach().unwrap();
+                b.monitor_enter(&obj).unwrap();
+                assert_eq!(b.monitor_exit(&obj), Ok(()), "B's own release");
+                drop(b);
+                assert_eq!(rb.stats_snapshot().inflations(), 0);
+            })
+        };
+        let a = ra.attach().unwrap();
+        a.monitor_enter(&obj).unwrap();
+        assert_eq!(a.monitor_exit(&obj), Ok(()), "A's own release");
+        drop(a);
+        t.join().unwrap();
+        assert_eq!(
+            ra.stats_snapshot().inflations(),
+            0,
+            "A inflated B's fast-lock"
+        );
     });
 }
 

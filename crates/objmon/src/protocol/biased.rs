@@ -266,6 +266,7 @@
 use super::fable::LEARN_LIMIT;
 use super::{KnobError, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::protocol::ThreadContext;
 use crate::revoke::{
     owner_barrier, process_barrier, process_barrier_rseq, Revocation, RevocationKind,
     RevocationStats, Safepoint,
@@ -274,7 +275,7 @@ use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::table::MonitorIndex;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use records::{free_thin, LockRecords, NO_BIAS, NO_NEST, REC_RELEASING, REC_TOMB};
 use std::marker::PhantomData;

@@ -54,10 +54,10 @@ use super::biased::{
 use super::Protocol;
 use crate::hash::{self, Parked};
 use crate::monitor::FatMonitor;
+use crate::protocol::ThreadContext;
 use crate::runtime::{InflationCause, Runtime};
 use crate::spin::Spin;
 use crate::sync::Ordering;
-use crate::thread::ThreadContext;
 use crate::MonitorError;
 
 /// Whether `biased.rs` calls the owner hooks ([`Biasing::settle_parked_hash_after`],

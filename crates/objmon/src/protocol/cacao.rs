@@ -80,10 +80,11 @@
 
 use super::Protocol;
 use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::protocol::ThreadContext;
 use crate::runtime::{Config, Runtime};
 use crate::sync::{spin_hint, yield_now, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
 

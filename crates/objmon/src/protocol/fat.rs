@@ -29,10 +29,11 @@
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::Ordering;
 use crate::table::MonitorIndex;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
 

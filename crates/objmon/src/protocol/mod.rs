@@ -8,7 +8,7 @@
 
 use crate::monitor::WaitOutcome;
 use crate::runtime::{Config, Runtime};
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::{AttachedThread, ThreadId};
 use crate::MonitorError;
 use std::time::Instant;
 
@@ -28,6 +28,10 @@ pub mod thin;
 mod word;
 
 pub use word::{LockWord, HOST_BITS_MASK};
+
+/// What protocol `P`'s operations know about the calling thread: the thread layer's
+/// [`AttachedThread`] holding `P`'s per-thread state.
+pub type ThreadContext<P> = AttachedThread<<P as Protocol>::ThreadState>;
 
 /// A locking protocol: the header encoding and the fast / slow paths of one scheme.
 ///

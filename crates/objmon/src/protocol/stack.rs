@@ -86,9 +86,10 @@ use super::stack_records::{self, RecordArray};
 use super::Protocol;
 use crate::deflate::{self, Locate, Via};
 use crate::monitor::{FatMonitor, WaitOutcome, ANONYMOUS_OWNER};
+use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{yield_now, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
 

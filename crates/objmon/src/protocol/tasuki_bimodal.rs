@@ -78,10 +78,11 @@
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::introspect::{observe_deadline, SpinEpisode};
 use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering};
 use crate::table::MonitorIndex;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
 

@@ -220,11 +220,12 @@ use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::hash;
 use crate::introspect::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
+use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
 use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
-use crate::thread::{ThreadContext, ThreadId};
+use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
 
