@@ -23,6 +23,7 @@ const LOWER: &[&str] = &[
     "binding",    // header address → runtime claims
     "thread",     // ids, ThreadCore, AttachedThread<S>, Registry<S>
     "spin",       // contenders' back-off
+    "sigbarrier", // the signal barrier: restart one thread's owner section
     "tasuki",     // the system lock
     "monitor",    // the fat monitor
     "profile",    // contention figures
