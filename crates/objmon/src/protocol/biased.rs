@@ -9,6 +9,11 @@
 //!   restartable sequence, which the kernel restarts if the thread is preempted, migrated
 //!   or signalled inside it, and which a revoker's `membarrier(PRIVATE_EXPEDITED_RSEQ)`
 //!   restarts on every CPU: no Dekker, one store to arm the section;
+//! - **the header in a section a revoker's signal restarts** (`biased-signal`,
+//!   `fable-signal`, issue 13 item 3): the same load, compare and store, the load the only
+//!   one of the header on the owner's path and nothing armed before it; a revoker
+//!   interrupts the owner with a signal whose handler moves it out of a section in flight
+//!   (`crate::sigbarrier`) instead of the process-wide rseq barrier;
 //! - **lock records** (`biased`, [`Fable`](super::fable::Fable); HotSpot 17's scheme, the
 //!   portable default): the bias owner keeps one
 //!   record per biased hold in a small per-thread array ([`LOCK_RECORDS`] slots and a top),
@@ -24,6 +29,7 @@
 //!
 //! | variant                  | instructions | stores (lock + unlock)                 |
 //! |--------------------------|--------------|----------------------------------------|
+//! | `biased-signal`, `fable-signal` | 27 / 27 | 2: header ×2                        |
 //! | `biased-rseq`, `fable-rseq` | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2       |
 //! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
 //! | `biased`, `fable` (records) | 53 / 53, 52 / 52 | 4: record ×2, top ×2             |
@@ -34,6 +40,19 @@
 //! `biased` 2.35 ns, `biased-rseq` 2.03, `biased-seed` 2.61 (1.95 in the run before),
 //! `fable` 2.46, `fable-rseq` 2.03, `fable-seed` 1.93 per lock + unlock against 0.51 for
 //! the plain pair (`user-loop-sol-plain-pair`): 4–5×, not issue 13's 1.5×.
+//!
+//! The signal flavors (this machine, an Intel Xeon; one run of `objmon-bench run --bench
+//! user-loop --bench sync --reps 9 --protocol user-loop-sol-plain-pair --protocol
+//! user-loop-biased-signal …`, thread CPU time): `biased-signal` 1.24 ns, `fable-signal`
+//! 1.24, against `biased-rseq` 2.03, `fable-rseq` 2.03, `biased` 2.28, `fable` 2.36 and the
+//! plain pair 0.51: 2.4× the pair. On `sync` in that run, `biased-signal` 1.23 ns against
+//! `hotspot17-biased` 1.08 (`fable-signal` 2.53 there: the harness's loop, not the step —
+//! the same step measures 1.24 in the user's loop). What made the difference was not the
+//! rseq arming store (the signal step with the dispatch's load before the section's took
+//! 4.5 ns in `biased_fastpath time` beside `biased-rseq`'s 4.7, a loaded machine) but the
+//! second load of the header: the section's load is the only one (5 instructions fewer,
+//! 32 → 27). What is left above the pair: the handle's two loads and the records line's
+//! address, per step.
 //!
 //! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
 //! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of
@@ -214,6 +233,21 @@
 //!   back as for a refused barrier ([`Revocation::NoBias`]). x86-64 Linux only (elsewhere
 //!   these flavors bias nothing); under loom the section is modelled by a per-thread mutex
 //!   that the barrier takes once.
+//! - `Membarrier`, signal variant (`biased-signal`, `fable-signal`): the rseq variant's
+//!   steps, with the barrier replaced by one aimed at T alone (`crate::sigbarrier`): unless
+//!   T is at a safepoint (then it cannot be in a section until the revoker lets go of its
+//!   mutex), the revoker sends T a real-time signal (`SIGRTMIN + 6`, `rt_tgsigqueueinfo`)
+//!   and waits for its handler's acknowledgement. The handler, on T, looks the interrupted
+//!   instruction up in the table of owner sections (`objmon_bias_cs`, one entry per inlined
+//!   step: start, the address after the committing store, abort) and moves T to the abort
+//!   address if it is inside one. So, as after the rseq barrier, a section that read the
+//!   unmarked word has either stored (the revoker's re-read after the acknowledgement sees
+//!   it) or never will; a section begun after the handler reads the mark. Nothing is armed,
+//!   so the owner's step is Figure 4's load, compare and store only; a revocation costs a
+//!   signal round trip to T instead of a `membarrier` (T is interrupted only when it may be
+//!   in a section: T's own preemptions restart nothing). The handler installs only over
+//!   `SIG_DFL`; a thread that blocks the signal never caches its bias bits (it biases
+//!   nothing); x86-64 Linux with glibc only. Under valgrind it works as natively.
 //! - `Hybrid`: the asynchronous handshake for `HYBRID_WAIT_NS`;
 //!   if T has not claimed the request by then (T claims it with a CAS before running the
 //!   callback, so a withdrawn request is never run and a claimed one never withdrawn), the
@@ -454,7 +488,13 @@ impl Flavor for KkoRseq {
 /// count in a section that no store arms: a revoker restarts it with a signal to the owner
 /// (`biased-signal`; module docs, "Revocation").
 ///
-/// Measured: see the module documentation's table.
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
+/// **27** plain, 27 nested; 2 plain stores (the header, each way), no atomic
+/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 57 — the section's
+/// failed test and a second load, and in that loop the registers saved around the cold
+/// paths; AllocLock k = 2: 112 per object. Time: `user-loop-biased-signal` 1.24 ns against
+/// 0.51 for the plain pair and 2.03 for `biased-rseq` (module docs).
 #[derive(Debug)]
 pub enum KkoSignal {}
 

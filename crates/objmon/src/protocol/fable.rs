@@ -66,6 +66,12 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 /// FABLE heuristics, the bias owner's count in the header, its Figure 7 step (load, compare,
 /// store) in a section that no store arms: a revoker restarts it with a signal to the owner
 /// (`fable-signal`; the engine's documentation, "Revocation").
+///
+/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
+/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
+/// **27** plain, 27 nested; 2 plain stores. Thin: 56; AllocLock k = 2: 174 per object.
+/// Time: `user-loop-fable-signal` 1.24 ns against 0.51 for the plain pair and 2.03 for
+/// `fable-rseq` (the engine's documentation).
 #[derive(Debug)]
 pub enum FableSignalHeuristics {}
 
