@@ -29,7 +29,7 @@
 //!
 //! | variant                  | instructions | stores (lock + unlock)                 |
 //! |--------------------------|--------------|----------------------------------------|
-//! | `biased-signal`, `fable-signal` | 27 / 27 | 2: header ×2                        |
+//! | `biased-signal`, `fable-signal` | 24 / 24 | 2: header ×2                        |
 //! | `biased-rseq`, `fable-rseq` | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2       |
 //! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
 //! | `biased`, `fable` (records) | 53 / 53, 52 / 52 | 4: record ×2, top ×2             |
@@ -42,16 +42,20 @@
 //! the plain pair (`user-loop-sol-plain-pair`): 4–5×, not issue 13's 1.5×.
 //!
 //! The signal flavors (this machine, an Intel Xeon; one run of `objmon-bench run --bench
-//! user-loop --bench sync --reps 9 --protocol user-loop-sol-plain-pair --protocol
-//! user-loop-biased-signal …`, thread CPU time): `biased-signal` 1.24 ns, `fable-signal`
-//! 1.24, against `biased-rseq` 2.03, `fable-rseq` 2.03, `biased` 2.28, `fable` 2.36 and the
-//! plain pair 0.51: 2.4× the pair. On `sync` in that run, `biased-signal` 1.23 ns against
-//! `hotspot17-biased` 1.08 (`fable-signal` 2.53 there: the harness's loop, not the step —
-//! the same step measures 1.24 in the user's loop). What made the difference was not the
-//! rseq arming store (the signal step with the dispatch's load before the section's took
-//! 4.5 ns in `biased_fastpath time` beside `biased-rseq`'s 4.7, a loaded machine) but the
-//! second load of the header: the section's load is the only one (5 instructions fewer,
-//! 32 → 27). What is left above the pair: the handle's two loads and the records line's
+//! user-loop --reps 9 --protocol user-loop-sol-plain-pair --protocol user-loop-biased-signal
+//! …`, thread CPU time): `biased-signal` 1.08 ns, `fable-signal` 1.08, against
+//! `biased-rseq` 2.03, `fable-rseq` 2.04, `biased` 2.79, `fable` 2.33 and the plain pair
+//! 0.51: 2.1× the pair (issue 13 asks 1.5×). On `sync` (wall clock, `--bench sync --reps 9`,
+//! one run): `biased-signal` 1.03 ns, `fable-signal` 1.08, `hotspot17-biased` 1.06,
+//! `biased-rseq` 2.02, `fable-rseq` 3.36. What made the difference was not the rseq arming
+//! store (the signal step after the dispatch's own load took 4.5 ns in `biased_fastpath
+//! time` beside `biased-rseq`'s 4.7, a loaded machine) but the second load of the header:
+//! the section's load is the only one (32 → 27 instructions), and everything but the
+//! section is one call away (27 → 24; inline, `fable-signal`'s enter was too big for the
+//! harness's `sync` loop, which called it: 2.53 ns there). The price is the thin and learn
+//! paths: 83 instructions per thin lock + unlock against 32 for `biased-rseq`
+//! (`biased_fastpath biased-signal thin`: two failed sections, two calls). What is left
+//! above the pair on the owner's path: the handle's two loads and the records line's
 //! address, per step.
 //!
 //! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
@@ -490,11 +494,11 @@ impl Flavor for KkoRseq {
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **27** plain, 27 nested; 2 plain stores (the header, each way), no atomic
-/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 57 — the section's
-/// failed test and a second load, and in that loop the registers saved around the cold
-/// paths; AllocLock k = 2: 112 per object. Time: `user-loop-biased-signal` 1.24 ns against
-/// 0.51 for the plain pair and 2.03 for `biased-rseq` (module docs).
+/// **24** plain, 24 nested; 2 plain stores (the header, each way), no atomic
+/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 83 — the section's
+/// failed test, a second load and a call each way; AllocLock k = 2: 123 per object. Time:
+/// `user-loop-biased-signal` 1.08 ns against 0.51 for the plain pair and 2.03 for
+/// `biased-rseq`; `sync` 1.03 against `hotspot17-biased` 1.06 (module docs).
 #[derive(Debug)]
 pub enum KkoSignal {}
 
@@ -940,6 +944,136 @@ impl<F: Flavor> Biasing<F> {
     }
 }
 
+impl<F: Flavor> Biasing<F> {
+    /// `enter` after the signal flavors' failed step (`w`: the header now), out of line.
+    ///
+    /// # Safety
+    ///
+    /// As [`Protocol::enter`].
+    #[inline(never)]
+    unsafe fn enter_after_step(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        w: u64,
+    ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { Self::enter_word(rt, t, h, w) }
+    }
+
+    /// `enter` from a load `w` of the header: the thin and learn fast paths, the bias
+    /// owner's step (not for the signal flavors, whose step has run), then the fresh and
+    /// slow paths.
+    ///
+    /// # Safety
+    ///
+    /// As [`Protocol::enter`].
+    #[inline(always)]
+    unsafe fn enter_word(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        mut w: u64,
+    ) -> Result<(), MonitorError> {
+        // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
+        // rseq and records variants take any free thin word here (one more AND): see `fresh_enter`.
+        // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
+        // memory operand instead of an immediate, the same one instruction.
+        let ignore = if F::STICKY && !Self::SEED {
+            OWNER_MASK
+        } else {
+            0
+        };
+        if w & STATE_LOW != 0 {
+            // Learn or thin.
+            if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
+                match h.0.compare_exchange(
+                    w,
+                    (w & HOST) | t.local().rec.thin_once,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Ok(()),
+                    // Taken, or a host bit changed: look again below.
+                    Err(now) => w = now,
+                }
+            } else if !Self::SEED {
+                // Nested: a learn or thin word this thread holds 1..=254 times (state bit 17,
+                // which tells learn from thin, masked out; `nest_once` is poisoned in native,
+                // where the slow path refuses). Only the holder writes a held word: a store
+                // (seed 000 §2.3.3's nested path: a load, a compare, a store).
+                let x = (w & !(HOST | THIN ^ LEARN))
+                    .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
+                if x < 254 << RC_SHIFT {
+                    h.0.store(w + RC_ONE, Ordering::Relaxed);
+                    return Ok(());
+                }
+            }
+        } else if !F::SIGNAL {
+            // Biased (perhaps to us), clear or fat.
+            match Self::biased_step(t, h, w, true) {
+                None => return Ok(()),
+                Some(now) => w = now,
+            }
+        }
+        if !Self::SEED && Self::fresh_enter(rt, t, h, w) {
+            return Ok(());
+        }
+        Self::enter_slow(rt, t, h, false).map(|_| ())
+    }
+
+    /// `exit` after the signal flavors' failed step, out of line (see `enter`).
+    ///
+    /// # Safety
+    ///
+    /// As [`Protocol::exit`].
+    #[inline(never)]
+    unsafe fn exit_after_step(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        w: u64,
+    ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { Self::exit_word(rt, t, h, w) }
+    }
+
+    /// `exit` from a load `w` of the header (see [`enter_word`](Self::enter_word)).
+    ///
+    /// # Safety
+    ///
+    /// As [`Protocol::exit`].
+    #[inline(always)]
+    unsafe fn exit_word(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> Result<(), MonitorError> {
+        if w & STATE_LOW == 0 {
+            // Biased (to us, unless misused), clear or fat.
+            if !F::SIGNAL && Self::biased_step(t, h, w, false).is_none() {
+                return Ok(());
+            }
+            // Out of line below (a biased `w` fails `exit_nested`'s test: on to `exit_slow`).
+        } else if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
+            // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
+            // clearing the owner).
+            let new = if F::STICKY {
+                w - RC_ONE
+            } else {
+                (w & HOST) | THIN
+            };
+            // Nobody else writes a held thin or learn word (contenders spin, only the owner
+            // inflates), so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
+            h.0.store(new, Ordering::Release);
+            return Ok(());
+        }
+        if !Self::SEED {
+            // Nested (rc 2..=255) or out of line: one call site, so that the guard's drop
+            // stays small enough to inline into the user's loop and the call's arguments
+            // are set up on this path only (see `exit_nested`).
+            return Self::exit_nested(rt, t, h, w);
+        }
+        Self::exit_slow(rt, t, h)
+    }
+}
+
 impl<F: Flavor> Protocol for Biasing<F> {
     const NAME: &'static str = F::NAME;
     const SUMMARY: &'static str = F::SUMMARY;
@@ -1011,68 +1145,22 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// instead (Sync 2.7 → 3.3 ns).
     #[inline(always)]
     unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
-        // rseq and records variants take any free thin word here (one more AND): see `fresh_enter`.
-        // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
-        // memory operand instead of an immediate, the same one instruction.
-        let ignore = if F::STICKY && !Self::SEED {
-            OWNER_MASK
-        } else {
-            0
-        };
-        let mut w = if F::SIGNAL {
+        if F::SIGNAL {
             // The bias owner's step first, its load the only one: the section must hold the
             // load whose word it stores, and its test alone rejects learn, thin and fat
             // words. A second load of the header on the bias owner's path (the dispatch's,
             // then the section's) cost more than the rseq flavors' arming store:
             // `biased_fastpath time`, one run, `biased-signal` 3.2 ns this way against 4.5
-            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). A thin or learn
-            // acquisition pays the section's failed test and a second load (`biased_fastpath
-            // biased-signal thin`: 57 instructions per lock + unlock against 31, most of them
-            // the loop's registers saved around the cold paths).
-            match Self::rseq_step(t, h, true) {
-                None => return Ok(()),
-                Some(now) => now,
-            }
-        } else {
-            h.0.load(Ordering::Relaxed)
-        };
-        if w & STATE_LOW != 0 {
-            // Learn or thin.
-            if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
-                match h.0.compare_exchange(
-                    w,
-                    (w & HOST) | t.local().rec.thin_once,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Ok(()),
-                    // Taken, or a host bit changed: look again below.
-                    Err(now) => w = now,
-                }
-            } else if !Self::SEED {
-                // Nested: a learn or thin word this thread holds 1..=254 times (state bit 17,
-                // which tells learn from thin, masked out; `nest_once` is poisoned in native,
-                // where the slow path refuses). Only the holder writes a held word: a store
-                // (seed 000 §2.3.3's nested path: a load, a compare, a store).
-                let x = (w & !(HOST | THIN ^ LEARN))
-                    .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
-                if x < 254 << RC_SHIFT {
-                    h.0.store(w + RC_ONE, Ordering::Relaxed);
-                    return Ok(());
-                }
-            }
-        } else if !F::SIGNAL {
-            // Biased (perhaps to us), clear or fat.
-            match Self::biased_step(t, h, w, true) {
-                None => return Ok(()),
-                Some(now) => w = now,
-            }
+            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). Everything else
+            // is one call away, so that what a user's loop inlines is the section alone
+            // (inline, the thin and learn paths made `fable-signal`'s enter too big for the
+            // harness's `sync` loop, which then called it: 2.5 ns against 1.2).
+            return match Self::rseq_step(t, h, true) {
+                None => Ok(()),
+                Some(w) => Self::enter_after_step(rt, t, h, w),
+            };
         }
-        if !Self::SEED && Self::fresh_enter(rt, t, h, w) {
-            return Ok(());
-        }
-        Self::enter_slow(rt, t, h, false).map(|_| ())
+        Self::enter_word(rt, t, h, h.0.load(Ordering::Relaxed))
     }
 
     unsafe fn try_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<bool, MonitorError> {
@@ -1083,41 +1171,14 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// reason given at [`enter`](Protocol::enter).
     #[inline(always)]
     unsafe fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        let w = if F::SIGNAL {
-            // The owner's step first, as in `enter`.
-            match Self::rseq_step(t, h, false) {
-                None => return Ok(()),
-                Some(now) => now,
-            }
-        } else {
-            h.0.load(Ordering::Relaxed)
-        };
-        if w & STATE_LOW == 0 {
-            // Biased (to us, unless misused), clear or fat.
-            if !F::SIGNAL && Self::biased_step(t, h, w, false).is_none() {
-                return Ok(());
-            }
-            // Out of line below (a biased `w` fails `exit_nested`'s test: on to `exit_slow`).
-        } else if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
-            // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
-            // clearing the owner).
-            let new = if F::STICKY {
-                w - RC_ONE
-            } else {
-                (w & HOST) | THIN
+        if F::SIGNAL {
+            // The owner's step first, the rest one call away, as in `enter`.
+            return match Self::rseq_step(t, h, false) {
+                None => Ok(()),
+                Some(w) => Self::exit_after_step(rt, t, h, w),
             };
-            // Nobody else writes a held thin or learn word (contenders spin, only the owner
-            // inflates), so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
-            h.0.store(new, Ordering::Release);
-            return Ok(());
         }
-        if !Self::SEED {
-            // Nested (rc 2..=255) or out of line: one call site, so that the guard's drop
-            // stays small enough to inline into the user's loop and the call's arguments
-            // are set up on this path only (see `exit_nested`).
-            return Self::exit_nested(rt, t, h, w);
-        }
-        Self::exit_slow(rt, t, h)
+        Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed))
     }
 
     unsafe fn wait(

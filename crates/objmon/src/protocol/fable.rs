@@ -69,9 +69,10 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **27** plain, 27 nested; 2 plain stores. Thin: 56; AllocLock k = 2: 174 per object.
-/// Time: `user-loop-fable-signal` 1.24 ns against 0.51 for the plain pair and 2.03 for
-/// `fable-rseq` (the engine's documentation).
+/// **24** plain, 24 nested; 2 plain stores. Thin: 79; AllocLock k = 2: 215 per object (the
+/// learn-mode steps are one call away). Time: `user-loop-fable-signal` 1.08 ns against 0.51
+/// for the plain pair and 2.04 for `fable-rseq`; `sync` 1.08 against `hotspot17-biased`
+/// 1.06 (the engine's documentation).
 #[derive(Debug)]
 pub enum FableSignalHeuristics {}
 
