@@ -263,7 +263,7 @@
 //! roots ([`locked_objects`](Biasing::locked_objects)). Records are never dereferenced: a
 //! missed relocation is a wrong count, never undefined behaviour.
 
-use super::fable::LEARN_LIMIT;
+use super::fable::{LearnRule, LEARN_LIMIT};
 use super::{KnobError, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::revoke::{
@@ -536,6 +536,8 @@ impl Default for BiasConfig {
 pub struct BiasState {
     revocation: AtomicU32,
     learn_limit: AtomicU32,
+    /// [`LearnRule::PerObject`] (else `PerThread`): read with the learn limit.
+    per_object_learning: crate::sync::AtomicBool,
     revocations: RevocationStats,
     transitions: [AtomicU64; TRANSITIONS],
     /// Test hook ([`simulate_barrier_failure`](Self::simulate_barrier_failure)).
@@ -549,9 +551,10 @@ pub struct BiasState {
 }
 
 impl BiasState {
-    fn new(rseq: bool) -> Self {
+    fn new(rseq: bool, rule: LearnRule) -> Self {
         let s = Self {
             rseq,
+            per_object_learning: crate::sync::AtomicBool::new(rule == LearnRule::PerObject),
             revocation: AtomicU32::new(0),
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
@@ -636,6 +639,24 @@ impl BiasState {
     #[inline]
     pub fn learn_limit(&self) -> u32 {
         self.learn_limit.load(Ordering::Relaxed)
+    }
+
+    /// FABLE's learn rule (seed 002 §3.1; see [`LearnRule`]).
+    #[inline]
+    pub fn learn_rule(&self) -> LearnRule {
+        if self.per_object_learning.load(Ordering::Relaxed) {
+            LearnRule::PerObject
+        } else {
+            LearnRule::PerThread
+        }
+    }
+
+    /// Sets FABLE's learn rule; later learn-mode acquisitions use it (objects already
+    /// counting keep their counts, which `PerThread` ignores). Meant for start-up and for
+    /// measuring the rules side by side; `biased` has no learn mode and ignores it.
+    pub fn set_learn_rule(&self, rule: LearnRule) {
+        self.per_object_learning
+            .store(rule == LearnRule::PerObject, Ordering::Relaxed);
     }
 
     /// Revocations by kind and their latency.
@@ -877,7 +898,13 @@ impl<F: Flavor> Protocol for Biasing<F> {
     type ThreadState = BiasThread;
 
     fn new_state(_: &Config) -> BiasState {
-        BiasState::new(F::RSEQ)
+        // `fable` and `fable-rseq` count per object, the seed's FABLE per thread (§3.1).
+        let rule = if Self::SEED {
+            LearnRule::PerThread
+        } else {
+            LearnRule::PerObject
+        };
+        BiasState::new(F::RSEQ, rule)
     }
 
     fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {
