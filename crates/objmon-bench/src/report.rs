@@ -1024,6 +1024,39 @@ fn growth(d: &mut Vec<Block>, r: &Results, out: &Path) {
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
 }
 
+/// Cloud's repetitions in order, the warm-up first, with the revocations each made: a fresh
+/// cloud's start-up cost (issue 13 item 6) is visible only there.
+fn cloud_reps_table(d: &mut Vec<Block>, log: &[crate::bench::CloudReps]) {
+    let Some(n) = log.iter().map(|c| c.reps.len()).max() else {
+        return;
+    };
+    d.push(Block::P(
+        "**Cloud per repetition.** Each row's repetitions in the order they ran on one cloud:          the first is the untimed warm-up on the fresh cloud (left out of the median above),          where every object is new — FABLE's learn mode decides there, and KKO biases. Cells          read ns per acquisition · bias revocations during the repetition. `fable` counts each          object's own acquisitions before biasing it (`LearnRule::PerObject`); seed 002          §3.1's per-thread random counting (`fable-seed`'s rule) biased about one object in 40          on the first repetition and revoked every one of them (`examples/cloud_probe.rs          rules` measures both rules side by side)."
+            .into(),
+    ));
+    let mut head = vec!["row".to_string()];
+    head.extend((1..=n).map(|i| {
+        if i == 1 {
+            "1 (warm-up)".to_string()
+        } else {
+            i.to_string()
+        }
+    }));
+    let rows = log
+        .iter()
+        .map(|c| {
+            let mut row = vec![c.row.clone()];
+            row.extend(c.reps.iter().map(|r| match r.revocations {
+                Some(v) => format!("{} · {v}", num(r.ns)),
+                None => num(r.ns),
+            }));
+            row.resize(n + 1, String::new());
+            row
+        })
+        .collect();
+    d.push(Block::Table(head, rows));
+}
+
 fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     d.push(Block::H(2, "Seed 002 (FABLE) §5: pathologies".into()));
     d.push(Block::H(3, "Cloud (Figure 8)".into()));
@@ -1055,6 +1088,7 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     let t = "Figure 8 shape: Cloud — million acquisitions per second (higher is better)";
     let res = plot::bars(&out.join(file), t, "M acquisitions / s", &bars);
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
+    cloud_reps_table(d, &crate::bench::cloud_reps());
 
     d.push(Block::H(3, "ProdCons (Figure 11)".into()));
     d.push(Block::P(
