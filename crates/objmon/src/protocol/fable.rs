@@ -3,11 +3,19 @@
 //!
 //! States and transitions (Figure 5): an object starts *clear*; its first acquisition makes
 //! it *learn* with the acquirer as *bias guess* (state 01, §3.1, Figure 6); each further
-//! non-recursive acquisition by the guess bumps the guess's per-thread `learnCount` and, when
-//! that reaches the runtime's learn limit N (default 5, [`BiasConfig::learn_limit`]), biases the
-//! object to it and resets the count — random counting, so on average N + 1 acquisitions; an
-//! acquisition by any other thread in learn mode makes the object *thin* at once (if the
-//! guess holds it, the other thread first waits as for a held thin lock). Biased → thin is a revocation; thin → fat happens on
+//! non-recursive acquisition by the guess is counted and the N-th (the runtime's learn limit,
+//! default 5, [`BiasConfig::learn_limit`]) biases the object to it; an acquisition by any
+//! other thread in learn mode makes the object *thin* at once (if the guess holds it, the
+//! other thread first waits as for a held thin lock). What counts is the runtime's
+//! [`LearnRule`]: [`FableSeed`] keeps §3.1's random counting (the guess's per-thread
+//! `learnCount`, reset when it biases: on average N + 1 acquisitions, but any object the
+//! guess re-acquires once may be the one that reaches N); **`fable` and `fable-rseq` deviate
+//! from §3.1 there**: each learn word counts its own guess's acquisitions (the "naïve"
+//! counter §3.1 sets aside for its header bits; bits 62..34 are free in a learn word here),
+//! so an object biases exactly on its (N + 1)-th acquisition by one thread in a row. Why:
+//! on Cloud (§5.1) random counting biased ~2.4% of the 10^6 objects in the first repetition
+//! and revoked them all, 23–25 thousand revocations; on AllocLock (§5.3) it biased one
+//! object in N at any k ≥ 2 (`examples/cloud_probe.rs rules` measures both rules). Biased → thin is a revocation; thin → fat happens on
 //! contention, wait / notify and count overflow. Never rebias (§3.1).
 //!
 //! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores —
