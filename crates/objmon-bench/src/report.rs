@@ -1426,6 +1426,40 @@ mod tests {
         all_rows().iter().any(|(n, _)| n == S::NAME)
     }
 
+    /// Cloud's per-repetition table: the warm-up is column 1, a biasing row's cells carry its
+    /// revocations, shorter rows are padded, and no log means no table.
+    #[test]
+    fn cloud_reps_table_shows_the_warm_up_and_revocations() {
+        use crate::bench::{CloudRep, CloudReps};
+        let rep = |ns, revocations| CloudRep { ns, revocations };
+        let log = [
+            CloudReps {
+                row: "thin".into(),
+                reps: vec![rep(12.0, None), rep(10.0, None)],
+            },
+            CloudReps {
+                row: "fable".into(),
+                reps: vec![
+                    rep(13.5, Some(24_000)),
+                    rep(9.5, Some(0)),
+                    rep(9.0, Some(0)),
+                ],
+            },
+        ];
+        let mut d = Vec::new();
+        cloud_reps_table(&mut d, &log);
+        let Some(Block::Table(head, rows)) = d.last() else {
+            panic!("a table");
+        };
+        assert_eq!(head, &["row", "1 (warm-up)", "2", "3"]);
+        assert_eq!(rows[0][1], num(12.0));
+        assert_eq!(rows[0][3], "");
+        assert_eq!(rows[1][1], format!("{} · 24000", num(13.5)));
+        let mut d = Vec::new();
+        cloud_reps_table(&mut d, &[]);
+        assert!(d.is_empty());
+    }
+
     #[test]
     fn ratios_come_from_records() {
         let rec =

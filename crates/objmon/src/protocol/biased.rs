@@ -67,7 +67,7 @@
 //!
 //! | bits   | biased (00)          | learn (01, `fable`) | thin (11)          | fat (10)             |
 //! |--------|----------------------|---------------------|--------------------|----------------------|
-//! | 63..34 | owner generation (30 bits) | 0             | 0                  | 0                    |
+//! | 63..34 | owner generation (30 bits) | 62..34: the word's learn count (`LearnRule::PerObject`; else 0) | 0 | 0 |
 //! | 33..19 | bias owner id (0 = clear) | bias guess id  | owner id (sticky in `fable`) | monitor index (23 bits, 41..19) |
 //! | 18     | revoking (barrier revocation in progress) | 0 | stale: revoked while held, the owner still has records of it (records variant) | — |
 //! | 17..16 | state 00             | state 01            | state 11           | state 10             |
@@ -75,7 +75,8 @@
 //! | 7..0   | host bits            | host bits           | host bits          | host bits            |
 //!
 //! Bits 63..34 are zero in every state but biased (the identity hash of issue 7 may use
-//! them there); both variants use the same layout.
+//! them there) and learn (62..34: `fable`'s per-object learn count, `slow.rs`; bit 63 stays
+//! clear, as the poisoned `NO_BIAS` / `NO_NEST` tests need); both variants use the same layout.
 //!
 //! State values as in §3.2: biased is 00, so "biased to me" is one compare against the
 //! thread's bias bits; learn and thin share the low state bit, so one unlock path serves
@@ -134,8 +135,8 @@
 //!   from the thread's line (`thin_free`, poisoned in native; an xor with them replaces the
 //!   copy of the word the test needs anyway, so the count is unchanged).
 //! - a fresh object's acquisitions (rseq and records variants; not the seed ones): FABLE's clear → learn, the bias
-//!   guess re-acquiring in learn mode below the learn limit, a second thread taking a free
-//!   learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
+//!   guess re-acquiring in learn mode below the learn limit (one call away, `learn_again`), a
+//!   second thread taking a free learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
 //!   learn → biased at the limit): one call, one record push, one CAS. Figure 7 leaves all
 //!   of these to the slow path; see `fresh_enter` for what that cost on Cloud and AllocLock.
 //! - unlock of the last level (Figure 7's combined learn / thin test, one mask and compare):

@@ -80,6 +80,9 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 /// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 142 per object.
 /// Time: `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
 /// `exit_nested`; see the engine's documentation).
+///
+/// Learn rule: [`LearnRule::PerObject`] (each object counts its own acquisitions), not
+/// §3.1's per-thread random counting — see the module documentation; `fable-rseq` the same.
 #[derive(Debug)]
 pub enum FableHeuristics {}
 
@@ -103,7 +106,8 @@ pub type Fable = Biasing<FableHeuristics>;
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 305 per
 /// object (Figure 7 leaves learn mode to the slow path). Time: `user-loop-fable-seed` 1.93 ns
-/// against 0.51 for the plain pair.
+/// against 0.51 for the plain pair. Learn rule: §3.1's random counting exactly
+/// ([`LearnRule::PerThread`]).
 #[derive(Debug)]
 pub enum FableSeedHeuristics {}
 
