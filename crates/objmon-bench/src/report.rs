@@ -1031,7 +1031,15 @@ fn cloud_reps_table(d: &mut Vec<Block>, log: &[crate::bench::CloudReps]) {
         return;
     };
     d.push(Block::P(
-        "**Cloud per repetition.** Each row's repetitions in the order they ran on one cloud:          the first is the untimed warm-up on the fresh cloud (left out of the median above),          where every object is new — FABLE's learn mode decides there, and KKO biases. Cells          read ns per acquisition · bias revocations during the repetition. `fable` counts each          object's own acquisitions before biasing it (`LearnRule::PerObject`); seed 002          §3.1's per-thread random counting (`fable-seed`'s rule) biased about one object in 40          on the first repetition and revoked every one of them (`examples/cloud_probe.rs          rules` measures both rules side by side)."
+        "**Cloud per repetition.** Each row's repetitions in the order they ran on one cloud: \
+         the first is the untimed warm-up on the fresh cloud (left out of the median above), \
+         where every object is new: FABLE's learn mode decides there (each object's first two \
+         acquisitions are clear → learn and, by another thread, learn → thin), and KKO biases. \
+         Cells read ns per acquisition · bias revocations during the repetition. `fable` counts \
+         each object's own acquisitions before biasing it (`LearnRule::PerObject`); seed 002 \
+         §3.1's per-thread random counting (`fable-seed`'s rule) biased about one object in 40 \
+         in the first repetition and revoked every one of them (`cargo run --release -p objmon \
+         --example cloud_probe -- rules` measures both rules side by side)."
             .into(),
     ));
     let mut head = vec!["row".to_string()];
