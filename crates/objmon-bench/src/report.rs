@@ -627,8 +627,9 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
         rows.push(claim_row(
             "002 §5.3 Fig. 16",
             &format!(
-                "AllocLock, {name}: resonance at k = N (every other object biases on its 2nd \
-                 acquisition, so k = N runs faster than expected)"
+                "AllocLock, {name}: resonance at k = N (§3.1's per-thread count: every other \
+                 object biases on its 2nd acquisition, so k = N runs faster than expected; \
+                 {name} counts per object, so ≈ 1× is its expected answer)"
             ),
             if dips.is_empty() {
                 "not measured".into()
@@ -1132,9 +1133,12 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
              thread on average; objects locked only a few times never leave learn mode, so \
              FABLE is 'up to 50% slower than thin locks'; and k = N resonates with the \
              per-thread learnCount, so that every other object biases on its second \
-             acquisition. At k = 1 the knob cannot matter (the only acquisition is clear → \
-             learn), so the spread of that column across the {name} rows is this run's noise \
-             between figures.",
+             acquisition. `{name}` counts each object's own acquisitions instead \
+             (`LearnRule::PerObject`, see `fable.rs`): an object biases exactly on its \
+             (N + 1)-th acquisition, so k ≤ N biases nothing and k = N does not resonate (the \
+             resonance row below should read ≈ 1×); seed 002's rule is `fable-seed`'s. At \
+             k = 1 the knob cannot matter (the only acquisition is clear → learn), so the \
+             spread of that column across the {name} rows is this run's noise between figures.",
             k.name,
             k.seed,
             subject::knob_family(name, k),
