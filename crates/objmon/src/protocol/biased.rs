@@ -645,6 +645,8 @@ impl BiasState {
     /// FABLE's learn rule (seed 002 §3.1; see [`LearnRule`]).
     #[inline]
     pub fn learn_rule(&self) -> LearnRule {
+        // Relaxed, as the learn limit: a heuristic's setting, ordering nothing; a stale read
+        // only changes which count decides one acquisition (either count is a valid word).
         if self.per_object_learning.load(Ordering::Relaxed) {
             LearnRule::PerObject
         } else {
