@@ -361,9 +361,25 @@ pub fn run<S: Subject>(
             let mut objs: Vec<Slot<S::Obj>> = (0..plan.cloud_objects)
                 .map(|_| Slot(S::new_obj()))
                 .collect();
+            // Every repetition, the warm-up first, with the revocations it made: a fresh
+            // cloud's start-up (FABLE's learn mode deciding, KKO's revocations) shows there.
+            let mut log = Vec::new();
             repeat(reps, budget, &mut out, || {
-                cloud::<S>(&rt, &objs, threads, plan.cloud_time)
+                let before = S::revocations(&rt);
+                let ns = cloud::<S>(&rt, &objs, threads, plan.cloud_time);
+                let revocations = S::revocations(&rt).zip(before).map(|(a, b)| a - b);
+                log.push(CloudRep { ns, revocations });
+                ns
             });
+            let row = match (knob, S::KNOB) {
+                (Some(v), Some(k)) => crate::subject::knob_row(S::NAME, &k, v),
+                _ => S::NAME.to_string(),
+            };
+            eprintln!("{}", cloud_reps_line(&row, &log));
+            CLOUD_REPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(CloudReps { row, reps: log });
             for o in &mut objs {
                 S::retire(&rt, &mut o.0);
             }
@@ -556,6 +572,50 @@ fn contended<S: Subject>(rt: &S::Rt, o: &S::Obj, threads: usize, each: u64) -> f
     let total = threads as u64 * each;
     assert_eq!(counter.into_inner(), total, "{}: lost update", S::NAME);
     span_ns(&spans) / total.max(1) as f64
+}
+
+/// One repetition of Cloud, as [`CloudReps`] keeps it.
+#[derive(Clone, Copy, Debug)]
+pub struct CloudRep {
+    /// ns per acquisition (wall / all acquisitions of all threads), as the record's values.
+    pub ns: f64,
+    /// Bias revocations during the repetition (`None`: the row does not bias).
+    pub revocations: Option<u64>,
+}
+
+/// Every repetition of one row's Cloud figure, in order: the first is the untimed warm-up on
+/// the fresh cloud (not in the record's median), the rest the timed ones.
+#[derive(Clone, Debug)]
+pub struct CloudReps {
+    /// Row name.
+    pub row: String,
+    /// The repetitions, warm-up first.
+    pub reps: Vec<CloudRep>,
+}
+
+/// Cloud's per-repetition log of this process, one entry per row run (read by the report).
+static CLOUD_REPS: std::sync::Mutex<Vec<CloudReps>> = std::sync::Mutex::new(Vec::new());
+
+/// The Cloud repetitions measured so far in this process, in the order the rows ran.
+pub fn cloud_reps() -> Vec<CloudReps> {
+    CLOUD_REPS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// One line for the bench output: `cloud fable per repetition (1 = warm-up on the fresh
+/// cloud): 1: 13.1 ns, 24012 revocations | 2: …`.
+pub fn cloud_reps_line(row: &str, reps: &[CloudRep]) -> String {
+    let cells: Vec<String> = reps
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r.revocations {
+            Some(n) => format!("{}: {:.2} ns, {n} rev", i + 1, r.ns),
+            None => format!("{}: {:.2} ns", i + 1, r.ns),
+        })
+        .collect();
+    format!(
+        "cloud {row} per repetition (1 = warm-up on the fresh cloud): {}",
+        cells.join(" | ")
+    )
 }
 
 /// Wall time from the first thread's start to the last thread's end, taken inside the

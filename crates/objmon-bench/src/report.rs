@@ -627,8 +627,9 @@ fn claims(d: &mut Vec<Block>, r: &Results) {
         rows.push(claim_row(
             "002 §5.3 Fig. 16",
             &format!(
-                "AllocLock, {name}: resonance at k = N (every other object biases on its 2nd \
-                 acquisition, so k = N runs faster than expected)"
+                "AllocLock, {name}: resonance at k = N (§3.1's per-thread count: every other \
+                 object biases on its 2nd acquisition, so k = N runs faster than expected; \
+                 {name} counts per object, so ≈ 1× is its expected answer)"
             ),
             if dips.is_empty() {
                 "not measured".into()
@@ -1024,6 +1025,47 @@ fn growth(d: &mut Vec<Block>, r: &Results, out: &Path) {
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
 }
 
+/// Cloud's repetitions in order, the warm-up first, with the revocations each made: a fresh
+/// cloud's start-up cost (issue 13 item 6) is visible only there.
+fn cloud_reps_table(d: &mut Vec<Block>, log: &[crate::bench::CloudReps]) {
+    let Some(n) = log.iter().map(|c| c.reps.len()).max() else {
+        return;
+    };
+    d.push(Block::P(
+        "**Cloud per repetition.** Each row's repetitions in the order they ran on one cloud: \
+         the first is the untimed warm-up on the fresh cloud (left out of the median above), \
+         where every object is new: FABLE's learn mode decides there (each object's first two \
+         acquisitions are clear → learn and, by another thread, learn → thin), and KKO biases. \
+         Cells read ns per acquisition · bias revocations during the repetition. `fable` counts \
+         each object's own acquisitions before biasing it (`LearnRule::PerObject`); seed 002 \
+         §3.1's per-thread random counting (`fable-seed`'s rule) biased about one object in 40 \
+         in the first repetition and revoked every one of them (`cargo run --release -p objmon \
+         --example cloud_probe -- rules` measures both rules side by side)."
+            .into(),
+    ));
+    let mut head = vec!["row".to_string()];
+    head.extend((1..=n).map(|i| {
+        if i == 1 {
+            "1 (warm-up)".to_string()
+        } else {
+            i.to_string()
+        }
+    }));
+    let rows = log
+        .iter()
+        .map(|c| {
+            let mut row = vec![c.row.clone()];
+            row.extend(c.reps.iter().map(|r| match r.revocations {
+                Some(v) => format!("{} · {v}", num(r.ns)),
+                None => num(r.ns),
+            }));
+            row.resize(n + 1, String::new());
+            row
+        })
+        .collect();
+    d.push(Block::Table(head, rows));
+}
+
 fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     d.push(Block::H(2, "Seed 002 (FABLE) §5: pathologies".into()));
     d.push(Block::H(3, "Cloud (Figure 8)".into()));
@@ -1055,6 +1097,7 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
     let t = "Figure 8 shape: Cloud — million acquisitions per second (higher is better)";
     let res = plot::bars(&out.join(file), t, "M acquisitions / s", &bars);
     figure(d, out, file, t, res.map_err(|e| e.to_string()));
+    cloud_reps_table(d, &crate::bench::cloud_reps());
 
     d.push(Block::H(3, "ProdCons (Figure 11)".into()));
     d.push(Block::P(
@@ -1090,9 +1133,12 @@ fn seed002(d: &mut Vec<Block>, r: &Results, out: &Path) {
              thread on average; objects locked only a few times never leave learn mode, so \
              FABLE is 'up to 50% slower than thin locks'; and k = N resonates with the \
              per-thread learnCount, so that every other object biases on its second \
-             acquisition. At k = 1 the knob cannot matter (the only acquisition is clear → \
-             learn), so the spread of that column across the {name} rows is this run's noise \
-             between figures.",
+             acquisition. `{name}` counts each object's own acquisitions instead \
+             (`LearnRule::PerObject`, see `fable.rs`): an object biases exactly on its \
+             (N + 1)-th acquisition, so k ≤ N biases nothing and k = N does not resonate (the \
+             resonance row below should read ≈ 1×); seed 002's rule is `fable-seed`'s. At \
+             k = 1 the knob cannot matter (the only acquisition is clear → learn), so the \
+             spread of that column across the {name} rows is this run's noise between figures.",
             k.name,
             k.seed,
             subject::knob_family(name, k),
@@ -1390,6 +1436,40 @@ mod tests {
 
     fn listed<S: Subject>() -> bool {
         all_rows().iter().any(|(n, _)| n == S::NAME)
+    }
+
+    /// Cloud's per-repetition table: the warm-up is column 1, a biasing row's cells carry its
+    /// revocations, shorter rows are padded, and no log means no table.
+    #[test]
+    fn cloud_reps_table_shows_the_warm_up_and_revocations() {
+        use crate::bench::{CloudRep, CloudReps};
+        let rep = |ns, revocations| CloudRep { ns, revocations };
+        let log = [
+            CloudReps {
+                row: "thin".into(),
+                reps: vec![rep(12.0, None), rep(10.0, None)],
+            },
+            CloudReps {
+                row: "fable".into(),
+                reps: vec![
+                    rep(13.5, Some(24_000)),
+                    rep(9.5, Some(0)),
+                    rep(9.0, Some(0)),
+                ],
+            },
+        ];
+        let mut d = Vec::new();
+        cloud_reps_table(&mut d, &log);
+        let Some(Block::Table(head, rows)) = d.last() else {
+            panic!("a table");
+        };
+        assert_eq!(head, &["row", "1 (warm-up)", "2", "3"]);
+        assert_eq!(rows[0][1], num(12.0));
+        assert_eq!(rows[0][3], "");
+        assert_eq!(rows[1][1], format!("{} · 24000", num(13.5)));
+        let mut d = Vec::new();
+        cloud_reps_table(&mut d, &[]);
+        assert!(d.is_empty());
     }
 
     #[test]

@@ -84,6 +84,10 @@ pub trait Subject: 'static {
     fn retire(rt: &Self::Rt, o: &mut Self::Obj);
     /// Fat monitors alive now, where the subject has such a thing.
     fn live_monitors(rt: &Self::Rt) -> Option<usize>;
+    /// Bias revocations so far, where the subject biases (Cloud's per-repetition table).
+    fn revocations(_rt: &Self::Rt) -> Option<u64> {
+        None
+    }
 
     /// The subject's tuning knob: an objmon protocol's [`Protocol::KNOB`], `None` for
     /// everything else. Benches that sweep it ([`Bench::sweeps_knob`](crate::bench::Bench::sweeps_knob))
@@ -217,6 +221,11 @@ impl<P: Protocol> Subject for Proto<P> {
     }
     fn live_monitors(rt: &Self::Rt) -> Option<usize> {
         Some(rt.stats_snapshot().live_monitors)
+    }
+    fn revocations(rt: &Self::Rt) -> Option<u64> {
+        let any: &dyn std::any::Any = rt.state(); // every biased flavor's is a `BiasState`
+        any.downcast_ref::<objmon::protocol::biased::BiasState>()
+            .map(|b| b.revocations().total())
     }
     const KNOB: Option<Knob> = P::KNOB;
     fn set_knob(rt: &Self::Rt, value: u32) -> Result<(), KnobError> {

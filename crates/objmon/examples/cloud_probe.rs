@@ -12,13 +12,29 @@
 //!
 //! `cargo run --release -p objmon --example cloud_probe` (and `REAL=1 …`).
 //!
+//! **`rules`** (`cargo run --release -p objmon --example cloud_probe -- rules`): FABLE's two
+//! learn rules side by side (`LearnRule::PerObject`, `fable`'s default, against seed 002
+//! §3.1's `PerThread` random counting, both on `fable`'s engine), beside `thin` and
+//! `biased`. Cloud as §5.1 runs it — 10 threads, 10^6 objects, one fresh runtime and cloud
+//! per row — repetition by repetition (`REPS`, default 5; each 10 × 400,000 acquisitions,
+//! fresh threads): ns per acquisition in wall time and in the threads' summed CPU time, and
+//! the bias revocations and learn → biased transitions of the repetition. Then AllocLock
+//! (§5.3, one thread, k = 1…8, 10^6 objects per figure, thread CPU time, median of 5
+//! interleaved rounds).
+//!
+//! **`alloc ROW:K N`** (for `valgrind --tool=callgrind`, like `user_loop`): N AllocLock
+//! iterations with k = K on one thread, ROW `thin`, `fable` (per object) or `fable-3.1`
+//! (per thread); run with two N and divide the difference in instructions by it.
+//!
 //! What it showed on the shared 2-core EPYC VM: 16 `nop`s make `thin`'s loop about 1.3×
 //! slower, so the loop is bound by how many iterations' misses the out-of-order window
 //! overlaps, i.e. by µops per iteration, not by the one miss's latency; the bias test
 //! first is 1.2–1.4× `thin`, the thin test first close to it.
 
-use objmon::protocol::fable::Fable;
+use objmon::protocol::biased::{BiasState, Biased, Transition};
+use objmon::protocol::fable::{Fable, LearnRule};
 use objmon::vm::{Protocol, Runtime, Thin};
+use std::any::Any;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -186,11 +202,174 @@ fn real<P: Protocol>(name: &str, reps: usize, c: &(Arc<Runtime<P>>, Vec<Slot<P::
     });
 }
 
+/// Cloud's lockers per repetition and acquisitions each (`rules`).
+const LOCKERS: usize = 10;
+const EACH: u64 = 400_000;
+
+/// The bias revocations of `rt` so far, if its protocol biases.
+fn revocations<P: Protocol>(rt: &Runtime<P>) -> Option<u64> {
+    let any: &dyn Any = rt.state();
+    any.downcast_ref::<BiasState>()
+        .map(|b| b.revocations().total())
+}
+
+/// One Cloud row of `rules`: `reps` repetitions on one fresh cloud, each by `LOCKERS` fresh
+/// threads; `biased_so_far` reads the learn → biased (or clear → biased) transitions.
+fn cloud_row<P: Protocol>(
+    name: &str,
+    rt: &Arc<Runtime<P>>,
+    reps: usize,
+    biased_so_far: impl Fn(&Runtime<P>) -> u64,
+) {
+    let objs: Vec<Slot<P::Header>> = (0..OBJECTS).map(|_| Slot(P::Header::default())).collect();
+    let mut cells = Vec::new();
+    for _ in 0..reps {
+        let (rev0, bias0) = (revocations(rt), biased_so_far(rt));
+        let start = Barrier::new(LOCKERS + 1);
+        let cpu = AtomicU64::new(0);
+        let t0 = std::time::Instant::now();
+        std::thread::scope(|s| {
+            for i in 0..LOCKERS {
+                let (rt, objs, start, cpu) = (rt, &objs, &start, &cpu);
+                s.spawn(move || {
+                    let t = rt.attach().unwrap();
+                    let mut r = 0x9E37_79B9_7F4A_7C15u64 ^ ((i as u64 + 1) * 0x1234_5678_9ABC);
+                    start.wait();
+                    let c0 = cpu_ns();
+                    for _ in 0..EACH {
+                        drop(t.enter(&objs[pick(&mut r, objs.len())].0).unwrap());
+                    }
+                    cpu.fetch_add((cpu_ns() - c0) as u64, Ordering::Relaxed);
+                });
+            }
+            start.wait();
+        });
+        let n = (LOCKERS as u64 * EACH) as f64;
+        let wall = t0.elapsed().as_nanos() as f64 / n;
+        let cpu = cpu.into_inner() as f64 / n;
+        let rev = revocations(rt).map(|r| r - rev0.unwrap_or(0));
+        let biased = biased_so_far(rt) - bias0;
+        cells.push(match rev {
+            Some(rev) => format!("{wall:5.1} {cpu:5.1} {rev:6} {biased:6}"),
+            None => format!("{wall:5.1} {cpu:5.1}      -      -"),
+        });
+    }
+    println!("{name:<22} {}", cells.join(" | "));
+}
+
+/// AllocLock (§5.3): `iters` fresh objects, each locked `k` times; thread CPU ns per object.
+fn alloc_lock<P: Protocol>(rt: &Arc<Runtime<P>>, k: u64, iters: u64) -> f64 {
+    let t = rt.attach().unwrap();
+    let c0 = cpu_ns();
+    for _ in 0..iters {
+        let mut o = Box::new(Slot(P::Header::default()));
+        for _ in 0..k {
+            drop(t.enter(black_box(&o.0)).unwrap());
+        }
+        rt.reclaim(&mut o.0);
+    }
+    (cpu_ns() - c0) / iters as f64
+}
+
+fn rules(reps: usize) {
+    let fable = |rule| {
+        let rt = Runtime::<Fable>::with_defaults();
+        rt.state().set_learn_rule(rule);
+        rt
+    };
+    let learned = |rt: &Runtime<Fable>| Fable::transitions(rt, Transition::LearnToBiased);
+    println!(
+        "Cloud, {LOCKERS} threads x {EACH} acquisitions per repetition, {OBJECTS} objects; \
+         per repetition: wall ns, CPU ns per acquisition, revocations, objects biased"
+    );
+    for round in 0..2 {
+        println!("round {}", round + 1);
+        cloud_row("thin", &Runtime::<Thin>::with_defaults(), reps, |_| 0);
+        cloud_row(
+            "biased",
+            &Runtime::<Biased>::with_defaults(),
+            reps,
+            |rt: &Runtime<Biased>| Biased::transitions(rt, Transition::ClearToBiased),
+        );
+        cloud_row(
+            "fable per-object",
+            &fable(LearnRule::PerObject),
+            reps,
+            learned,
+        );
+        cloud_row(
+            "fable per-thread 3.1",
+            &fable(LearnRule::PerThread),
+            reps,
+            learned,
+        );
+    }
+    println!("AllocLock: thread CPU ns per object (allocate, lock k times, reclaim), median of 5");
+    println!("{:<22} {}", "k", "1 2 3 4 5 6 7 8".replace(' ', "        "));
+    let ks = 1..=8u64;
+    let iters = 1_000_000 / 4;
+    let mut v: [Vec<Vec<f64>>; 3] = Default::default();
+    for _ in 0..5 {
+        let thin = Runtime::<Thin>::with_defaults();
+        let per_object = fable(LearnRule::PerObject);
+        let per_thread = fable(LearnRule::PerThread);
+        v[0].push(ks.clone().map(|k| alloc_lock(&thin, k, iters)).collect());
+        v[1].push(
+            ks.clone()
+                .map(|k| alloc_lock(&per_object, k, iters))
+                .collect(),
+        );
+        v[2].push(
+            ks.clone()
+                .map(|k| alloc_lock(&per_thread, k, iters))
+                .collect(),
+        );
+    }
+    let median = |rounds: &Vec<Vec<f64>>, i: usize| {
+        let mut x: Vec<f64> = rounds.iter().map(|r| r[i]).collect();
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    for (name, rounds) in ["thin", "fable per-object", "fable per-thread 3.1"]
+        .iter()
+        .zip(&v)
+    {
+        let cells: Vec<String> = (0..8)
+            .map(|i| {
+                let m = median(rounds, i);
+                format!("{m:5.1} ({:.2}x)", m / median(&v[0], i))
+            })
+            .collect();
+        println!("{name:<22} {}", cells.join(" "));
+    }
+}
+
 fn main() {
     let reps = std::env::var("REPS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("rules") {
+        rules(reps);
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("alloc") {
+        let (row, k) = args[2].split_once(':').expect("ROW:K");
+        let (k, n) = (k.parse().expect("K"), args[3].parse().expect("N"));
+        let fable = |rule| {
+            let rt = Runtime::<Fable>::with_defaults();
+            rt.state().set_learn_rule(rule);
+            rt
+        };
+        match row {
+            "thin" => alloc_lock(&Runtime::<Thin>::with_defaults(), k, n),
+            "fable" => alloc_lock(&fable(LearnRule::PerObject), k, n),
+            "fable-3.1" => alloc_lock(&fable(LearnRule::PerThread), k, n),
+            _ => panic!("ROW: thin, fable or fable-3.1"),
+        };
+        return;
+    }
     let w64: Vec<Slot<AtomicU64>> = (0..OBJECTS).map(|_| Slot(AtomicU64::new(THIN))).collect();
     if std::env::var("REAL").is_ok() {
         let thin = thin_cloud::<Thin>();

@@ -90,7 +90,7 @@
 //!
 //! | bits   | biased (00)          | learn (01, `fable`) | thin (11)          | fat (10)             |
 //! |--------|----------------------|---------------------|--------------------|----------------------|
-//! | 63..34 | owner generation (30 bits) | 0             | 0                  | 0                    |
+//! | 63..34 | owner generation (30 bits) | 62..34: the word's learn count (`LearnRule::PerObject`; else 0) | 0 | 0 |
 //! | 33..19 | bias owner id (0 = clear) | bias guess id  | owner id (sticky in `fable`) | monitor index (23 bits, 41..19) |
 //! | 18     | revoking (barrier revocation in progress) | 0 | stale: revoked while held, the owner still has records of it (records variant) | — |
 //! | 17..16 | state 00             | state 01            | state 11           | state 10             |
@@ -98,7 +98,8 @@
 //! | 7..0   | host bits            | host bits           | host bits          | host bits            |
 //!
 //! Bits 63..34 are zero in every state but biased (the identity hash of issue 7 may use
-//! them there); both variants use the same layout.
+//! them there) and learn (62..34: `fable`'s per-object learn count, `slow.rs`; bit 63 stays
+//! clear, as the poisoned `NO_BIAS` / `NO_NEST` tests need); both variants use the same layout.
 //!
 //! State values as in §3.2: biased is 00, so "biased to me" is one compare against the
 //! thread's bias bits; learn and thin share the low state bit, so one unlock path serves
@@ -157,8 +158,8 @@
 //!   from the thread's line (`thin_free`, poisoned in native; an xor with them replaces the
 //!   copy of the word the test needs anyway, so the count is unchanged).
 //! - a fresh object's acquisitions (rseq and records variants; not the seed ones): FABLE's clear → learn, the bias
-//!   guess re-acquiring in learn mode below the learn limit, a second thread taking a free
-//!   learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
+//!   guess re-acquiring in learn mode below the learn limit (one call away, `learn_again`), a
+//!   second thread taking a free learn lock (→ thin): one load, one CAS, inline; biasing (KKO's clear → biased, FABLE's
 //!   learn → biased at the limit): one call, one record push, one CAS. Figure 7 leaves all
 //!   of these to the slow path; see `fresh_enter` for what that cost on Cloud and AllocLock.
 //! - unlock of the last level (Figure 7's combined learn / thin test, one mask and compare):
@@ -301,7 +302,7 @@
 //! roots ([`locked_objects`](Biasing::locked_objects)). Records are never dereferenced: a
 //! missed relocation is a wrong count, never undefined behaviour.
 
-use super::fable::LEARN_LIMIT;
+use super::fable::{LearnRule, LEARN_LIMIT};
 use super::{KnobError, Protocol, HOST_BITS_MASK};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::protocol::ThreadContext;
@@ -609,6 +610,8 @@ impl Default for BiasConfig {
 pub struct BiasState {
     revocation: AtomicU32,
     learn_limit: AtomicU32,
+    /// [`LearnRule::PerObject`] (else `PerThread`): read with the learn limit.
+    per_object_learning: crate::sync::AtomicBool,
     revocations: RevocationStats,
     transitions: [AtomicU64; TRANSITIONS],
     /// Test hook ([`simulate_barrier_failure`](Self::simulate_barrier_failure)).
@@ -623,9 +626,10 @@ pub struct BiasState {
 }
 
 impl BiasState {
-    fn new(barrier_init: fn() -> bool) -> Self {
+    fn new(barrier_init: fn() -> bool, rule: LearnRule) -> Self {
         let s = Self {
             barrier_init,
+            per_object_learning: crate::sync::AtomicBool::new(rule == LearnRule::PerObject),
             revocation: AtomicU32::new(0),
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
@@ -706,6 +710,26 @@ impl BiasState {
     #[inline]
     pub fn learn_limit(&self) -> u32 {
         self.learn_limit.load(Ordering::Relaxed)
+    }
+
+    /// FABLE's learn rule (seed 002 §3.1; see [`LearnRule`]).
+    #[inline]
+    pub fn learn_rule(&self) -> LearnRule {
+        // Relaxed, as the learn limit: a heuristic's setting, ordering nothing; a stale read
+        // only changes which count decides one acquisition (either count is a valid word).
+        if self.per_object_learning.load(Ordering::Relaxed) {
+            LearnRule::PerObject
+        } else {
+            LearnRule::PerThread
+        }
+    }
+
+    /// Sets FABLE's learn rule; later learn-mode acquisitions use it (objects already
+    /// counting keep their counts, which `PerThread` ignores). Meant for start-up and for
+    /// measuring the rules side by side; `biased` has no learn mode and ignores it.
+    pub fn set_learn_rule(&self, rule: LearnRule) {
+        self.per_object_learning
+            .store(rule == LearnRule::PerObject, Ordering::Relaxed);
     }
 
     /// Revocations by kind and their latency.
@@ -1084,13 +1108,21 @@ impl<F: Flavor> Protocol for Biasing<F> {
     type ThreadState = BiasThread;
 
     fn new_state(_: &Config) -> BiasState {
-        BiasState::new(if F::SIGNAL {
+        // `fable`, `fable-rseq` and `fable-signal` count per object, the seed's FABLE per
+        // thread (§3.1).
+        let rule = if Self::SEED {
+            LearnRule::PerThread
+        } else {
+            LearnRule::PerObject
+        };
+        let barrier_init = if F::SIGNAL {
             crate::sigbarrier::install
         } else if F::RSEQ {
             crate::revoke::init_rseq
         } else {
             crate::revoke::init
-        })
+        };
+        BiasState::new(barrier_init, rule)
     }
 
     fn new_thread_state(id: ThreadId, _: &Config) -> BiasThread {

@@ -3,11 +3,19 @@
 //!
 //! States and transitions (Figure 5): an object starts *clear*; its first acquisition makes
 //! it *learn* with the acquirer as *bias guess* (state 01, §3.1, Figure 6); each further
-//! non-recursive acquisition by the guess bumps the guess's per-thread `learnCount` and, when
-//! that reaches the runtime's learn limit N (default 5, [`BiasConfig::learn_limit`]), biases the
-//! object to it and resets the count — random counting, so on average N + 1 acquisitions; an
-//! acquisition by any other thread in learn mode makes the object *thin* at once (if the
-//! guess holds it, the other thread first waits as for a held thin lock). Biased → thin is a revocation; thin → fat happens on
+//! non-recursive acquisition by the guess is counted and the N-th (the runtime's learn limit,
+//! default 5, [`BiasConfig::learn_limit`]) biases the object to it; an acquisition by any
+//! other thread in learn mode makes the object *thin* at once (if the guess holds it, the
+//! other thread first waits as for a held thin lock). What counts is the runtime's
+//! [`LearnRule`]: [`FableSeed`] keeps §3.1's random counting (the guess's per-thread
+//! `learnCount`, reset when it biases: on average N + 1 acquisitions, but any object the
+//! guess re-acquires once may be the one that reaches N); **`fable` and `fable-rseq` deviate
+//! from §3.1 there**: each learn word counts its own guess's acquisitions (the "naïve"
+//! counter §3.1 sets aside for its header bits; bits 62..34 are free in a learn word here),
+//! so an object biases exactly on its (N + 1)-th acquisition by one thread in a row. Why:
+//! on Cloud (§5.1) random counting biased ~2.4% of the 10^6 objects in the first repetition
+//! and revoked them all, 23–25 thousand revocations; on AllocLock (§5.3) it biased one
+//! object in N at any k ≥ 2 (`examples/cloud_probe.rs rules` measures both rules). Biased → thin is a revocation; thin → fat happens on
 //! contention, wait / notify and count overflow. Never rebias (§3.1).
 //!
 //! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores —
@@ -101,6 +109,9 @@ pub type FableSignal = Biasing<FableSignalHeuristics>;
 /// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 142 per object.
 /// Time: `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
 /// `exit_nested`; see the engine's documentation).
+///
+/// Learn rule: [`LearnRule::PerObject`] (each object counts its own acquisitions), not
+/// §3.1's per-thread random counting — see the module documentation; `fable-rseq` the same.
 #[derive(Debug)]
 pub enum FableHeuristics {}
 
@@ -124,7 +135,8 @@ pub type Fable = Biasing<FableHeuristics>;
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 305 per
 /// object (Figure 7 leaves learn mode to the slow path). Time: `user-loop-fable-seed` 1.93 ns
-/// against 0.51 for the plain pair.
+/// against 0.51 for the plain pair. Learn rule: §3.1's random counting exactly
+/// ([`LearnRule::PerThread`]).
 #[derive(Debug)]
 pub enum FableSeedHeuristics {}
 
@@ -138,6 +150,33 @@ impl Flavor for FableSeedHeuristics {
 
 /// FABLE with the bias owner's count in the header (Figures 6 and 7).
 pub type FableSeed = Biasing<FableSeedHeuristics>;
+
+/// How a learn-mode object decides to bias (seed 002 §3.1), per runtime
+/// ([`BiasState::set_learn_rule`]; the default is the flavor's: [`PerObject`](Self::PerObject)
+/// for `fable` and `fable-rseq`, [`PerThread`](Self::PerThread) for [`FableSeed`]).
+///
+/// [`BiasState::set_learn_rule`]: super::biased::BiasState::set_learn_rule
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LearnRule {
+    /// §3.1 exactly, *random counting*: the guess's per-thread `learnCount` counts its
+    /// learn-mode re-acquisitions of **any** object; the acquisition that brings it to the
+    /// learn limit N biases whichever object it is, and resets the count. On average an
+    /// object biases after N + 1 acquisitions by one thread, but an object the guess touches
+    /// only twice biases whenever the count happens to stand at N − 1 — one in N of them.
+    /// On Cloud (§5.1: 10 threads, 10^6 objects) about one object in 40 biases that way and
+    /// is revoked at its next touch by another thread: 23–25 thousand revocations, all in
+    /// the first repetition (`examples/cloud_probe.rs`).
+    PerThread,
+    /// The count §3.1 calls "naïve" (log N bits in the header), which random counting
+    /// approximates: each learn word counts its own guess's non-recursive re-acquisitions
+    /// (bits 62..34, zero in every other learn word); the N-th biases it. An object biases
+    /// exactly when one thread acquires it N + 1 times in a row — any other thread in between
+    /// makes it thin (Figure 5) — so an object touched only a few times, or by several
+    /// threads, never does, and §5.3's resonance (k = N) is gone. The count needs no per-object
+    /// space: a learn word has bits 63..34 free (a bias generation lives there only in state
+    /// 00). Counts stop at 2^29 − 1 (a larger N acts as that).
+    PerObject,
+}
 
 /// FABLE's only tunable heuristic (§3.1: "The only tunable heuristic in FABLE is the learn
 /// limit"), as [`Protocol::KNOB`](super::Protocol::KNOB) of `fable`: N = 1…10 as §5.3 sweeps
@@ -177,14 +216,22 @@ mod tests {
         Fable::transitions(rt, Transition::LearnToBiased) - before
     }
 
-    /// The knob is the learn limit that §3.1's random counting uses: with 2 locks per object
-    /// (one counted acquisition after clear → learn) N = 1 biases every object, N = 10 one in
-    /// ten, the default one in five; and k = N shows §5.3's resonance — every other object
-    /// biases on its second acquisition.
+    /// The knob is the learn limit that §3.1's random counting uses (the seed's rule,
+    /// `LearnRule::PerThread`: `fable-seed`'s default, `fable` when set): with 2 locks per
+    /// object (one counted acquisition after clear → learn) N = 1 biases every object, N = 10
+    /// one in ten, the default one in five; and k = N shows §5.3's resonance — every other
+    /// object biases on its second acquisition.
     #[test]
     fn learn_limit_knob_sets_how_often_objects_bias() {
+        assert_eq!(
+            Runtime::<FableSeed>::with_defaults().state().learn_rule(),
+            LearnRule::PerThread,
+            "fable-seed keeps §3.1's rule"
+        );
         let fresh = |n: Option<u32>| {
             let rt = Runtime::<Fable>::with_defaults();
+            assert_eq!(rt.state().learn_rule(), LearnRule::PerObject);
+            rt.state().set_learn_rule(LearnRule::PerThread);
             if let Some(n) = n {
                 Fable::set_knob(&rt, n).unwrap();
             }
@@ -203,6 +250,106 @@ mod tests {
         assert_eq!(alloc_lock(&rt, 100, 2), 10);
         Fable::set_knob(&rt, 1).unwrap();
         assert_eq!(alloc_lock(&rt, 100, 2), 100);
+    }
+
+    /// `LearnRule::PerObject` (`fable`'s default): an object biases on exactly its (N + 1)-th
+    /// non-recursive acquisition by one thread, whatever that thread locked before or in
+    /// between — objects locked round-robin each count their own — and recursive holds do
+    /// not count (§3.1); AllocLock with k ≤ N biases nothing and k = N shows no resonance.
+    #[test]
+    fn per_object_rule_biases_on_the_n_plus_first_acquisition() {
+        for n in [1u32, 2, 5, 7] {
+            let rt = Runtime::<Fable>::with_defaults();
+            Fable::set_knob(&rt, n).unwrap();
+            let me = rt.attach().unwrap();
+            let objs: Vec<BiasWord> = (0..3).map(|_| BiasWord::default()).collect();
+            for i in 1..=n + 1 {
+                for h in &objs {
+                    assert_eq!(
+                        h.mode(),
+                        if i == 1 {
+                            BiasMode::Clear
+                        } else {
+                            BiasMode::Learn
+                        }
+                    );
+                    let g = me.enter(h).unwrap();
+                    drop(me.enter(h).unwrap()); // nested: not counted
+                    drop(g);
+                }
+            }
+            for h in &objs {
+                assert_eq!(h.mode(), BiasMode::Biased, "N = {n}");
+            }
+        }
+        let fresh = |n: u32| {
+            let rt = Runtime::<Fable>::with_defaults();
+            Fable::set_knob(&rt, n).unwrap();
+            rt
+        };
+        assert_eq!(alloc_lock(&fresh(5), 100, 2), 0);
+        assert_eq!(alloc_lock(&fresh(5), 100, 5), 0, "k = N: no resonance");
+        assert_eq!(alloc_lock(&fresh(5), 100, 6), 100);
+        assert_eq!(alloc_lock(&fresh(1), 100, 2), 100);
+    }
+
+    /// What the per-object rule is for (issue 13 item 6, Cloud's start-up): objects that one
+    /// thread touches twice and then another thread touches. Under §3.1's random counting
+    /// one in N of them biases on the first thread's second touch and is revoked at the
+    /// second thread's; counted per object, none biases and nothing is revoked. An object
+    /// two threads lock alternately never biases under either rule (Figure 5: learn → thin).
+    #[test]
+    fn objects_shared_early_are_never_biased_per_object() {
+        for (rule, biased) in [(LearnRule::PerThread, 20), (LearnRule::PerObject, 0)] {
+            let rt = Runtime::<Fable>::with_defaults();
+            rt.state().set_learn_rule(rule);
+            let objs: Vec<BiasWord> = (0..100).map(|_| BiasWord::default()).collect();
+            let alternate = BiasWord::default();
+            let turn = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                for who in 0..2 {
+                    let (rt, objs, alternate, turn) = (&rt, &objs, &alternate, &turn);
+                    s.spawn(move || {
+                        let me = rt.attach().unwrap();
+                        for round in 0..20 {
+                            if round % 2 == who {
+                                drop(me.enter(alternate).unwrap());
+                            }
+                            turn.wait();
+                        }
+                        if who == 0 {
+                            for h in objs {
+                                drop(me.enter(h).unwrap());
+                                drop(me.enter(h).unwrap());
+                            }
+                        }
+                        turn.wait();
+                        if who == 1 {
+                            for h in objs {
+                                drop(me.enter(h).unwrap());
+                                assert_eq!(h.mode(), BiasMode::Thin);
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(alternate.mode(), BiasMode::Thin, "{rule:?}");
+            assert_eq!(
+                Fable::transitions(&rt, Transition::LearnToBiased),
+                biased,
+                "{rule:?}"
+            );
+            assert_eq!(
+                Fable::transitions(&rt, Transition::BiasedToThin),
+                biased,
+                "{rule:?}: every bias revoked"
+            );
+            assert_eq!(
+                Fable::transitions(&rt, Transition::LearnToThin),
+                101 - biased,
+                "{rule:?}"
+            );
+        }
     }
 
     /// The knob leaves the revocation mode alone, the default matches `BiasConfig`, and

@@ -5,6 +5,22 @@
 
 use super::*;
 
+/// A learn word's own count of its guess's non-recursive re-acquisitions
+/// ([`LearnRule::PerObject`]): bits 62..34, free in a learn word (a bias generation lives
+/// there only in state 00). Bit 63 stays clear, which the poisoned `NO_BIAS` / `NO_NEST`
+/// tests rely on; every other state's word is built afresh, without it.
+pub(super) const LEARN_COUNT_SHIFT: u32 = 34;
+pub(super) const LEARN_COUNT_ONE: u64 = 1 << LEARN_COUNT_SHIFT;
+/// The largest count: a learn limit above it acts as it.
+pub(super) const LEARN_COUNT_MAX: u64 = (1 << 29) - 1;
+pub(super) const LEARN_COUNT_MASK: u64 = LEARN_COUNT_MAX << LEARN_COUNT_SHIFT;
+
+/// The learn word `w`'s own count (0 under [`LearnRule::PerThread`], which never sets it).
+#[inline(always)]
+pub(super) fn learn_count_of(w: u64) -> u64 {
+    (w & LEARN_COUNT_MASK) >> LEARN_COUNT_SHIFT
+}
+
 impl<F: Flavor> Biasing<F> {
     /// The owner of `w` (biased, learn or thin, held `count` times by `t`) installs a fat
     /// monitor. `Ok(None)` if the word changed first (a revoker's mark, a learn → thin).
@@ -180,10 +196,19 @@ impl<F: Flavor> Biasing<F> {
                 }
                 if w & STATE_MASK == LEARN {
                     if owner == me {
-                        // §3.1: the guess re-acquires; bias when learnCount reaches N.
+                        // §3.1: the guess re-acquires; bias at the learn limit N — when its
+                        // thread's learnCount reaches N (`PerThread`, random counting), or
+                        // the word's own count does (`PerObject`, see `LearnRule`).
+                        let per_object = st.learn_rule() == LearnRule::PerObject;
                         let lc = &t.local().learn_count;
-                        let n = lc.load(Ordering::Relaxed) + 1;
-                        if n >= st.learn_limit() && !Self::may_bias(t) {
+                        let (n, limit) = if per_object {
+                            let limit = u64::from(st.learn_limit()).min(LEARN_COUNT_MAX);
+                            (learn_count_of(w) + 1, limit)
+                        } else {
+                            let n = lc.load(Ordering::Relaxed) + 1;
+                            (u64::from(n), u64::from(st.learn_limit()))
+                        };
+                        if n >= limit && !Self::may_bias(t) {
                             // The runtime biases nothing (`Revocation::NoBias`): Figure 5's
                             // other way out of learn mode, learn → thin.
                             if !Self::cas(h, w, host | THIN | me | RC_ONE) {
@@ -193,7 +218,7 @@ impl<F: Flavor> Biasing<F> {
                             t.local().count(Transition::LearnToThin);
                             return Some(Ok(true));
                         }
-                        let mut bias = n >= st.learn_limit();
+                        let mut bias = n >= limit;
                         if bias && F::RECORDS {
                             match Self::bias_to_me(t, h, w) {
                                 Some(true) => {
@@ -208,13 +233,21 @@ impl<F: Flavor> Biasing<F> {
                         }
                         let new = if bias {
                             host | Self::my_bias(t) | RC_ONE
+                        } else if per_object {
+                            // Held once more, counted (at most `LEARN_COUNT_MAX`: records
+                            // full at the limit keep it there).
+                            let c = n.min(LEARN_COUNT_MAX) << LEARN_COUNT_SHIFT;
+                            ((w & !LEARN_COUNT_MASK) | c) + RC_ONE
                         } else {
                             w + RC_ONE
                         };
                         if !Self::cas(h, w, new) {
                             return None;
                         }
-                        lc.store(if bias { 0 } else { n }, Ordering::Relaxed);
+                        if !per_object {
+                            // n < limit ≤ u32::MAX when not biasing.
+                            lc.store(if bias { 0 } else { n as u32 }, Ordering::Relaxed);
+                        }
                         if bias {
                             t.local().count(Transition::LearnToBiased);
                         }
@@ -277,9 +310,10 @@ impl<F: Flavor> Biasing<F> {
 
     /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
     /// Figures 4 and 7's fast paths exactly): FABLE's clear → learn, the bias guess
-    /// re-acquiring in learn mode below the learn limit (§3.1) and a second thread turning a
-    /// free learn lock thin (Figure 5), one CAS each, as a thin acquisition; biasing (KKO's
-    /// clear → biased, FABLE's learn → biased at the limit) is one call away. Figure 7 leaves
+    /// re-acquiring in learn mode below the learn limit (§3.1; one call away, in
+    /// `learn_again`, which also applies the runtime's [`LearnRule`]) and a second thread
+    /// turning a free learn lock thin (Figure 5), one CAS each, as a thin acquisition; biasing
+    /// (KKO's clear → biased, FABLE's learn → biased at the limit) is one call away. Figure 7 leaves
     /// learn mode to the slow path, and its thin fast path takes only a lock whose sticky
     /// last owner is the caller (§3.2 found that free). Measured here, both cost: AllocLock
     /// (§5.3) runs almost nothing but learn acquisitions, and the slow path's call, loop,
@@ -306,13 +340,14 @@ impl<F: Flavor> Biasing<F> {
             t.local().count(Transition::ClearToLearn);
             return true;
         }
-        // Learn and free (rc 0); bits 63..34 of a learn word are zero, so the test needs no
-        // 64-bit mask (which the compiler would share with the thin test above and hoist
-        // into the bias owner's path).
+        // Learn and free (rc 0).
         if lock & (STATE_MASK | REVOKING | RC_MASK) != LEARN || native() {
             return false; // held, nested, thin or fat; or in native
         }
-        if lock != LEARN | me {
+        // The guess's id against ours, the count shifted out (bits 63..34 go; state,
+        // revoking and rc are known). A shift, not a 64-bit mask: the compiler hoists such a
+        // constant into the bias owner's path (one more instruction there, measured).
+        if (lock ^ (LEARN | me)) << (64 - LEARN_COUNT_SHIFT) != 0 {
             // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0).
             if !Self::cas(h, w, (w & HOST) | THIN | me | RC_ONE) {
                 return false;
@@ -320,9 +355,30 @@ impl<F: Flavor> Biasing<F> {
             t.local().count(Transition::LearnToThin);
             return true;
         }
+        Self::learn_again(rt, t, h, w)
+    }
+
+    /// [`fresh_enter`](Self::fresh_enter)'s re-acquisition of a free learn lock by its
+    /// guess (§3.1): bias at the learn limit N, else count and hold (one CAS). The count is
+    /// the word's own under [`LearnRule::PerObject`], the thread's learnCount under
+    /// `PerThread` (random counting). One call away: inline, this code cost the bias owner's
+    /// loop one instruction (register allocation; `user_loop fable plain` 52 → 53 callgrind
+    /// instructions per lock + unlock), and it costs AllocLock k = 2 about 10 per object
+    /// (`biased_fastpath fable alloc`: 137 inline, 156 here).
+    #[inline(never)]
+    fn learn_again(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        let st = rt.state();
+        if st.learn_rule() == LearnRule::PerObject {
+            // n < the limit ≤ `LEARN_COUNT_MAX` when counting: the count never reaches bit 63.
+            let n = learn_count_of(w) + 1;
+            if n >= u64::from(st.learn_limit()).min(LEARN_COUNT_MAX) {
+                return Self::bias_fresh(t, h, w);
+            }
+            return Self::cas(h, w, w + LEARN_COUNT_ONE + RC_ONE);
+        }
         let lc = &t.local().learn_count;
         let n = lc.load(Ordering::Relaxed) + 1;
-        if n >= rt.state().learn_limit() {
+        if n >= st.learn_limit() {
             return Self::bias_fresh(t, h, w);
         }
         if !Self::cas(h, w, w + RC_ONE) {
