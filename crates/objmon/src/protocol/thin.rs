@@ -440,10 +440,12 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
         // We may sleep on the monitor: a hasher or a starving contender may then inflate
         // the thin words we hold for us (`ThinThread`), so announce it.
+        // The monitor's spin is spent: straight to the suspend (`enter_spun`, no second
+        // spin). Not the owner: `try_enter` would have re-entered.
         Self::block(t);
-        let r = m.enter(t.core_arc());
+        m.enter_spun(t.core_arc());
         Self::unblock(t);
-        r
+        Ok(())
     }
 
     /// We took `h` (now `w`, held once) after spinning, in the blocked state: leave it, then
