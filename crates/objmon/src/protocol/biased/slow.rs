@@ -268,11 +268,37 @@ impl<F: Flavor> Biasing<F> {
                 match m.try_enter(t.core()) {
                     Ok(true) => Some(Ok(true)),
                     Ok(false) if try_only => Some(Ok(false)),
-                    Ok(false) => Some(Self::safe(t, || m.enter(t.core_arc())).map(|()| true)),
+                    // The seed flavors keep the safe scope around the whole enter (measured
+                    // beside the others: `examples/contended.rs`).
+                    Ok(false) if Self::SEED => {
+                        Some(Self::safe(t, || m.enter(t.core_arc())).map(|()| true))
+                    }
+                    Ok(false) => {
+                        Self::enter_fat_contended(t, m);
+                        Some(Ok(true))
+                    }
                     Err(e) => Some(Err(e)),
                 }
             }
         }
+    }
+
+    /// A fat monitor held by another thread (`t` is not its owner: its `try_enter` failed):
+    /// the monitor's bounded spin while running, then safe (a revoker does not wait for us)
+    /// only around the enter that may suspend, which does not spin again
+    /// ([`FatMonitor::enter_spun`]). The spin (a few µs) writes none of our headers and polls
+    /// nothing, so a revoker's handshake waits at most that long for us, as for any stretch
+    /// of user code between two polls. It was a safe scope around the whole monitor enter:
+    /// a SeqCst store into `SAFE` before it and, inside the critical section, the revoker
+    /// mutex's lock and unlock and a SeqCst store back to `RUNNING` on every contended enter
+    /// (issue 13 item 4; as `thin`'s `BLOCKED` / unblock were).
+    #[cold]
+    #[inline(never)]
+    fn enter_fat_contended(t: &Cx<F>, m: &FatMonitor) {
+        if m.spin_enter(t.core()) {
+            return;
+        }
+        Self::safe(t, || m.enter_spun(t.core_arc()));
     }
 
     /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
