@@ -260,27 +260,28 @@ impl<F: Flavor> Biasing<F> {
                 *contended = true;
                 None
             }
-            _ => {
-                let m = match Self::monitor_of(rt, w) {
-                    Ok(m) => m,
-                    Err(e) => return Some(Err(e)),
-                };
-                match m.try_enter(t.core()) {
-                    Ok(true) => Some(Ok(true)),
-                    Ok(false) if try_only => Some(Ok(false)),
-                    // The seed flavors keep the safe scope around the whole enter (measured
-                    // beside the others: `examples/contended.rs`).
-                    Ok(false) if Self::SEED => {
-                        Some(Self::safe(t, || m.enter(t.core_arc())).map(|()| true))
-                    }
-                    Ok(false) => {
-                        Self::enter_fat_contended(t, m);
-                        Some(Ok(true))
-                    }
-                    Err(e) => Some(Err(e)),
-                }
-            }
+            _ => Some(Self::enter_fat(rt, t, w, try_only)),
         }
+    }
+
+    /// Enters the monitor of fat word `w`: `Ok(false)` if `try_only` and it is held by
+    /// another thread.
+    #[inline]
+    fn enter_fat(rt: &Rt<F>, t: &Cx<F>, w: u64, try_only: bool) -> Result<bool, MonitorError> {
+        let m = Self::monitor_of(rt, w)?;
+        if m.try_enter(t.core())? {
+            return Ok(true);
+        }
+        if try_only {
+            return Ok(false);
+        }
+        if Self::SEED {
+            // The seed flavors keep the safe scope around the whole enter (measured beside
+            // the others: `examples/contended.rs`).
+            return Self::safe(t, || m.enter(t.core_arc())).map(|()| true);
+        }
+        Self::enter_fat_contended(t, m);
+        Ok(true)
     }
 
     /// A fat monitor held by another thread (`t` is not its owner: its `try_enter` failed):
@@ -401,6 +402,15 @@ impl<F: Flavor> Biasing<F> {
             rt.state().may_have_biases.store(true, Ordering::SeqCst);
             rec.bias.store(Self::my_bias(t), Ordering::SeqCst);
         }
+        if !Self::SEED {
+            let w = h.0.load(Ordering::Acquire);
+            if w & STATE_MASK == FAT {
+                // Fat for good (nothing deflates a biased-engine word): straight to the
+                // monitor, without the loop's poll, owner-step test and dispatch
+                // (`enter_fat`).
+                return Self::enter_fat(rt, t, w, try_only);
+            }
+        }
         let mut contended = false;
         let mut spins = Spin::new();
         let mut spin = None; // introspection: published while we spin on another's thin lock
@@ -479,6 +489,15 @@ impl<F: Flavor> Biasing<F> {
     #[cold]
     pub(super) fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let local = t.local();
+        if !Self::SEED {
+            let w = h.0.load(Ordering::Acquire);
+            if w & STATE_MASK == FAT {
+                // Fat for good: straight to the monitor (inside the critical section, so
+                // every instruction here delays the next owner), in native too — the
+                // revoker mutex below guards biased words only.
+                return Self::monitor_of(rt, w)?.exit(t.core());
+            }
+        }
         if !local.sp.in_native() {
             return Self::exit_slow_running(rt, t, h);
         }
