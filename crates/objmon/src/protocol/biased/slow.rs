@@ -391,6 +391,26 @@ impl<F: Flavor> Biasing<F> {
             // Its fast paths came here because `enter_native` poisoned their cached bits.
             return Err(MonitorError::InNative);
         }
+        if !Self::SEED {
+            let w = h.0.load(Ordering::Acquire);
+            if w & STATE_MASK == FAT {
+                // Fat for good (nothing deflates a biased-engine word): straight to the
+                // monitor, without the loop's poll, owner-step test and dispatch, nor its
+                // stack frame (`enter_fat`).
+                return Self::enter_fat(rt, t, w, try_only);
+            }
+        }
+        Self::enter_slow_loop(rt, t, h, try_only)
+    }
+
+    /// [`enter_slow`](Self::enter_slow) for a word that is not fat (or a seed flavor).
+    #[inline(never)]
+    fn enter_slow_loop(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        try_only: bool,
+    ) -> Result<bool, MonitorError> {
         let rec = &t.local().rec;
         if rec.bias.load(Ordering::Relaxed) == NO_BIAS
             && rt.state().revocation() != Revocation::NoBias
@@ -401,15 +421,6 @@ impl<F: Flavor> Biasing<F> {
             // runtime biases nothing they never are).
             rt.state().may_have_biases.store(true, Ordering::SeqCst);
             rec.bias.store(Self::my_bias(t), Ordering::SeqCst);
-        }
-        if !Self::SEED {
-            let w = h.0.load(Ordering::Acquire);
-            if w & STATE_MASK == FAT {
-                // Fat for good (nothing deflates a biased-engine word): straight to the
-                // monitor, without the loop's poll, owner-step test and dispatch
-                // (`enter_fat`).
-                return Self::enter_fat(rt, t, w, try_only);
-            }
         }
         let mut contended = false;
         let mut spins = Spin::new();
