@@ -257,7 +257,11 @@ pub enum ThinLocks<const SEED: bool> {}
 /// Contended (module documentation, "Contended path"): an inflated word goes straight to its
 /// monitor, `BLOCKED` only around an enter that may suspend; 136 instructions per inflated
 /// lock+unlock (one CAS, one fence: the monitor's), 1.17–1.19× `parking_lot::Mutex` at 2, 4
-/// and 8 threads in one quiet run of `objmon-bench run --bench threads`.
+/// and 8 threads in one quiet run of `objmon-bench run --bench threads` (2-core AMD EPYC).
+/// On the 2-core Intel Xeon, shared with other jobs (load 3–11, never quiet), wall ratios to
+/// `parking_lot::Mutex` in the same run at 2 / 4 / 8 threads: `examples/contended.rs` (5
+/// runs of 7 rounds) 0.57–1.14× / 0.78–1.16× / 0.78–1.66×; `objmon-bench run --bench
+/// threads --reps 7` (5 runs) 0.54–1.81× / 0.88–1.96× / 0.92–1.57×.
 pub type Thin = ThinLocks<false>;
 
 /// `thin-seed`: seed 000 §2.3's fast paths as written — the nested lock after a failed CAS,
