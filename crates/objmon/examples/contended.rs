@@ -14,8 +14,8 @@
 //! ```
 //!
 //! Arguments (all optional): rounds, comma-separated thread counts, comma-separated kinds
-//! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, or any protocol name; `fat@256` runs
-//! `fat` with `SystemLockConfig::spin_limit` 256).
+//! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, `monitor` — `objmon::Monitor<()>` —, or
+//! any protocol name; `fat@256` runs `fat` with `SystemLockConfig::spin_limit` 256).
 
 use objmon::vm::{Config, Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
@@ -146,10 +146,31 @@ fn parking_lot_ns(threads: usize) -> (f64, f64) {
     (d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops)
 }
 
+/// `objmon::Monitor<()>`, the Rust user's type (the default protocol on its process-wide
+/// runtime, threads attached on first use), beside `parking_lot::Mutex<()>`.
+fn monitor_ns(threads: usize) -> (f64, f64) {
+    let m = objmon::Monitor::new(());
+    let count = AtomicU64::new(0);
+    let n = total_ops() / threads as u64;
+    let (d, cpu) = timed(threads, &m, |m| {
+        for _ in 0..n {
+            let g = black_box(m).lock();
+            critical_section(&count);
+            drop(g);
+        }
+    });
+    assert_eq!(count.load(Ordering::Relaxed), n * threads as u64);
+    let ops = (n * threads as u64) as f64;
+    (d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops)
+}
+
 /// Wall and CPU nanoseconds per lock+unlock.
 fn measure(kind: &str, threads: usize) -> (f64, f64) {
     if kind == "parking_lot" {
         return parking_lot_ns(threads);
+    }
+    if kind == "monitor" {
+        return monitor_ns(threads);
     }
     let (name, spin_limit) = match kind.split_once('@') {
         Some((n, s)) => (n, Some(s.parse().expect("spin limit after @"))),
@@ -232,7 +253,7 @@ fn main() {
     });
     let kinds: Vec<String> = args.next().map_or_else(
         || {
-            ["parking_lot", "fat", "thin", "tasuki", "fable"]
+            ["parking_lot", "monitor", "fat", "thin", "tasuki", "fable"]
                 .map(String::from)
                 .to_vec()
         },

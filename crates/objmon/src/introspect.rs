@@ -130,16 +130,17 @@ impl FatMonitor {
         ObjectRef(self.object.load(Ordering::Relaxed))
     }
 
-    /// The contended part of `enter`: the system lock's brief spin, then (if that did not get
+    /// The contended part of `enter`: the system lock's brief spin (skipped if `spin` is
+    /// false: the caller has just spun, `FatMonitor::enter_spun`), then (if that did not get
     /// the lock) a blocked-on-enter episode, published unless the thread is in one already,
     /// around the system lock's suspend; profiled either way. A thread that gets the lock in
     /// the spin (a few µs at most) publishes nothing: the episode's six SeqCst stores would
     /// cost more than the spin saves, and a detector that misses a thread spinning only
     /// reports a deadlock one look later (a false negative, never a false positive).
     #[cold]
-    pub(crate) fn lock_contended(&self, t: &std::sync::Arc<ThreadCore>) {
+    pub(crate) fn lock_contended(&self, t: &std::sync::Arc<ThreadCore>, spin: bool) {
         let start = self.profile_on.then(Instant::now);
-        let outer = if self.system_lock().spin() {
+        let outer = if spin && self.system_lock().spin() {
             // Profiled here unless an outer episode of this thread covers this enter.
             if start.is_some() && t.blocking.in_episode() {
                 return;
@@ -152,8 +153,8 @@ impl FatMonitor {
                 self.index,
             );
             // SAFETY: `t` is the calling thread's core (`lock_contended` is reached only from
-            // `FatMonitor::enter` on the protocols' paths, whose `t` is the caller's own
-            // context).
+            // `FatMonitor`'s `enter`, `enter_spun` and `wait` on the protocols' paths, whose
+            // `t` is the caller's own context).
             unsafe { self.system_lock().suspend(t) };
             Some(outer)
         };

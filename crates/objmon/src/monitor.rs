@@ -120,11 +120,26 @@ impl FatMonitor {
             return self.recurse();
         }
         if !self.lock.try_lock() {
-            self.lock_contended(t);
+            self.lock_contended(t, true);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// [`enter`](Self::enter) for a caller that is not the owner and whose
+    /// [`spin_enter`](Self::spin_enter) has just failed: one more try, then straight to the
+    /// suspend, without the system lock's spin a second time (issue 13 item 4: a thread
+    /// about to sleep spun twice, 2 × 64 pauses). With profiling on `spin_enter` does not
+    /// spin, so this one does (profiled).
+    #[inline]
+    pub(crate) fn enter_spun(&self, t: &Arc<ThreadCore>) {
+        debug_assert!(!self.is_owned_by(t), "enter_spun by the owner");
+        if !self.lock.try_lock() {
+            self.lock_contended(t, self.profile_on);
+        }
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(1, Ordering::Relaxed);
     }
 
     /// Acquires the monitor if that needs no waiting.
@@ -144,8 +159,8 @@ impl FatMonitor {
     /// Acquires the monitor if it is freed during the entry lock's bounded spin
     /// ([`TasukiLock::spin`], read-only on the lock word), for a caller that is not the owner
     /// and whose [`try_enter`](Self::try_enter) failed. `false`: the caller must
-    /// [`enter`](Self::enter), which may suspend (and spins once more first). With profiling
-    /// on, no spin here: [`enter`](Self::enter) profiles the contended acquisition.
+    /// [`enter_spun`](Self::enter_spun), which may suspend (and does not spin again). With
+    /// profiling on, no spin here: `enter_spun` spins and profiles the contended acquisition.
     #[inline]
     pub(crate) fn spin_enter(&self, t: &ThreadCore) -> bool {
         if self.profile_on || !self.lock.spin() {
@@ -307,7 +322,7 @@ impl FatMonitor {
         self.end_wait(t, episode);
         // A notified waiter re-entering is blocked on enter (a deadlock edge) if it must wait.
         if !self.lock.try_lock() {
-            self.lock_contended(t);
+            self.lock_contended(t, true);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(saved, Ordering::Relaxed);

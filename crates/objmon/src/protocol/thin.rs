@@ -128,7 +128,9 @@
 //!   `try_enter` inline, then (cold) its bounded spin, both `RUNNING`: they write none of our
 //!   thin words and wait for nothing unbounded, so a hasher or starving contender loses at
 //!   most that spin (a few µs) before it sees us `BLOCKED`; only the enter that may suspend
-//!   is wrapped in `block` / `unblock` (loom: `loom_thin_fastpath`,
+//!   is wrapped in `block` / `unblock`, and it goes straight to the suspend
+//!   (`FatMonitor::enter_spun`: before, a thread about to sleep spun the monitor's 64 pauses
+//!   twice, once in `spin_enter` and again in the monitor's enter) (loom: `loom_thin_fastpath`,
 //!   `thin_suspending_inflated_enter_vs_hasher`). The shape test is in `enter_slow`, not in
 //!   the fast path: there it cost 2–3 instructions per uncontended lock+unlock, and the same
 //!   test in the unlock fast path (straight to the monitor, no reload) 9–10 (callgrind,
@@ -256,7 +258,11 @@ pub enum ThinLocks<const SEED: bool> {}
 /// Contended (module documentation, "Contended path"): an inflated word goes straight to its
 /// monitor, `BLOCKED` only around an enter that may suspend; 136 instructions per inflated
 /// lock+unlock (one CAS, one fence: the monitor's), 1.17–1.19× `parking_lot::Mutex` at 2, 4
-/// and 8 threads in one quiet run of `objmon-bench run --bench threads`.
+/// and 8 threads in one quiet run of `objmon-bench run --bench threads` (2-core AMD EPYC).
+/// On the 2-core Intel Xeon, shared with other jobs (load 3–11, never quiet), wall ratios to
+/// `parking_lot::Mutex` in the same run at 2 / 4 / 8 threads: `examples/contended.rs` (5
+/// runs of 7 rounds) 0.57–1.14× / 0.78–1.16× / 0.78–1.66×; `objmon-bench run --bench
+/// threads --reps 7` (5 runs) 0.54–1.81× / 0.88–1.96× / 0.92–1.57×.
 pub type Thin = ThinLocks<false>;
 
 /// `thin-seed`: seed 000 §2.3's fast paths as written — the nested lock after a failed CAS,
@@ -441,10 +447,12 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
         // We may sleep on the monitor: a hasher or a starving contender may then inflate
         // the thin words we hold for us (`ThinThread`), so announce it.
+        // The monitor's spin is spent: straight to the suspend (`enter_spun`, no second
+        // spin). Not the owner: `try_enter` would have re-entered.
         Self::block(t);
-        let r = m.enter(t.core_arc());
+        m.enter_spun(t.core_arc());
         Self::unblock(t);
-        r
+        Ok(())
     }
 
     /// We took `h` (now `w`, held once) after spinning, in the blocked state: leave it, then
@@ -1193,6 +1201,44 @@ mod tests {
         assert_eq!(h.raw() >> 31, 1);
         assert_eq!(h.raw() & 0xff, 0x3c);
         assert_eq!(rt.stats_snapshot().inflations_contention, 1);
+    }
+
+    /// A contender of an inflated lock held until it sleeps in it
+    /// (`enter_fat_contended`: `spin_enter`, then `FatMonitor::enter_spun`, which does not
+    /// spin again) and gets it at the release; with profiling on (`spin_enter` does not
+    /// spin, `enter_spun` does), that enter is profiled once.
+    #[test]
+    fn inflated_contender_sleeps_then_enters_and_is_profiled() {
+        for profiling in [false, true] {
+            let rt = Runtime::<Thin>::new(Config {
+                profiling,
+                ..Config::default()
+            });
+            let h = LockWord::new(0);
+            let me = rt.attach().unwrap();
+            me.enter(&h).unwrap().notify().unwrap();
+            assert_eq!(h.raw() >> 31, 1, "inflated by notify");
+            let g = me.enter(&h).unwrap();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let other = rt.attach().unwrap();
+                    drop(other.enter(&h).unwrap());
+                });
+                // Released only once the contender sleeps in the monitor's entry queue.
+                let m = monitor_of(&rt, h.raw()).unwrap();
+                while !m.system_lock().has_waiters() {
+                    std::thread::yield_now();
+                }
+                drop(g);
+            });
+            let enters: u64 = rt
+                .contention_profile()
+                .iter()
+                .map(|p| p.contended_enters)
+                .sum();
+            assert_eq!(enters, u64::from(profiling));
+            assert_eq!(rt.owner_of(&h), None);
+        }
     }
 
     /// wait and notify inflate (a thin lock has no wait set), keeping the count.

@@ -293,19 +293,51 @@ impl<F: Flavor> Biasing<F> {
                 *contended = true;
                 None
             }
-            _ => {
-                let m = match Self::monitor_of(rt, w) {
-                    Ok(m) => m,
-                    Err(e) => return Some(Err(e)),
-                };
-                match m.try_enter(t.core()) {
-                    Ok(true) => Some(Ok(true)),
-                    Ok(false) if try_only => Some(Ok(false)),
-                    Ok(false) => Some(Self::safe(t, || m.enter(t.core_arc())).map(|()| true)),
-                    Err(e) => Some(Err(e)),
-                }
-            }
+            _ => Some(Self::enter_fat(rt, t, w, try_only)),
         }
+    }
+
+    /// Enters the monitor of fat word `w`: `Ok(false)` if `try_only` and it is held by
+    /// another thread.
+    #[inline]
+    fn enter_fat(rt: &Rt<F>, t: &Cx<F>, w: u64, try_only: bool) -> Result<bool, MonitorError> {
+        let m = Self::monitor_of(rt, w)?;
+        if m.try_enter(t.core())? {
+            return Ok(true);
+        }
+        if try_only {
+            return Ok(false);
+        }
+        if Self::SEED {
+            // The seed flavors keep the safe scope around the whole enter (measured beside
+            // the others: `examples/contended.rs`).
+            return Self::safe(t, || m.enter(t.core_arc())).map(|()| true);
+        }
+        Self::enter_fat_contended(t, m);
+        Ok(true)
+    }
+
+    /// A fat monitor held by another thread (`t` is not its owner: its `try_enter` failed):
+    /// the monitor's bounded spin while running, then safe (a revoker does not wait for us)
+    /// only around the enter that may suspend, which does not spin again
+    /// ([`FatMonitor::enter_spun`]). The spin (a few µs) writes none of our headers and polls
+    /// nothing, so a revoker's handshake waits at most that long for us, as for any stretch
+    /// of user code between two polls. It was a safe scope around the whole monitor enter:
+    /// a SeqCst store into `SAFE` before it and, inside the critical section, the revoker
+    /// mutex's lock and unlock and a SeqCst store back to `RUNNING` on every contended enter
+    /// (issue 13 item 4; as `thin`'s `BLOCKED` / unblock were). `examples/contended.rs`
+    /// (7 rounds a run, wall ratio to `parking_lot::Mutex` in the same run; 2-core Intel Xeon
+    /// shared with other jobs, load 3–11), `fable` at 2 / 4 / 8 threads: 0.74–1.41× /
+    /// 0.97–1.38× / 1.24–1.44× before (5 runs), 0.54–1.16× / 0.69–1.21× / 0.75–1.26× after
+    /// (8 runs, this and the fat short cut in `enter_slow` / `exit_slow`); `biased` at 8
+    /// threads 1.32–1.82× before, 0.64–2.17× after (one outlier run; the others ≤ 1.27×).
+    #[cold]
+    #[inline(never)]
+    fn enter_fat_contended(t: &Cx<F>, m: &FatMonitor) {
+        if m.spin_enter(t.core()) {
+            return;
+        }
+        Self::safe(t, || m.enter_spun(t.core_arc()));
     }
 
     /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
@@ -420,6 +452,26 @@ impl<F: Flavor> Biasing<F> {
             // Its fast paths came here because `enter_native` poisoned their cached bits.
             return Err(MonitorError::InNative);
         }
+        if !Self::SEED {
+            let w = h.0.load(Ordering::Acquire);
+            if w & STATE_MASK == FAT {
+                // Fat for good (nothing deflates a biased-engine word): straight to the
+                // monitor, without the loop's poll, owner-step test and dispatch, nor its
+                // stack frame (`enter_fat`).
+                return Self::enter_fat(rt, t, w, try_only);
+            }
+        }
+        Self::enter_slow_loop(rt, t, h, try_only)
+    }
+
+    /// [`enter_slow`](Self::enter_slow) for a word that is not fat (or a seed flavor).
+    #[inline(never)]
+    fn enter_slow_loop(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        try_only: bool,
+    ) -> Result<bool, MonitorError> {
         let rec = &t.local().rec;
         if rec.bias.load(Ordering::Relaxed) == NO_BIAS
             && rt.state().revocation() != Revocation::NoBias
@@ -509,6 +561,15 @@ impl<F: Flavor> Biasing<F> {
     #[cold]
     pub(super) fn exit_slow(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         let local = t.local();
+        if !Self::SEED {
+            let w = h.0.load(Ordering::Acquire);
+            if w & STATE_MASK == FAT {
+                // Fat for good: straight to the monitor (inside the critical section, so
+                // every instruction here delays the next owner), in native too — the
+                // revoker mutex below guards biased words only.
+                return Self::monitor_of(rt, w)?.exit(t.core());
+            }
+        }
         if !local.sp.in_native() {
             return Self::exit_slow_running(rt, t, h);
         }
