@@ -284,7 +284,9 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
         if T {
             Self::table_locate(rt, h)
         } else {
-            Some(mark::index_of(w))
+            // No index: a `lightweight-table` runtime's monitor word (the caller's
+            // `check_foreign` answers `ForeignHeader`).
+            mark::index_in(w)
         }
     }
 
@@ -407,6 +409,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if let Some(idx) = slot.get() {
                 return Some(idx);
             }
+            if mark::index_in(w).is_some() {
+                // An index in the word: a `lightweight` / `lightweight-seed` runtime's
+                // monitor state on a header we share a type with, not an orphan of ours
+                // (the caller's `check_foreign` answers `ForeignHeader`).
+                return None;
+            }
             // With the slot locked, no inflation or deflation of `h` by this runtime is under
             // way: the monitor state has no monitor here. It is an orphan unless another live
             // runtime claims the address (issue 11 item 13): that runtime's monitor state, its
@@ -453,6 +461,13 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// another runtime's monitor holds, and nobody deflates it as an orphan.
     #[cold]
     fn check_foreign(rt: &Runtime<Self>, h: &MarkWord) -> Result<(), MonitorError> {
+        // The three share `MarkWord`: a monitor word with an index is `lightweight`'s or
+        // `lightweight-seed`'s, one without is `lightweight-table`'s; the other kind is
+        // another runtime's (it cannot be ours).
+        let w = h.0.load(Ordering::Acquire);
+        if w & LOCK_BITS == MONITOR && mark::index_in(w).is_some() == T {
+            return Err(MonitorError::ForeignHeader);
+        }
         if T && rt.monitors().foreign(addr(h)) {
             return Err(MonitorError::ForeignHeader);
         }
@@ -960,7 +975,9 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
             }
             idx
         } else {
-            (w & LOCK_BITS == MONITOR).then(|| mark::index_of(w))
+            (w & LOCK_BITS == MONITOR)
+                .then(|| mark::index_in(w))
+                .flatten()
         };
         if let Some(idx) = idx {
             // `&mut`: nobody else reaches this header, hence its monitor; still owned only

@@ -130,6 +130,16 @@ pub(crate) fn index_of(w: u64) -> MonitorIndex {
         .expect("a monitor word holds a monitor index")
 }
 
+/// The monitor index in `w` (lock bits `10`), `None` where it holds none: the monitor word
+/// of `lightweight-table`, which finds its monitor by address. `lightweight` and
+/// `lightweight-seed` meet one only on a header that a `lightweight-table` runtime inflated
+/// (the three share this type): `ForeignHeader` there, never a panic.
+#[inline]
+pub(crate) fn index_in(w: u64) -> Option<MonitorIndex> {
+    debug_assert_eq!(w & LOCK_BITS, MONITOR);
+    MonitorIndex::new(((w & INDEX_MASK) >> INDEX_SHIFT) as u32)
+}
+
 /// Whether `w` is the monitor word of `idx` (whatever its host bits).
 #[inline]
 pub(crate) fn names(w: u64, idx: MonitorIndex) -> bool {
