@@ -42,11 +42,15 @@ use std::time::{Duration, Instant};
 /// `thin` has the smallest header (4 bytes: `Monitor<u32>` is 8 bytes) and the fastest first
 /// lock of the general-purpose protocols. The biased ones are faster still for a value only
 /// one thread ever locks, but pay a revocation (a `membarrier`, milliseconds with many
-/// threads) the first time another thread comes: a poor default. Contended, no objmon
-/// protocol matches `parking_lot::Mutex` yet (2 to 8 threads on one monitor, `objmon-bench
-/// run --bench threads` and `examples/contended.rs`: `thin` 2–10×, `tasuki` 3–6×, `fat` 0.8–1.8×, with
-/// run-to-run spreads above 2× on this shared machine); `thin` was not worse than `tasuki`
-/// there, so contention does not change the choice. Issue 13 tracks the contended gap.
+/// threads) the first time another thread comes: a poor default. Contended (2 / 4 / 8
+/// threads on one monitor, `examples/contended.rs 7 2,4,8`, wall time as a ratio to
+/// `parking_lot::Mutex` in the same run, the spread of 5–8 runs on a loaded 2-core Intel
+/// machine): `Monitor<()>` 0.69–1.05 / 0.76–1.00 / 0.58–1.17, `thin` 0.57–1.14 / 0.78–1.16 /
+/// 0.78–1.66 (since a contended thin lock goes to its fat monitor once inflated, without
+/// the blocked-state bookkeeping; `thin-seed` 1.4–3.8); `objmon-bench run --bench threads`
+/// spreads wider (`thin` 0.54–1.96, up to 2.18 for `monitor`), as every row of it does on
+/// this machine. `tasuki` deflates under contention (1.6–3.1×), so contention does not
+/// change the choice either. The figures are in issue 13's notes.
 pub type DefaultProtocol = crate::protocol::thin::Thin;
 
 /// A value of type `T` behind a Java-style monitor: a reentrant lock with `wait`, `notify`
