@@ -115,7 +115,7 @@ pub fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
 
 /// The catalog names the macros below cover, in `objmon::vm::visit_all` order: every protocol
 /// but the two that find a monitor by address (not `MonitorProtocol`s).
-pub const COVERED: [&str; 13] = [
+pub const COVERED: [&str; 15] = [
     "fat",
     "thin",
     "thin-seed",
@@ -129,6 +129,8 @@ pub const COVERED: [&str; 13] = [
     "fable",
     "biased-rseq",
     "fable-rseq",
+    "biased-signal",
+    "fable-signal",
 ];
 
 /// `monitor_tests!(secs; check_a, check_b)`: for each check, a module with one `#[test]` per
