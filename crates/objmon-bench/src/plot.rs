@@ -494,7 +494,7 @@ fn series_colors(series: &[&Series]) -> Vec<RGBColor> {
 }
 
 /// Strong, mutually distinct colours (none pale on white), for protocols and anchors.
-const PALETTE: [RGBColor; 20] = [
+const PALETTE: [RGBColor; 24] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -515,6 +515,10 @@ const PALETTE: [RGBColor; 20] = [
     RGBColor(60, 60, 60),
     RGBColor(225, 165, 0),
     RGBColor(160, 100, 40),
+    RGBColor(0, 150, 136),
+    RGBColor(190, 30, 90),
+    RGBColor(70, 100, 200),
+    RGBColor(120, 80, 0),
 ];
 
 /// The colour of row `label`, the same in every chart: greys for speed-of-light, warm for
