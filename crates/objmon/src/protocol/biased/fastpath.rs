@@ -237,6 +237,38 @@ impl<F: Flavor> Biasing<F> {
     #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
     #[inline(always)]
     fn signal_step(h: &BiasWord, line: *const LockRecords, lock: bool) -> Option<u64> {
+        // The lock and unlock sections differ in two instructions: the test's adjustment
+        // (unlock: rc ≥ 1, so 256 less) and the commit's sign.
+        macro_rules! section {
+            ($test:literal, $commit:literal) => {
+                std::arch::asm!(
+                    "2:",
+                    "mov ({h}), {w}",
+                    $test,
+                    "sub {boff}({line}), {t}",
+                    "cmp $0xfeff, {t}",
+                    "ja {fail}",
+                    $commit,
+                    "mov {w}, ({h})",
+                    "4:",
+                    ".pushsection objmon_bias_cs, \"awR\"",
+                    ".balign 8",
+                    ".quad 2b, 4b, 5f",
+                    ".popsection",
+                    ".pushsection objmon_bias_abort, \"ax\"",
+                    "5:",
+                    "jmp {fail}",
+                    ".popsection",
+                    line = in(reg) line,
+                    h = in(reg) h.0.as_ptr(),
+                    boff = const std::mem::offset_of!(LockRecords, bias),
+                    t = out(reg) _,
+                    w = out(reg) _,
+                    fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                    options(att_syntax, nostack),
+                )
+            };
+        }
         // SAFETY: `line` is this thread's records line (borrowed by the caller for the call;
         // `t` is the caller's own context, `Protocol`'s contract); the asm reads its `bias`
         // field and reads and writes only `h`'s word (an `AtomicU64` borrowed for the call).
@@ -247,59 +279,9 @@ impl<F: Flavor> Biasing<F> {
         // and x86-64's TSO gives the store release order.
         unsafe {
             if lock {
-                std::arch::asm!(
-                    "2:",
-                    "mov ({h}), {w}",
-                    "mov {w}, {t}",
-                    "sub {boff}({line}), {t}",
-                    "cmp $0xfeff, {t}",
-                    "ja {fail}",
-                    "add $0x100, {w}",
-                    "mov {w}, ({h})",
-                    "4:",
-                    ".pushsection objmon_bias_cs, \"awR\"",
-                    ".balign 8",
-                    ".quad 2b, 4b, 5f",
-                    ".popsection",
-                    ".pushsection objmon_bias_abort, \"ax\"",
-                    "5:",
-                    "jmp {fail}",
-                    ".popsection",
-                    line = in(reg) line,
-                    h = in(reg) h.0.as_ptr(),
-                    boff = const std::mem::offset_of!(LockRecords, bias),
-                    t = out(reg) _,
-                    w = out(reg) _,
-                    fail = label { return Some(h.0.load(Ordering::Relaxed)); },
-                    options(att_syntax, nostack),
-                );
+                section!("mov {w}, {t}", "add $0x100, {w}");
             } else {
-                std::arch::asm!(
-                    "2:",
-                    "mov ({h}), {w}",
-                    "lea -0x100({w}), {t}",
-                    "sub {boff}({line}), {t}",
-                    "cmp $0xfeff, {t}",
-                    "ja {fail}",
-                    "sub $0x100, {w}",
-                    "mov {w}, ({h})",
-                    "4:",
-                    ".pushsection objmon_bias_cs, \"awR\"",
-                    ".balign 8",
-                    ".quad 2b, 4b, 5f",
-                    ".popsection",
-                    ".pushsection objmon_bias_abort, \"ax\"",
-                    "5:",
-                    "jmp {fail}",
-                    ".popsection",
-                    line = in(reg) line,
-                    h = in(reg) h.0.as_ptr(),
-                    boff = const std::mem::offset_of!(LockRecords, bias),
-                    t = out(reg) _,
-                    w = out(reg) _,
-                    fail = label { return Some(h.0.load(Ordering::Relaxed)); },
-                    options(att_syntax, nostack),
-                );
+                section!("lea -0x100({w}), {t}", "sub $0x100, {w}");
             }
         }
         None
