@@ -111,20 +111,12 @@ mod checks {
         drop(b);
         assert_eq!(rt.owner_of(&y), None);
         assert_eq!(rt.stats_snapshot().attached_threads, 0);
-        // Ids are process-wide (docs/soundness.md §7): a test running in parallel may take
-        // the freed id first and hold it until it ends, so look for it again until then (a
-        // leaked or retired id never comes back; the bound only ends the test).
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let back = loop {
-            if rt.attach().unwrap().id() == id {
-                break true;
-            }
-            if std::time::Instant::now() > until {
-                break false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        };
-        assert!(back, "a clean detach frees the id");
+        // A clean detach gives the id back to the process-wide pool instead of retiring it
+        // (`Registry::detach` vs `retire`: one or the other). Drawing it again is no test
+        // any more: ids are process-wide (docs/soundness.md §7), and a test running in
+        // parallel may take it and hold it for as long as it runs (CI saw 30 s on `thin`).
+        assert_eq!(rt.threads().retired(), 0, "a clean detach retires no id");
+        assert!(rt.threads().get(id).is_none(), "and leaves nothing attached");
     }
 
     /// Finding 16: `cacao` ran out of monitors where Java never does (a fixed pool of 1,024
