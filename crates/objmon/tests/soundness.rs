@@ -116,7 +116,10 @@ mod checks {
         // any more: ids are process-wide (docs/soundness.md §7), and a test running in
         // parallel may take it and hold it for as long as it runs (CI saw 30 s on `thin`).
         assert_eq!(rt.threads().retired(), 0, "a clean detach retires no id");
-        assert!(rt.threads().get(id).is_none(), "and leaves nothing attached");
+        assert!(
+            rt.threads().get(id).is_none(),
+            "and leaves nothing attached"
+        );
     }
 
     /// Finding 16: `cacao` ran out of monitors where Java never does (a fixed pool of 1,024
