@@ -34,6 +34,7 @@ fn sys(variant: SystemLockVariant, fair_handoff: Option<Duration>) -> SystemLock
     SystemLockConfig {
         variant,
         spin_limit: 0,
+        spin_yields: 0,
         fair_handoff,
     }
 }

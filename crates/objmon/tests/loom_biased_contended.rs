@@ -46,6 +46,7 @@ fn fat_contender_spins_running_vs_sync_handshake() {
             system_lock: SystemLockConfig {
                 variant: SystemLockVariant::Figure7,
                 spin_limit: 1,
+                spin_yields: 0,
                 fair_handoff: None,
             },
             ..Config::default()

@@ -31,6 +31,7 @@ fn config() -> Config {
         system_lock: SystemLockConfig {
             variant: SystemLockVariant::Figure7,
             spin_limit: 0,
+            spin_yields: 0,
             fair_handoff: None,
         },
         deflation: DeflationPolicy::AtExit { keep: 0 },

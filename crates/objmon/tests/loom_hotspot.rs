@@ -32,6 +32,7 @@ fn config(deflation: DeflationPolicy) -> Config {
         system_lock: SystemLockConfig {
             variant: SystemLockVariant::Figure7,
             spin_limit: 0,
+            spin_yields: 0,
             fair_handoff: None,
         },
         deflation,

@@ -166,6 +166,7 @@ fn thin_inflated_enter_vs_hasher_and_contender() {
             system_lock: SystemLockConfig {
                 variant: SystemLockVariant::Figure7,
                 spin_limit: 1,
+                spin_yields: 0,
                 fair_handoff: None,
             },
             ..config()
@@ -235,6 +236,7 @@ fn thin_suspending_inflated_enter_vs_hasher() {
             system_lock: SystemLockConfig {
                 variant: SystemLockVariant::Figure7,
                 spin_limit: 1,
+                spin_yields: 0,
                 fair_handoff: None,
             },
             ..config()
