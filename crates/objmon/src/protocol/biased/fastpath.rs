@@ -125,6 +125,44 @@ impl<F: Flavor> Biasing<F> {
             if F::SIGNAL {
                 return Self::signal_step(h, line, lock);
             }
+            // The lock and unlock sections differ in the test's adjustment (unlock: rc ≥ 1,
+            // so 256 less) and the commit's sign.
+            macro_rules! section {
+                ($($test:literal),+; $commit:literal) => {
+                    std::arch::asm!(
+                        "mov {coff}({line}), {cs}",
+                        "lea 3f(%rip), {t}",
+                        "mov {t}, ({cs})",
+                        "2:",
+                        $($test,)+
+                        "sub {boff}({line}), {t}",
+                        "cmp $0xfeff, {t}",
+                        "ja {fail}",
+                        $commit,
+                        "4:",
+                        ".pushsection __rseq_cs, \"aw\"",
+                        ".balign 32",
+                        "3:",
+                        ".long 0, 0",
+                        ".quad 2b, 4b - 2b, 5f",
+                        ".popsection",
+                        ".pushsection __rseq_failure, \"ax\"",
+                        ".byte 0x0f, 0xb9, 0x3d",
+                        ".long 0x53053053",
+                        "5:",
+                        "jmp {fail}",
+                        ".popsection",
+                        line = in(reg) line,
+                        h = in(reg) h.0.as_ptr(),
+                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
+                        boff = const std::mem::offset_of!(LockRecords, bias),
+                        cs = out(reg) _,
+                        t = out(reg) _,
+                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                        options(att_syntax, nostack),
+                    )
+                };
+            }
             // SAFETY: `line` is this thread's records line (borrowed for the call; `t` is
             // the caller's own context, `Protocol`'s contract), whose `rseq_cs` field —
             // read first — holds the address of this thread's `rseq.rseq_cs` in glibc's
@@ -144,73 +182,9 @@ impl<F: Flavor> Biasing<F> {
             // barrier both ways.
             unsafe {
                 if lock {
-                    std::arch::asm!(
-                        "mov {coff}({line}), {cs}",
-                        "lea 3f(%rip), {t}",
-                        "mov {t}, ({cs})",
-                        "2:",
-                        "mov ({h}), {t}",
-                        "sub {boff}({line}), {t}",
-                        "cmp $0xfeff, {t}",
-                        "ja {fail}",
-                        "addq $0x100, ({h})",
-                        "4:",
-                        ".pushsection __rseq_cs, \"aw\"",
-                        ".balign 32",
-                        "3:",
-                        ".long 0, 0",
-                        ".quad 2b, 4b - 2b, 5f",
-                        ".popsection",
-                        ".pushsection __rseq_failure, \"ax\"",
-                        ".byte 0x0f, 0xb9, 0x3d",
-                        ".long 0x53053053",
-                        "5:",
-                        "jmp {fail}",
-                        ".popsection",
-                        line = in(reg) line,
-                        h = in(reg) h.0.as_ptr(),
-                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
-                        boff = const std::mem::offset_of!(LockRecords, bias),
-                        cs = out(reg) _,
-                        t = out(reg) _,
-                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
-                        options(att_syntax, nostack),
-                    );
+                    section!("mov ({h}), {t}"; "addq $0x100, ({h})");
                 } else {
-                    std::arch::asm!(
-                        "mov {coff}({line}), {cs}",
-                        "lea 3f(%rip), {t}",
-                        "mov {t}, ({cs})",
-                        "2:",
-                        "mov ({h}), {w}",
-                        "lea -0x100({w}), {t}",
-                        "sub {boff}({line}), {t}",
-                        "cmp $0xfeff, {t}",
-                        "ja {fail}",
-                        "subq $0x100, ({h})",
-                        "4:",
-                        ".pushsection __rseq_cs, \"aw\"",
-                        ".balign 32",
-                        "3:",
-                        ".long 0, 0",
-                        ".quad 2b, 4b - 2b, 5f",
-                        ".popsection",
-                        ".pushsection __rseq_failure, \"ax\"",
-                        ".byte 0x0f, 0xb9, 0x3d",
-                        ".long 0x53053053",
-                        "5:",
-                        "jmp {fail}",
-                        ".popsection",
-                        line = in(reg) line,
-                        h = in(reg) h.0.as_ptr(),
-                        coff = const std::mem::offset_of!(LockRecords, rseq_cs),
-                        boff = const std::mem::offset_of!(LockRecords, bias),
-                        cs = out(reg) _,
-                        t = out(reg) _,
-                        w = out(reg) _,
-                        fail = label { return Some(h.0.load(Ordering::Relaxed)); },
-                        options(att_syntax, nostack),
-                    );
+                    section!("mov ({h}), {t}", "sub $0x100, {t}"; "subq $0x100, ({h})");
                 }
             }
             None
