@@ -860,7 +860,7 @@ pub fn live_after_contention<S: Subject>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::subject::{SolCasStore, Subject, SubjectVisitor};
 
@@ -937,14 +937,23 @@ mod tests {
     /// [`harness_loop_is_the_plain_loop`]).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     fn instructions_per_iteration(f: fn(&AtomicU32, u64)) -> f64 {
+        let w = AtomicU32::new(0);
+        instructions_per_iteration_of(&|n| f(&w, n))
+    }
+
+    /// Instructions one call of `f(n)` executes per iteration, counted exactly by
+    /// single-stepping a forked child (see [`harness_loop_is_the_plain_loop`]). `f` must run
+    /// in a child of a multi-threaded process: no allocation, no lock another thread could
+    /// hold, no system call but async-signal-safe ones.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    pub(crate) fn instructions_per_iteration_of(f: &dyn Fn(u64)) -> f64 {
         /// User-mode instructions of a forked child from its stop to its exit, counted by
         /// single-stepping it with ptrace (the child only calls `f`: no allocation, no lock,
         /// as a child of a multi-threaded process must).
-        fn steps(f: fn(&AtomicU32, u64), n: u64) -> u64 {
-            let w = AtomicU32::new(0);
+        fn steps(f: &dyn Fn(u64), n: u64) -> u64 {
             // SAFETY: fork in a multi-threaded process: the child runs only async-signal-safe
-            // calls (ptrace, raise, _exit) and `f`, which touches nothing but `w` (no heap, no
-            // lock another thread could hold); a panic in it would abort via the step limit
+            // calls (ptrace, raise, _exit) and `f`, which by its contract touches no heap and
+            // no lock another thread could hold; a panic in it would abort via the step limit
             // below, not unwind through the test harness.
             let pid = unsafe { libc::fork() };
             assert!(pid >= 0, "fork failed");
@@ -954,7 +963,7 @@ mod tests {
                 unsafe {
                     libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
                     libc::raise(libc::SIGSTOP);
-                    f(&w, n);
+                    f(n);
                     libc::_exit(0);
                 }
             }
