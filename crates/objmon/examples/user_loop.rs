@@ -13,17 +13,21 @@
 //! Run twice with different iteration counts and divide the difference in instructions by
 //! the difference in iterations: set-up cost cancels.
 //!
-//! **Time** (`time [N] [PROTOCOL...]`, default `thin thin-seed`): nanoseconds per
-//! lock+unlock, the median of 7 rounds; in each round every row runs `N` (default 2·10⁷)
-//! iterations, rows interleaved, all in this one process, beside bare loops written the same
-//! way (`black_box` on the word's reference, nothing else per iteration):
+//! **Time** (`time [N] [PROTOCOL...]`, default `thin thin-seed`): nanoseconds of this
+//! thread's CPU time per lock+unlock, the median of 7 rounds; in each round every row runs
+//! `N` (default 2·10⁷) iterations, rows interleaved, all in this one process, beside bare
+//! loops written the same way (`black_box` on the reference once, before the loop, as in
+//! `objmon-bench`'s `user-loop` rows; nothing else per iteration — a `black_box` in the loop
+//! stores and reloads the reference every iteration, and that delay alone hid 1.7 ns of
+//! `thin`'s 2.3 ns over the CAS loop before its record moved before the CAS):
 //!
 //! - `bare cas+store`: a compare-and-swap to lock, a release store to unlock (the
 //!   single-atomic limit);
 //! - `bare cas+load/cmp/store`: the same, the unlock loading the word and comparing it with
 //!   the owner id before the store (seed 000 §2.3.2's unlock after its §2.3.1 lock);
 //! - `bare cas+tls/cmp/store`: the same, the unlock comparing a thread-local record of the
-//!   word with the word's address instead (the owner knows its word, no load of it);
+//!   word with the word's address instead (the owner knows its word, no load of it); the
+//!   record is stored before the CAS, as `thin` does;
 //! - `bare pair`: a load, a compare and a store to lock, the same to unlock (a bias owner's
 //!   and a nested thin lock's limit).
 //!
@@ -34,7 +38,6 @@
 use objmon::vm::{Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::time::Instant;
 
 struct Run {
     name: String,
@@ -55,9 +58,9 @@ impl ProtocolVisitor for Run {
         let rt = Runtime::<P>::with_defaults();
         let me = rt.attach().unwrap();
         let outer = self.nested.then(|| me.enter(&h).unwrap());
-        let t0 = Instant::now();
+        let t0 = thread_cpu_secs();
         user_loop(&me, &h, self.n);
-        self.secs = t0.elapsed().as_secs_f64();
+        self.secs = thread_cpu_secs() - t0;
         drop(outer);
     }
 }
@@ -66,8 +69,9 @@ impl ProtocolVisitor for Run {
 /// this loop alone (as in a user's function), not for a function holding all protocols.
 #[inline(never)]
 fn user_loop<P: Protocol>(me: &objmon::vm::ThreadHandle<'_, P>, h: &P::Header, n: u64) {
+    let h = black_box(h);
     for _ in 0..n {
-        drop(me.enter(black_box(h)).unwrap());
+        drop(me.enter(h).unwrap());
     }
 }
 
@@ -85,8 +89,8 @@ fn lost() -> ! {
 /// `bare cas+store`.
 #[inline(never)]
 fn bare_cas_store(w: &AtomicU32, n: u64) {
+    let w = black_box(w);
     for _ in 0..n {
-        let w = black_box(w);
         if w.compare_exchange(0, ME, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
@@ -99,8 +103,8 @@ fn bare_cas_store(w: &AtomicU32, n: u64) {
 /// `bare cas+load/cmp/store`.
 #[inline(never)]
 fn bare_cas_load_store(w: &AtomicU32, n: u64) {
+    let w = black_box(w);
     for _ in 0..n {
-        let w = black_box(w);
         if w.compare_exchange(0, ME, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
@@ -117,16 +121,16 @@ fn bare_cas_load_store(w: &AtomicU32, n: u64) {
 /// `bare cas+tls/cmp/store`: `last` is the owner's own record (address, host bits).
 #[inline(never)]
 fn bare_cas_tls_store(w: &AtomicU32, last: &AtomicUsize, host: &AtomicU32, n: u64) {
+    let w = black_box(w);
     for _ in 0..n {
-        let w = black_box(w);
         let old = w.load(Ordering::Relaxed) & 0xff;
+        last.store(w as *const AtomicU32 as usize, Ordering::Relaxed);
+        host.store(old, Ordering::Relaxed);
         if w.compare_exchange(old, old | ME, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             lost();
         }
-        last.store(w as *const AtomicU32 as usize, Ordering::Relaxed);
-        host.store(old, Ordering::Relaxed);
         if last.load(Ordering::Relaxed) != w as *const AtomicU32 as usize {
             lost();
         }
@@ -138,8 +142,8 @@ fn bare_cas_tls_store(w: &AtomicU32, last: &AtomicUsize, host: &AtomicU32, n: u6
 /// `bare pair`.
 #[inline(never)]
 fn bare_pair(w: &AtomicU32, n: u64) {
+    let w = black_box(w);
     for _ in 0..n {
-        let w = black_box(w);
         let v = w.load(Ordering::Relaxed);
         if (v ^ ME) >= NEST_LIMIT {
             lost();
@@ -154,9 +158,22 @@ fn bare_pair(w: &AtomicU32, n: u64) {
 }
 
 fn time_bare(f: impl FnOnce()) -> f64 {
-    let t0 = Instant::now();
+    let t0 = thread_cpu_secs();
     f();
-    t0.elapsed().as_secs_f64()
+    thread_cpu_secs() - t0
+}
+
+/// This thread's CPU time in seconds: the loops never block, so on an idle machine it is the
+/// wall time, and on a shared one it leaves out the time other processes ran.
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
