@@ -15,19 +15,21 @@ use std::collections::BTreeSet;
 /// The lower layers, bottom up; each file may name only modules listed before it (its own
 /// rank excluded), and never a module not listed here.
 const LOWER: &[&str] = &[
-    "sync",       // loom shim
-    "error",      // MonitorError
-    "park",       // futex parker
-    "blocking",   // a thread's blocking publication
-    "hash_state", // the identity-hash generator's per-thread state
-    "binding",    // header address → runtime claims
-    "thread",     // ids, ThreadCore, AttachedThread<S>, Registry<S>
-    "spin",       // contenders' back-off
-    "sigbarrier", // the signal barrier: restart one thread's owner section
-    "tasuki",     // the system lock
-    "monitor",    // the fat monitor
-    "profile",    // contention figures
-    "table",      // monitor index → monitor
+    "sync",             // loom shim
+    "error",            // MonitorError
+    "park",             // futex parker
+    "blocking",         // a thread's blocking publication
+    "hash_state",       // the identity-hash generator's per-thread state
+    "binding",          // header address → runtime claims
+    "thread",           // ids, ThreadCore, AttachedThread<S>, Registry<S>
+    "spin",             // contenders' back-off
+    "sigbarrier",       // the signal barrier: restart one thread's owner section
+    "tasuki",           // the system lock
+    "monitor",          // the fat monitor
+    "profile",          // contention figures
+    "monitor_episodes", // the fat monitor's contended enter and wait, published and profiled
+    "table",            // monitor index → monitor
+    "spin_episode",     // a spinner's blocking episode (its figures go to the table's)
 ];
 
 /// Known exceptions (file, path prefix, why). Each is a debt, not a rule: remove the entry
