@@ -100,16 +100,9 @@ fn strip_comments(src: &str) -> String {
 /// with `use crate::{a::b, c}` groups expanded into `a::b` and `c`.
 fn crate_paths(code: &str) -> Vec<String> {
     let mut paths = Vec::new();
-    let mut at = 0;
-    while let Some(i) = code[at..].find("crate::") {
-        let start = at + i;
-        at = start + "crate::".len();
-        // `$crate::` (a macro) and identifiers ending in `crate` are not the crate root.
-        let prev = code[..start].chars().next_back();
-        if prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue;
-        }
-        let rest = &code[at..];
+    // `$crate::` (a macro) and identifiers ending in `crate` are not the crate root.
+    for start in word_starts(code, "crate::") {
+        let rest = &code[start + "crate::".len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // A `use crate::{…}` group: split at top-level commas.
             let mut depth = 1;
@@ -214,91 +207,70 @@ fn ident(s: &str) -> &str {
     &s[..end]
 }
 
+/// Where `pat` starts in `code` as a word: not just after an identifier character or `$`.
+fn word_starts<'a>(code: &'a str, pat: &'a str) -> impl Iterator<Item = usize> + 'a {
+    code.match_indices(pat).map(|(i, _)| i).filter(|&i| {
+        let prev = code[..i].chars().next_back();
+        !prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    })
+}
+
+/// The index of the `close` that matches the `open` `s` starts with (nesting counted).
+fn closing(s: &str, open: char, close: char) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
 /// `s` after a leading `<…>` (generics, nested), trimmed.
 fn skip_generics(s: &str) -> &str {
     let s = s.trim_start();
     if !s.starts_with('<') {
         return s;
     }
-    let mut depth = 0;
-    for (i, c) in s.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => {
-                depth -= 1;
-                if depth == 0 {
-                    return s[i + 1..].trim_start();
-                }
-            }
-            _ => {}
-        }
-    }
-    ""
+    closing(s, '<', '>').map_or("", |i| s[i + 1..].trim_start())
 }
 
 /// Names following `keyword ` at a word start in `code` (comments stripped): `fn` names,
 /// `struct` / `enum` names.
 fn declared(code: &str, keyword: &str) -> BTreeSet<String> {
     let pat = format!("{keyword} ");
-    let mut names = BTreeSet::new();
-    let mut at = 0;
-    while let Some(i) = code[at..].find(&pat) {
-        let start = at + i;
-        at = start + pat.len();
-        let prev = code[..start].chars().next_back();
-        if prev.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let name = ident(code[at..].trim_start());
-        if !name.is_empty() {
-            names.insert(name.to_string());
-        }
-    }
-    names
+    word_starts(code, &pat)
+        .map(|start| ident(code[start + pat.len()..].trim_start()))
+        .filter(|name| !name.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// The inherent methods (and any `fn` inside them) that `code` adds to one of `types`, as
 /// (type, method).
 fn methods_added_to(code: &str, types: &BTreeSet<String>) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(i) = code[at..].find("impl") {
-        let start = at + i;
-        at = start + "impl".len();
-        let prev = code[..start].chars().next_back();
-        let next = code[at..].chars().next();
-        if prev.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            || next.is_some_and(|c| c.is_alphanumeric() || c == '_')
-        {
+    for start in word_starts(code, "impl") {
+        let rest = &code[start + "impl".len()..];
+        if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
             continue;
         }
-        let rest = skip_generics(&code[at..]);
+        let rest = skip_generics(rest);
         let ty = ident(rest);
         let after = skip_generics(&rest[ty.len()..]);
         // An inherent impl of a lower type: `impl[<…>] Type[<…>] {` (trait impls have `for`).
         if !types.contains(ty) || !after.starts_with('{') {
             continue;
         }
-        let body_start = code.len() - after.len();
-        let mut depth = 0;
-        let mut end = code.len();
-        for (j, c) in code[body_start..].char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = body_start + j;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        for m in declared(&code[body_start..end], "fn") {
+        let body = &after[..closing(after, '{', '}').unwrap_or(after.len())];
+        for m in declared(body, "fn") {
             out.push((ty.to_string(), m));
         }
-        at = end;
     }
     out
 }
