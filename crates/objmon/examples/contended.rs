@@ -54,7 +54,7 @@ fn thread_cpu() -> Duration {
 /// Runs `threads` threads of `body` after a common start line; returns the wall time from
 /// the start line to the last thread's end, and the CPU time the threads used (spinning and
 /// system calls included: what the waiting costs the machine).
-fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> (Duration, Duration) {
+fn timed(threads: usize, body: impl Fn() + Sync) -> (Duration, Duration) {
     let start = Barrier::new(threads + 1);
     std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
@@ -62,7 +62,7 @@ fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> (Dura
                 s.spawn(|| {
                     start.wait();
                     let c0 = thread_cpu();
-                    body(shared);
+                    body();
                     thread_cpu() - c0
                 })
             })
@@ -72,6 +72,30 @@ fn timed<S: Sync>(threads: usize, shared: &S, body: impl Fn(&S) + Sync) -> (Dura
         let cpu = hs.into_iter().map(|h| h.join().unwrap()).sum();
         (t0.elapsed(), cpu)
     })
+}
+
+/// One measurement of any kind: `threads` threads each run `body(count, n)`, `n` lock+unlock
+/// pairs of the kind's lock around [`critical_section`] on `count`, `n` being their share of
+/// [`total_ops`]. Checks the final count (the lock excluded the threads from each other) and
+/// returns wall and CPU nanoseconds per lock+unlock.
+fn ns_per_op(threads: usize, body: impl Fn(&AtomicU64, u64) + Sync) -> (f64, f64) {
+    let count = AtomicU64::new(0);
+    let n = total_ops() / threads as u64;
+    let (d, cpu) = timed(threads, || body(&count, n));
+    assert_eq!(count.load(Ordering::Relaxed), n * threads as u64);
+    let ops = (n * threads as u64) as f64;
+    (d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops)
+}
+
+/// The measured loop of every kind: `n` times, take the lock (`lock` returns its guard), run
+/// the critical section on `c`, drop the guard.
+#[inline(always)]
+fn lock_loop<G>(c: &AtomicU64, n: u64, lock: impl Fn() -> G) {
+    for _ in 0..n {
+        let g = lock();
+        critical_section(c);
+        drop(g);
+    }
 }
 
 struct One {
@@ -93,13 +117,10 @@ impl ProtocolVisitor for One {
         }
         let rt = Runtime::<P>::new(config);
         let h = P::Header::default();
-        let count = AtomicU64::new(0);
-        let n = total_ops() / self.threads as u64;
-        let (d, cpu) = timed(self.threads, &(), |_| {
+        self.ns = Some(ns_per_op(self.threads, |count, n| {
             let me = rt.attach().unwrap();
-            run_loop(&me, &h, &count, n);
-        });
-        assert_eq!(count.load(Ordering::Relaxed), n * self.threads as u64);
+            run_loop(&me, &h, count, n);
+        }));
         if std::env::var_os("CONTENDED_STATS").is_some() {
             let s = rt.stats_snapshot();
             eprintln!(
@@ -111,8 +132,6 @@ impl ProtocolVisitor for One {
                 s.deflations
             );
         }
-        let ops = (n * self.threads as u64) as f64;
-        self.ns = Some((d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops));
     }
 }
 
@@ -123,45 +142,19 @@ fn run_loop<P: Protocol>(
     c: &AtomicU64,
     n: u64,
 ) {
-    for _ in 0..n {
-        let g = me.enter(black_box(h)).unwrap();
-        critical_section(c);
-        drop(g);
-    }
+    lock_loop(c, n, || me.enter(black_box(h)).unwrap());
 }
 
 fn parking_lot_ns(threads: usize) -> (f64, f64) {
     let m = parking_lot::Mutex::new(());
-    let count = AtomicU64::new(0);
-    let n = total_ops() / threads as u64;
-    let (d, cpu) = timed(threads, &m, |m| {
-        for _ in 0..n {
-            let g = black_box(m).lock();
-            critical_section(&count);
-            drop(g);
-        }
-    });
-    assert_eq!(count.load(Ordering::Relaxed), n * threads as u64);
-    let ops = (n * threads as u64) as f64;
-    (d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops)
+    ns_per_op(threads, |c, n| lock_loop(c, n, || black_box(&m).lock()))
 }
 
 /// `objmon::Monitor<()>`, the Rust user's type (the default protocol on its process-wide
 /// runtime, threads attached on first use), beside `parking_lot::Mutex<()>`.
 fn monitor_ns(threads: usize) -> (f64, f64) {
     let m = objmon::Monitor::new(());
-    let count = AtomicU64::new(0);
-    let n = total_ops() / threads as u64;
-    let (d, cpu) = timed(threads, &m, |m| {
-        for _ in 0..n {
-            let g = black_box(m).lock();
-            critical_section(&count);
-            drop(g);
-        }
-    });
-    assert_eq!(count.load(Ordering::Relaxed), n * threads as u64);
-    let ops = (n * threads as u64) as f64;
-    (d.as_nanos() as f64 / ops, cpu.as_nanos() as f64 / ops)
+    ns_per_op(threads, |c, n| lock_loop(c, n, || black_box(&m).lock()))
 }
 
 /// Wall and CPU nanoseconds per lock+unlock.
@@ -230,12 +223,7 @@ fn main() {
             .map_or(1_000_000, |a| a.parse().expect("n"));
         if name == "parking_lot" {
             let m = parking_lot::Mutex::new(());
-            let count = AtomicU64::new(0);
-            for _ in 0..n {
-                let g = black_box(&m).lock();
-                critical_section(&count);
-                drop(g);
-            }
+            lock_loop(&AtomicU64::new(0), n, || black_box(&m).lock());
             return;
         }
         let mut v = Inflated {

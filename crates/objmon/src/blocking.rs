@@ -2,9 +2,9 @@
 //! *blocking episode* (blocked on enter, waiting, timed waiting) that the slow paths of the
 //! fat monitor and of the spinning protocols write and that any thread reads consistently.
 //!
-//! This file owns the record and its sequence-lock protocol only: who publishes what, and
-//! why a deadlock read from these records is a real one, is introspection's business
-//! (`introspect.rs`, which builds thread dumps and the deadlock detector on it). A lower
+//! This file owns the record and its sequence-lock protocol only: the writers are the
+//! blocking episodes (`monitor_episodes.rs`, `spin_episode.rs`); why a deadlock read from
+//! these records is a real one is introspection's business (`introspect.rs`). A lower
 //! layer: every thread's `ThreadCore` holds a slot, so this file knows nothing above the
 //! loom shim.
 

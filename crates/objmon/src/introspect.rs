@@ -6,7 +6,11 @@
 //! the header it is bound to (every inflation path and the external protocols' binding call
 //! `MonitorTable::bind`), so a monitor can be reported as an object.
 //!
-//! **What a blocked thread publishes.** Only slow paths write here, never a fast path: a thread
+//! This file only reads; the writers are lower layers: `blocking.rs` (the record),
+//! `monitor_episodes.rs` (a thread blocked in or waiting on a fat monitor), `spin_episode.rs`
+//! (a spinner) and `profile.rs` (the figures).
+//!
+//! **What a blocked thread publishes.** Only slow paths write it, never a fast path: a thread
 //! that is about to block publishes, in its [`ThreadCore`], a *blocking episode*: a sequence
 //! number made odd for the episode (even between episodes), the kind (blocked on enter,
 //! waiting, timed waiting), the object's address, and either
@@ -61,7 +65,7 @@
 
 use crate::blocking::{observations, seen_owner, BlockKind, Episode};
 use crate::monitor::{FatMonitor, ANONYMOUS_OWNER};
-use crate::profile::{nanos, Counts};
+use crate::profile::Counts;
 use crate::protocol::Protocol;
 use crate::runtime::Runtime;
 use crate::sync::{fence, lock, Ordering};
@@ -69,7 +73,13 @@ use crate::table::{MonitorIndex, MonitorTable};
 use crate::thread::{ThreadCore, ThreadId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
+
+// A spinner's episode is written in `spin_episode.rs` (a lower layer); the protocols still
+// import it from here. To go when `protocol/*` import it from `crate::spin_episode`.
+pub(crate) use crate::spin_episode::{observe_deadline, SpinEpisode};
 
 /// An object, by the address of its header. Valid only while the object is alive and has not
 /// moved; the host maps it back to its object (it knows where its headers live). Address 0
@@ -123,135 +133,11 @@ impl fmt::Display for ObjectProfile {
     }
 }
 
-/// Episode hooks of the fat monitor (its contended enter and its wait).
+/// Introspection's view of a fat monitor.
 impl FatMonitor {
     /// The object this monitor is bound to (0: none), a racy snapshot.
     pub fn object(&self) -> ObjectRef {
         ObjectRef(self.object.load(Ordering::Relaxed))
-    }
-
-    /// The contended part of `enter`: the system lock's brief spin (skipped if `spin` is
-    /// false: the caller has just spun, `FatMonitor::enter_spun`), then (if that did not get
-    /// the lock) a blocked-on-enter episode, published unless the thread is in one already,
-    /// around the system lock's suspend; profiled either way. A thread that gets the lock in
-    /// the spin (a few µs at most) publishes nothing: the episode's six SeqCst stores would
-    /// cost more than the spin saves, and a detector that misses a thread spinning only
-    /// reports a deadlock one look later (a false negative, never a false positive).
-    #[cold]
-    pub(crate) fn lock_contended(&self, t: &std::sync::Arc<ThreadCore>, spin: bool) {
-        let start = self.profile_on.then(Instant::now);
-        let outer = if spin && self.system_lock().spin() {
-            // Profiled here unless an outer episode of this thread covers this enter.
-            if start.is_some() && t.blocking.in_episode() {
-                return;
-            }
-            None
-        } else {
-            let outer = t.blocking.begin(
-                BlockKind::Enter,
-                self.object.load(Ordering::Relaxed),
-                self.index,
-            );
-            // SAFETY: `t` is the calling thread's core (`lock_contended` is reached only from
-            // `FatMonitor`'s `enter`, `enter_spun` and `wait` on the protocols' paths, whose
-            // `t` is the caller's own context).
-            unsafe { self.system_lock().suspend(t) };
-            Some(outer)
-        };
-        if let Some(s) = start.filter(|_| outer != Some(false)) {
-            self.profile_add(Counts {
-                enters: 1,
-                blocked_ns: nanos(s.elapsed()),
-                ..Counts::default()
-            });
-        }
-        if outer == Some(true) {
-            t.blocking.end();
-        }
-    }
-
-    /// Starts a wait episode; returns what [`end_wait`](Self::end_wait) needs.
-    pub(crate) fn begin_wait(&self, t: &ThreadCore, timed: bool) -> (bool, Option<Instant>) {
-        let kind = if timed {
-            BlockKind::TimedWait
-        } else {
-            BlockKind::Wait
-        };
-        let outer = t
-            .blocking
-            .begin(kind, self.object.load(Ordering::Relaxed), self.index);
-        (outer, (outer && self.profile_on).then(Instant::now))
-    }
-
-    /// Ends the wait episode (the waiter left the wait set; it re-enters next).
-    pub(crate) fn end_wait(&self, t: &ThreadCore, (outer, _): (bool, Option<Instant>)) {
-        if outer {
-            t.blocking.end();
-        }
-    }
-
-    /// The waiter holds the monitor again: profile the whole wait.
-    pub(crate) fn profile_wait(&self, (_, start): (bool, Option<Instant>)) {
-        if let Some(s) = start {
-            self.profile_add(Counts {
-                waits: 1,
-                waited_ns: nanos(s.elapsed()),
-                ..Counts::default()
-            });
-        }
-    }
-}
-
-/// A spinner's blocking episode (a thread waiting for a thin-shaped lock with no monitor to
-/// block on): published on creation, observations through [`observe`](Self::observe), ended
-/// and profiled on drop. Does nothing if the thread is in an episode already.
-pub(crate) struct SpinEpisode<'a> {
-    core: &'a ThreadCore,
-    table: &'a MonitorTable,
-    object: usize,
-    outer: bool,
-    start: Option<Instant>,
-}
-
-impl<'a> SpinEpisode<'a> {
-    /// Publishes that `core` is blocked on entering the object whose header is at `object`.
-    #[cold]
-    pub(crate) fn begin(table: &'a MonitorTable, core: &'a ThreadCore, object: usize) -> Self {
-        let outer = core.blocking.begin(BlockKind::Enter, object, 0);
-        Self {
-            core,
-            table,
-            object,
-            outer,
-            start: (outer && table.profile.on).then(Instant::now),
-        }
-    }
-
-    /// The spinner just read the header and found it held by `owner_raw` (0: unknown).
-    #[inline]
-    pub(crate) fn observe(&self, owner_raw: u32) {
-        if self.outer {
-            self.core.blocking.observe(owner_raw);
-        }
-    }
-}
-
-impl Drop for SpinEpisode<'_> {
-    fn drop(&mut self) {
-        if !self.outer {
-            return;
-        }
-        self.core.blocking.end();
-        if let Some(s) = self.start {
-            self.table.profile.fold(
-                self.object,
-                Counts {
-                    enters: 1,
-                    blocked_ns: nanos(s.elapsed()),
-                    ..Counts::default()
-                },
-            );
-        }
     }
 }
 
@@ -454,23 +340,6 @@ impl fmt::Display for Deadlock {
 /// How long the detector waits for spinners to observe their owner again (step 2).
 #[cfg(not(loom))]
 const OBSERVE_WAIT: Duration = Duration::from_millis(200);
-
-/// How often a contender parked behind a flat lock (`tasuki`) wakes to re-observe its owner.
-#[cfg(not(loom))]
-const OBSERVE_PERIOD: Duration = Duration::from_millis(10);
-
-/// The deadline of one park of a contender behind a flat lock (see [`OBSERVE_PERIOD`]);
-/// none under loom, whose timed parks model an expiry at any moment anyway.
-pub(crate) fn observe_deadline() -> Option<Instant> {
-    #[cfg(not(loom))]
-    {
-        Some(Instant::now() + OBSERVE_PERIOD)
-    }
-    #[cfg(loom)]
-    {
-        None
-    }
-}
 
 /// The detector's wait for spinners to observe again: up to [`OBSERVE_WAIT`] in 1 ms naps;
 /// under loom one pass only (a spinner that did not move on in the model is unconfirmed).

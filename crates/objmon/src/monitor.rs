@@ -2,6 +2,10 @@
 //! protocol falls back to — owner, recursion count, an entry queue (the tasuki system lock) and
 //! a wait set, with the monitor semantics of JLS §17.2.
 //!
+//! This file holds the monitor's state and its paths; where a thread must wait (`enter` on a
+//! held lock, `wait`), they call `monitor_episodes.rs`, which publishes and profiles the
+//! blocking episode around the system lock's spin and suspend.
+//!
 //! **Space** (issue 13 item 5): 64 bytes, aligned to a cache line, so that the words a
 //! contended enter and exit touch (lock word, `wcount`, owner, count) share one line and no
 //! two monitors of a table share a line. It was 144 bytes (owner and count on the second
@@ -540,7 +544,8 @@ impl FatMonitor {
     }
 }
 
-/// Table membership and introspection (see `introspect.rs`).
+/// Table membership, and what blocking episodes and introspection read (`monitor_episodes.rs`,
+/// `introspect.rs`).
 impl FatMonitor {
     /// A monitor for slot `index` of a table; `profiling` as the runtime's configuration.
     pub(crate) fn in_table(mut self, index: u32, profiling: bool) -> Self {

@@ -1,9 +1,9 @@
 //! Contention figures: the per-monitor side table (by monitor address) and the per-table
 //! figures folded by object when a monitor is freed or rebound.
 //!
-//! This file owns the data and its bookkeeping only; when figures are taken (the fat
-//! monitor's contended enter and wait, a spinner's episode) and how they are reported
-//! (`Runtime::contention_profile`) is introspection's business (`introspect.rs`). A lower
+//! This file owns the data and its bookkeeping only; figures are taken by the blocking
+//! episodes (`monitor_episodes.rs`, `spin_episode.rs`) and reported by introspection
+//! (`Runtime::contention_profile`, `introspect.rs`). A lower
 //! layer: the monitor table holds a [`TableProfile`] and forgets a dropped chunk's figures
 //! here, so this file knows only the fat monitor and the loom shim.
 
