@@ -762,7 +762,48 @@ impl Cacao {
         Ok(false)
     }
 
-    /// `unlockMutexForObject`: the last level (or any level of a non-first entry).
+    /// The last level of a first entry that is `o`'s, by its owner (`f`, `m`: read by
+    /// `first_if` while owning `m`, so they are `o`'s): release the monitor first, with the
+    /// bucket lock not held, then take the bucket lock for the pin alone (keep it as the
+    /// sticky one, or drop it).
+    ///
+    /// Not the seed's order (issue 13 item 4): `unlockMutexForObject` runs `unlockMutex`
+    /// (which resumes a waiter) inside `disablePreemption()`, which costs nothing on one
+    /// processor; here that critical section is a bucket lock other processors spin on, and
+    /// the release's barrier and its read of the entry queue (a miss on the monitor's line
+    /// under contention, and a futex wake when a thread sleeps) made it several times longer
+    /// than the pin bookkeeping. Sound because our pin, not the bucket lock, is what keeps
+    /// the entry `o`'s: it stays counted until the bucket lock is ours again, so nothing can
+    /// claim or free the entry between the release and the unpin (an entry with users is
+    /// neither, see `entry_for` and `unpin`); and the release happens before the unpin, which
+    /// happens before whatever a claimer does after seeing the entry unused (bucket lock).
+    #[cold]
+    fn unlock_first(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+        f: &Entry,
+        m: &FatMonitor,
+    ) -> Result<(), MonitorError> {
+        m.exit(t.core())?;
+        let st = rt.state();
+        let b = st.bucket(o);
+        let _g = b.lock.lock();
+        debug_assert!(
+            std::ptr::eq(f, &b.first) && f.obj() == o,
+            "a pinned first entry stays the object's"
+        );
+        if f.sticky() == 0 {
+            // The seed's monitorexit leaves `holder` set: keep our pin as the sticky one.
+            f.set_sticky(t.core().raw_id());
+        } else {
+            st.unpin(rt, b, f);
+        }
+        Ok(())
+    }
+
+    /// `unlockMutexForObject`: the last level of a non-first entry (or any level of one),
+    /// or an exit by a thread that does not own `o`'s first-entry monitor (an error).
     #[cold]
     fn unlock_for_object(
         rt: &Runtime<Self>,
@@ -857,6 +898,9 @@ impl Protocol for Cacao {
             // Count stays above 0, or we hold the sticky pin, which outlives the lock.
             if c > 1 || (c == 1 && f.sticky() == t.core().raw_id()) {
                 return m.exit(t.core());
+            }
+            if c == 1 {
+                return Self::unlock_first(rt, t, o, f, m);
             }
         }
         Self::unlock_for_object(rt, t, o)
