@@ -40,36 +40,71 @@
 //! mutexes if each of its 111 504 objects had one, but never locks more than 5 at a time.
 //!
 //! **What changed for OS threads on several cores, and why.** CACAO ran user-level threads
-//! and made each routine atomic by disabling preemption. Here that role is played by a
-//! per-bucket test-and-set lock (the seed: "on a multiprocessor system this would need to be
-//! implemented using a test-and-set instruction"), held only for the chain work, never while
-//! blocking: a thread that must wait for the monitor *pins* the entry (a `users` count under
-//! the bucket lock: owner, blocked entrants, waiters) so that it is neither reused for
-//! another object (`claimEntry`) nor freed, lets go of the bucket lock, and blocks in the
-//! monitor. The seed's fast paths keep their shape and need no bucket lock: monitorenter
-//! reads the first entry and, if it is `o`'s and its holder is the current thread, counts up;
-//! monitorexit, if it is `o`'s and the current thread holds it, counts down. The seed's
-//! monitorexit leaves `holder` set at count 0, so that the same thread's next lock of the
-//! object is line 10 again (92–97 % of all monitorenters in its table of execution statistics);
-//! we keep that: the last holder keeps its pin on the first entry (`sticky`) and relocks by
-//! taking the monitor with one compare-and-swap, then checking under it that its pin is still
-//! there. A thread that wants the entry for another object (`claimEntry`) revokes the pin only
-//! while holding the monitor itself; a waiter turns its sticky pin into an ordinary one first,
-//! because others hold the monitor while it waits. One departure: `lockMutexForObject` as
-//! printed claims a free first entry for `o` without looking down the chain, which would give
-//! `o` two mutexes if `o` already had an overflow entry (locked by another thread while the
-//! first entry was busy); we search the chain first.
+//! and made each routine atomic by disabling preemption. Here that role is played by two
+//! locks: a per-bucket test-and-set lock (the seed: "on a multiprocessor system this would
+//! need to be implemented using a test-and-set instruction") for the chain work — finding,
+//! claiming (`claimEntry`), allocating (`allocEntry`) and freeing (`freeEntry`) entries —
+//! and the entry's monitor for the lock itself. The seed's transitions of the table are
+//! kept: the first entry keeps `o` and its mutex when the count drops to 0, a colliding
+//! object claims it (keeping the mutex) only when it is unlocked, an overflow entry comes
+//! from the pool and goes back with its mutex at count 0. Which lock guards which step is
+//! ours:
+//!
+//! - **Rule M.** A first entry's `(obj, mon)` pair changes, away from a pair with monitor
+//!   `m`, only by a thread holding `m`'s lock: `claimEntry` takes `m` (a compare-and-swap
+//!   under the bucket lock; if it fails the entry is in use and the object gets an overflow
+//!   entry) and becomes the new object's owner with it; a reclaim takes `m`'s system lock
+//!   (clearing only `obj` when it cannot, a value no check accepts). So a thread that owns
+//!   `m` and reads the pair `(o, m)` reads it as it is (see `Cacao::first_if`).
+//! - Hence the seed's monitorenter and monitorexit on a first entry need no bucket lock at
+//!   all: enter reads the pair, takes the monitor without sleeping (compare-and-swap, then
+//!   the entry lock's bounded read-only spin), and checks the pair under it (`first_lock`;
+//!   a changed pair: give the monitor back, take the slow path); exit releases the monitor
+//!   of a pair it owns, at any level. The owner of a first entry holds no pin: the monitor
+//!   it holds keeps the entry.
+//! - A thread that must sleep *pins* the entry first (`users`, under the bucket lock), so
+//!   that the entry is neither claimed nor freed while it waits, lets go of the bucket lock,
+//!   and blocks in the monitor; owning it, it drops the pin (first entry). A waiter in the
+//!   wait set pins the first entry for the wait (others own the monitor meanwhile). An
+//!   overflow entry's owner keeps its pin until its last exit, as before: overflow entries
+//!   are found only under the bucket lock and are freed at zero pins.
+//!
+//! Before (issue 13 item 4), every first-level enter and last-level exit of a thread other
+//! than the last holder took the bucket lock, the exit with the monitor's release inside it
+//! (its barrier, its miss on the monitor's line, a futex wake when someone slept): two
+//! test-and-set acquisitions per lock+unlock on the line every contender reads, spun on by
+//! the other processor and yielded on when its holder was preempted. Those were not sleeps
+//! (about 0.01 context switches per lock+unlock at 2–8 threads, `perf stat -e
+//! context-switches`, as for `parking_lot`) but line traffic: 2.3–3.4× `parking_lot::Mutex`
+//! wall at 8 threads on one object here, up to 135× in an earlier session's loaded runs.
+//! Now 1.1–1.35× (figures below). The last holder's pin that stayed counted at count 0 (`sticky`, the seed's
+//! `holder` left set) is gone: any thread's relock is now what the sticky relock was (a
+//! compare-and-swap and a check), without the revocation it needed.
+//!
+//! One departure: `lockMutexForObject` as printed claims a free first entry for `o` without
+//! looking down the chain, which would give `o` two mutexes if `o` already had an overflow
+//! entry (locked by another thread while the first entry was busy); we search the chain
+//! first. For the same reason a reclaimed first entry is left empty, not refilled from its
+//! chain.
 //!
 //! Atomic operations per path: nested enter / exit: none (loads, and the monitor's plain
-//! count store); the last holder's relock and unlock (the seed's line 10 and line 8 at count
-//! 0): the monitor's compare-and-swap, and its release (one SeqCst fence, no read-modify-
-//! write), no bucket lock; any other thread's first-level enter: bucket compare-and-swap,
-//! release store, the monitor's compare-and-swap; its last-level exit: bucket
-//! compare-and-swap, the monitor's release, release store.
+//! count store); first-level enter and last-level exit of a first entry (the seed's line 10
+//! and line 8): the monitor's compare-and-swap, and its release (one SeqCst fence, no
+//! read-modify-write), no bucket lock; a contended enter that must sleep adds bucket
+//! compare-and-swap and release store twice (pin, unpin); an overflow entry's enter: bucket
+//! compare-and-swap, release store, the monitor's compare-and-swap; its last-level exit:
+//! bucket compare-and-swap, the monitor's release, release store.
 //!
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
-//! 195 for the last holder's relock and unlock (the bench's uncontended loop), 154 nested.
+//! 159 plain (the bench's uncontended loop; 195 with the sticky pin), 133 nested (154).
+//!
+//! Contended (`examples/contended.rs`, one object, 10⁶ lock+unlock per configuration, the
+//! binaries before and after interleaved in 7 rounds on the 2-core machine, medians; wall /
+//! thread CPU per lock+unlock, ratio to `parking_lot::Mutex` of the same rounds), quiet
+//! machine: 2 threads 1.41× / 1.43× before → 1.32× / 1.37× after; 4 threads 2.76× / 3.02×
+//! → 1.35× / 1.57×; 8 threads 2.33× / 2.65× → 1.33× / 1.41×. Context switches per
+//! lock+unlock: 0.0001–0.02 before and after, as `parking_lot` (no convoy to remove).
 //!
 //! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
 //! `MonitorTableFull`: the overflow pool grows as long as monitors are left; and an object
@@ -251,17 +286,13 @@ struct Entry {
     obj: AtomicUsize,
     /// Monitor index; 0 = none.
     mon: AtomicU32,
-    /// Threads that own the monitor, are blocked entering it, or wait in its wait set
-    /// through this entry. An entry with users is neither claimed nor freed.
+    /// Pins: threads blocked entering the monitor through this entry or waiting in its wait
+    /// set, and, on an overflow entry, its owner (the owner of a first entry holds the
+    /// monitor instead of a pin, see the module documentation). An entry with pins is
+    /// neither claimed nor freed.
     users: AtomicU32,
     /// Next pool entry in the chain (or on the free list); `NIL` = end.
     next: AtomicU32,
-    /// The seed's `holder` left set at count 0 (first entries only): the raw id of the last
-    /// holder, whose pin stays counted in `users` after its last exit, so that its next lock
-    /// needs no bucket lock; 0 = none. Set under the bucket lock by that holder while it owns
-    /// the monitor; revoked only by a thread that holds the monitor (see
-    /// `CacaoState::revoke_sticky`) or by a reclaim.
-    sticky: AtomicU32,
 }
 
 impl Entry {
@@ -271,7 +302,6 @@ impl Entry {
             mon: AtomicU32::new(0),
             users: AtomicU32::new(0),
             next: AtomicU32::new(next),
-            sticky: AtomicU32::new(0),
         }
     }
     #[inline]
@@ -291,13 +321,6 @@ impl Entry {
     #[inline]
     fn index(&self) -> Option<MonitorIndex> {
         MonitorIndex::new(self.mon.load(Ordering::Acquire))
-    }
-    #[inline]
-    fn sticky(&self) -> u32 {
-        self.sticky.load(Ordering::Relaxed)
-    }
-    fn set_sticky(&self, id: u32) {
-        self.sticky.store(id, Ordering::Relaxed);
     }
     fn set_users(&self, n: u32) {
         self.users.store(n, Ordering::Relaxed);
@@ -469,38 +492,58 @@ impl CacaoState {
 
     /// Under `b`'s lock: `lockMutexForObject`'s search — `o`'s entry, else the first entry if
     /// it is free (claimEntry, keeping its monitor), else a new overflow entry (allocEntry).
+    /// `true` with it: the first entry was claimed with its monitor taken, which `t` now
+    /// owns (it took it to claim, rule M of the module documentation).
     fn entry_for<'s>(
         &'s self,
         rt: &Runtime<Cacao>,
         t: &ThreadContext<Cacao>,
         b: &'s Bucket,
         o: usize,
-    ) -> Result<&'s Entry, MonitorError> {
+    ) -> Result<(&'s Entry, bool), MonitorError> {
         if let Some(e) = self.find(b, o) {
-            return Ok(e);
+            return Ok((e, false));
         }
         // `o` gets an entry here: it becomes this runtime's address first, and another live
         // runtime's entry for it is `ForeignHeader` (issue 11 item 13, `binding.rs`). Every
         // failure below gives the claim back.
         rt.monitors().claim(o)?;
         let f = &b.first;
-        if f.users() == 0 || Self::revoke_sticky(rt, t, f) {
-            if f.index().is_none() {
-                // The location's first use: the only time it gets a monitor.
-                let idx = rt
-                    .monitors()
-                    .allocate()
-                    .inspect_err(|_| rt.monitors().release(o))?;
-                f.mon.store(idx.get(), Ordering::Release);
+        if f.users() == 0 {
+            let taken = match f.index() {
+                // claimEntry: only with the monitor taken (rule M): an owner of the earlier
+                // object holds no pin, only the monitor; blocked entrants and waiters pin.
+                Some(i) => {
+                    let m = rt.monitors().get(i);
+                    !m.is_owned_by(t.core()) && m.try_enter(t.core()) == Ok(true)
+                }
+                None => {
+                    // The location's first use (or its first after a reclaim): the only time
+                    // it gets a monitor. A pair with no monitor changes without one.
+                    let idx = rt
+                        .monitors()
+                        .allocate()
+                        .inspect_err(|_| rt.monitors().release(o))?;
+                    f.mon.store(idx.get(), Ordering::Release);
+                    f.obj.store(o, Ordering::Relaxed);
+                    rt.monitors().bind(idx, o);
+                    // A stale reader of an earlier pair may hold a just-freed monitor for the
+                    // few instructions of its validation: then the caller enters it as a
+                    // pinned entrant.
+                    let m = rt.monitors().get(idx);
+                    return Ok((f, m.try_enter(t.core()) == Ok(true)));
+                }
+            };
+            if taken {
+                // The earlier object (if any) has no entry here any more.
+                let old = f.obj();
+                if old != 0 {
+                    rt.monitors().release(old);
+                }
+                f.obj.store(o, Ordering::Relaxed);
+                f.index().inspect(|&i| rt.monitors().bind(i, o));
+                return Ok((f, true));
             }
-            // claimEntry: the earlier object (if any) has no entry here any more.
-            let old = f.obj();
-            if old != 0 {
-                rt.monitors().release(old);
-            }
-            f.obj.store(o, Ordering::Relaxed);
-            f.index().inspect(|&i| rt.monitors().bind(i, o));
-            return Ok(f);
         }
         let Some(i) = self.alloc_entry() else {
             rt.monitors().release(o);
@@ -521,32 +564,12 @@ impl CacaoState {
         e.set_users(0);
         e.next.store(f.next(), Ordering::Relaxed);
         f.next.store(i, Ordering::Relaxed);
-        Ok(e)
+        Ok((e, false))
     }
 
-    /// Under `b`'s lock: drops the first entry's sticky pin if it is its only user, so that
-    /// the entry can be claimed for another object. The sticky holder may be between its
-    /// lock-free check and its `try_enter`; taking the monitor ourselves excludes it, and it
-    /// validates `sticky` after its `try_enter`, so it sees the revocation (our release of
-    /// the monitor orders it) and backs off to the bucket lock.
-    fn revoke_sticky(rt: &Runtime<Cacao>, t: &ThreadContext<Cacao>, f: &Entry) -> bool {
-        if f.users() != 1 || f.sticky() == 0 {
-            return false;
-        }
-        let Some(m) = f.index().map(|i| rt.monitors().get(i)) else {
-            return false;
-        };
-        if m.is_owned_by(t.core()) || m.try_enter(t.core()) != Ok(true) {
-            return false;
-        }
-        f.set_sticky(0);
-        f.set_users(0);
-        m.exit(t.core()).is_ok()
-    }
-
-    /// Gives a monitor nobody uses back to the table. A sticky holder's stale lock-free read
-    /// may still make it hold the monitor for the few instructions of its validation: wait
-    /// for that to end.
+    /// Gives a monitor nobody uses back to the table. A stale lock-free reader (see
+    /// `Cacao::first_lock`) may still hold the monitor for the few instructions of its
+    /// validation: wait for that to end.
     fn free_monitor(rt: &Runtime<Cacao>, idx: MonitorIndex) {
         while !rt.monitors().get(idx).is_idle() {
             yield_now();
@@ -575,40 +598,40 @@ impl CacaoState {
         self.free_head.store(i, Ordering::Relaxed);
     }
 
-    /// Under `b`'s lock: takes `o`'s entry out of the table. Its monitor goes back to the
-    /// monitor table if nobody uses it, else it is leaked (it is still someone's lock). The
-    /// first entry is refilled from the chain, so the chain invariant "first is used if any
-    /// is" holds for `entry_for`.
+    /// Under `b`'s lock: takes `o`'s entry out of the table (`o` is dead: nobody is inside
+    /// an operation on it). An overflow entry's monitor goes back to the monitor table if
+    /// nobody pins it, else it is leaked (it is still someone's lock). The first entry is left
+    /// empty, not refilled from the chain (`entry_for` searches the chain before it claims
+    /// the first entry; a refill would carry an overflow owner's pin into a first entry,
+    /// whose owner holds none). Its monitor goes back to the table only if we can take it
+    /// and nobody pins it (rule M: the pair changes with the monitor's lock held). Otherwise
+    /// (a forgotten guard holds it, a stale reader is validating under it, or threads are
+    /// inside an operation on the dead object) the entry keeps the monitor and its pins with
+    /// `obj` cleared — a value no validation accepts — and is claimed again once the monitor
+    /// is free and unpinned (never, for a forgotten guard: then the monitor is leaked).
     fn remove(&self, rt: &Runtime<Cacao>, b: &Bucket, o: usize) {
         let Some(e) = self.find(b, o) else { return };
-        if e.sticky() != 0 {
-            // Nobody is inside an operation on a dead object: the pin is idle.
-            e.set_sticky(0);
-            e.set_users(e.users() - 1);
-        }
-        if let Some(idx) = e.index() {
-            if e.users() == 0 {
-                Self::free_monitor(rt, idx);
-            }
-        }
-        e.mon.store(0, Ordering::Relaxed);
-        e.obj.store(0, Ordering::Relaxed);
-        e.set_users(0);
         rt.monitors().release(o);
-        if std::ptr::eq(e, &b.first) {
-            let n = b.first.next();
-            if n != NIL {
-                let ne = self.pool.get(n);
-                let f = &b.first;
-                f.obj.store(ne.obj(), Ordering::Relaxed);
-                f.mon
-                    .store(ne.mon.load(Ordering::Relaxed), Ordering::Release);
-                f.set_users(ne.users());
-                f.next.store(ne.next(), Ordering::Relaxed);
-                self.free_entry(n);
+        if !std::ptr::eq(e, &b.first) {
+            if let Some(idx) = e.index() {
+                if e.users() == 0 {
+                    Self::free_monitor(rt, idx);
+                }
             }
-        } else {
             self.unlink(b, e);
+            return;
+        }
+        let Some(idx) = e.index() else { return };
+        let m = rt.monitors().get(idx);
+        if e.users() == 0 && m.system_lock().try_lock() {
+            e.mon.store(0, Ordering::Relaxed);
+            e.obj.store(0, Ordering::Relaxed);
+            // SAFETY: we hold the system lock (the `try_lock` just above); nobody owns the
+            // monitor through it, since everyone else's `enter` / `try_enter` failed.
+            unsafe { m.system_lock().unlock() };
+            Self::free_monitor(rt, idx);
+        } else {
+            e.obj.store(0, Ordering::Relaxed);
         }
     }
 
@@ -659,18 +682,30 @@ impl std::fmt::Debug for CacaoState {
 #[derive(Debug)]
 pub enum Cacao {}
 
+/// What a lock-free try of a first entry's monitor found (`Cacao::first_lock`).
+enum FirstLock {
+    /// We own the monitor, and the entry is `o`'s with it.
+    Owned,
+    /// The monitor stayed busy (after the entry lock's spin, if we spun).
+    Busy,
+    /// We took the monitor, but the entry had changed: given back.
+    Stale,
+}
+
 impl Cacao {
-    /// The first chain entry's monitor if the entry is `o`'s, read without the bucket lock.
+    /// The first chain entry's monitor if the entry is `o`'s, read without the bucket lock: a
+    /// snapshot, to act on only once the current thread owns that monitor.
     ///
-    /// Sound for the fast paths, which act only if the current thread owns the monitor: then
-    /// it is a user of the entry holding that monitor, which nobody changes while it has
-    /// users, and which it has seen under the bucket lock; a monitor index is bound to one
-    /// entry at a time and passes from one to another only through the bucket and table
-    /// locks (a happens-before chain), so a stale `(obj, mon)` pair naming a monitor the
-    /// thread owns through another entry cannot be read.
-    ///
-    /// The sticky holder's lock acts on a check that may be stale; it validates it after
-    /// taking the monitor (see `sticky_lock`).
+    /// Rule M (module documentation): a first entry's `(obj, mon)` pair changes away from a
+    /// pair with monitor `i` only by a thread that holds `i`'s lock (a claim holds it as its
+    /// new owner, a reclaim holds the system lock; the one exception, a reclaim clearing
+    /// `obj` to 0, no check accepts). So a thread that owns `i` and reads the pair `(o, i)`
+    /// reads the pair as it is: nobody changes it while we hold `i`, and whoever changed it
+    /// before released `i` after (its release, our acquire: we see the change). A pair that
+    /// gets `i` afresh gets it from the monitor table (first use, `mon` stored before `obj`,
+    /// Release / Acquire), so reading `mon` first and then `obj` never pairs a new monitor
+    /// with an old object either. Hence the fast paths may trust `(o, i)` whenever they own
+    /// `i`: the nested enter, every exit, and `first_lock`'s check.
     #[inline]
     fn first_if(rt: &Runtime<Self>, o: usize) -> Option<(&Entry, MonitorIndex)> {
         let f = &rt.state().bucket(o).first;
@@ -680,26 +715,29 @@ impl Cacao {
         f.index().map(|i| (f, i))
     }
 
-    /// The seed's line 10 for the last holder (count 0 → 1 with `holder` still set): take the
-    /// monitor without waiting, then check under it that our sticky pin on `o`'s entry and
-    /// its monitor are still there (only a thread holding the monitor revokes the pin).
+    /// The seed's monitorenter of a first entry that `first_if` found `o`'s, without the
+    /// bucket lock: take the monitor without sleeping (a compare-and-swap, then, if `spin`,
+    /// the entry lock's bounded read-only spin), then check under it that the entry is still
+    /// `o`'s with that monitor (rule M, see `first_if`). The owner of a first entry holds no
+    /// pin: holding the monitor is what keeps the entry from being claimed.
     #[inline]
-    fn sticky_lock(
-        rt: &Runtime<Self>,
+    fn first_lock(
         t: &ThreadContext<Self>,
         o: usize,
         f: &Entry,
         idx: MonitorIndex,
-    ) -> Result<bool, MonitorError> {
-        let m = rt.monitors().get(idx);
-        if f.sticky() != t.core().raw_id() || !m.try_enter(t.core())? {
-            return Ok(false);
+        m: &FatMonitor,
+        spin: bool,
+    ) -> Result<FirstLock, MonitorError> {
+        if !(m.try_enter(t.core())? || (spin && m.spin_enter(t.core()))) {
+            return Ok(FirstLock::Busy);
         }
-        if f.sticky() == t.core().raw_id() && f.obj() == o && f.index() == Some(idx) {
-            return Ok(true);
+        // `mon` first (Acquire), then `obj`: see `first_if`.
+        if f.index() == Some(idx) && f.obj() == o {
+            return Ok(FirstLock::Owned);
         }
         m.exit(t.core())?;
-        Ok(false)
+        Ok(FirstLock::Stale)
     }
 
     /// Under the bucket lock: `o`'s monitor if `t` owns it.
@@ -718,51 +756,64 @@ impl Cacao {
             .ok_or(MonitorError::IllegalMonitorState)
     }
 
-    /// `lockMutexForObject`: find or make `o`'s entry, pin it, then take its monitor with the
-    /// bucket lock released (`try_only`: without waiting).
+    /// `lockMutexForObject`, under the bucket lock: find or make `o`'s entry (a claimed first
+    /// entry comes with its monitor, ours), pin it, then take its monitor with the bucket lock
+    /// released; the owner of a first entry then drops its pin (it holds the monitor). With
+    /// `try_only`: one try under the bucket lock, no waiting. `spun`: the caller has just spun
+    /// on the monitor in vain, so go straight to the entry queue.
     #[cold]
     fn lock_for_object(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         o: usize,
         try_only: bool,
+        spun: bool,
     ) -> Result<bool, MonitorError> {
         let st = rt.state();
         let b = st.bucket(o);
-        let m = {
+        let (m, first) = {
             let _g = b.lock.lock();
-            let e = st.entry_for(rt, t, b, o)?;
+            let (e, owned) = st.entry_for(rt, t, b, o)?;
+            if owned {
+                return Ok(true);
+            }
             let m = rt
                 .monitors()
                 .get(e.index().expect("a used entry has a monitor"));
+            let first = std::ptr::eq(e, &b.first);
             if m.is_owned_by(t.core()) {
                 // Nested lock of an object whose entry is not first in its chain.
                 return m.enter(t.core_arc()).map(|()| true);
             }
-            if e.sticky() == t.core().raw_id() {
-                // Our sticky pin becomes this lock's pin (a blocked entrant must hold a pin
-                // nobody can revoke).
-                e.set_sticky(0);
-            } else {
-                e.set_users(e.users() + 1);
+            if try_only {
+                // The bucket lock keeps the entry `o`'s for the try: no pin needed for it.
+                if !m.try_enter(t.core())? {
+                    return Ok(false);
+                }
+                if !first {
+                    e.set_users(e.users() + 1); // an overflow entry's owner pins it
+                }
+                return Ok(true);
             }
-            m
+            e.set_users(e.users() + 1);
+            (m, first)
         };
-        if !try_only {
+        if spun {
+            m.enter_spun(t.core_arc());
+        } else {
             m.enter(t.core_arc())?;
-            return Ok(true);
         }
-        if m.try_enter(t.core())? {
-            return Ok(true);
+        if first {
+            // Our pin kept the entry `o`'s while we blocked; now the monitor does.
+            let _g = b.lock.lock();
+            b.first.set_users(b.first.users() - 1);
         }
-        let _g = b.lock.lock();
-        // Still pinned by us, so still in the chain (maybe moved into the first slot).
-        let e = st.find(b, o).expect("a pinned entry stays in its chain");
-        st.unpin(rt, b, e);
-        Ok(false)
+        Ok(true)
     }
 
-    /// `unlockMutexForObject`: the last level (or any level of a non-first entry).
+    /// `unlockMutexForObject`: an exit of an object whose entry is not first in its chain
+    /// (the pin goes with the last level; an overflow entry nobody pins is freed), or by a
+    /// thread that does not own `o`'s monitor (an error).
     #[cold]
     fn unlock_for_object(
         rt: &Runtime<Self>,
@@ -778,13 +829,8 @@ impl Cacao {
             .map(|i| rt.monitors().get(i))
             .ok_or(MonitorError::IllegalMonitorState)?;
         m.exit(t.core())?;
-        if !m.is_owned_by(t.core()) {
-            if std::ptr::eq(e, &b.first) && e.sticky() == 0 {
-                // The seed's monitorexit leaves `holder` set: keep our pin as the sticky one.
-                e.set_sticky(t.core().raw_id());
-            } else {
-                st.unpin(rt, b, e);
-            }
+        if !m.is_owned_by(t.core()) && !std::ptr::eq(e, &b.first) {
+            st.unpin(rt, b, e);
         }
         Ok(())
     }
@@ -805,7 +851,9 @@ impl Protocol for Cacao {
     }
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
-    /// Figure `monitorenter()`: first entry is `o`'s and held by us → count + 1.
+    /// Figure `monitorenter()`: first entry is `o`'s and held by us → count + 1; first entry
+    /// is `o`'s and free → take its monitor and check the entry under it, no bucket lock
+    /// (`first_lock`); otherwise `lockMutexForObject`.
     #[inline]
     unsafe fn enter(
         rt: &Runtime<Self>,
@@ -813,16 +861,19 @@ impl Protocol for Cacao {
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let o = h.addr();
+        let mut spun = false;
         if let Some((f, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
             if m.is_owned_by(t.core()) {
                 return m.enter(t.core_arc());
             }
-            if Self::sticky_lock(rt, t, o, f, idx)? {
-                return Ok(());
+            match Self::first_lock(t, o, f, idx, m, true)? {
+                FirstLock::Owned => return Ok(()),
+                FirstLock::Busy => spun = true,
+                FirstLock::Stale => {}
             }
         }
-        Self::lock_for_object(rt, t, o, false).map(|_| ())
+        Self::lock_for_object(rt, t, o, false, spun).map(|_| ())
     }
 
     unsafe fn try_enter(
@@ -836,14 +887,15 @@ impl Protocol for Cacao {
             if m.is_owned_by(t.core()) {
                 return m.enter(t.core_arc()).map(|()| true);
             }
-            if Self::sticky_lock(rt, t, o, f, idx)? {
+            if let FirstLock::Owned = Self::first_lock(t, o, f, idx, m, false)? {
                 return Ok(true);
             }
         }
-        Self::lock_for_object(rt, t, o, true)
+        Self::lock_for_object(rt, t, o, true, false)
     }
 
-    /// Figure `monitorexit()`: first entry is `o`'s (and the count stays above 0) → count − 1.
+    /// Figure `monitorexit()`: first entry is `o`'s → count − 1, at any level (its owner
+    /// holds no pin to drop), no bucket lock; otherwise `unlockMutexForObject`.
     #[inline]
     unsafe fn exit(
         rt: &Runtime<Self>,
@@ -851,11 +903,10 @@ impl Protocol for Cacao {
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let o = h.addr();
-        if let Some((f, idx)) = Self::first_if(rt, o) {
+        if let Some((_, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
-            let c = m.count_for(t.core());
-            // Count stays above 0, or we hold the sticky pin, which outlives the lock.
-            if c > 1 || (c == 1 && f.sticky() == t.core().raw_id()) {
+            // Owning the monitor, we read the pair as it is (rule M, `first_if`).
+            if m.is_owned_by(t.core()) {
                 return m.exit(t.core());
             }
         }
@@ -868,13 +919,12 @@ impl Protocol for Cacao {
         h: &HostWord,
         deadline: Option<Instant>,
     ) -> Result<WaitOutcome, MonitorError> {
-        // We stay a user of the entry while in the wait set, so it stays ours; but a sticky
-        // pin can be revoked by whoever holds the monitor, which others will while we wait:
-        // turn it into an ordinary pin first.
+        // While we wait others own the monitor, so holding it no longer keeps a first entry
+        // ours: pin it for the wait (an overflow entry's owner pins it already).
         let o = h.addr();
         let st = rt.state();
         let b = st.bucket(o);
-        let m = {
+        let (m, first) = {
             let _g = b.lock.lock();
             let e = st.find(b, o).ok_or(MonitorError::IllegalMonitorState)?;
             let m = e
@@ -882,12 +932,19 @@ impl Protocol for Cacao {
                 .map(|i| rt.monitors().get(i))
                 .filter(|m| m.is_owned_by(t.core()))
                 .ok_or(MonitorError::IllegalMonitorState)?;
-            if e.sticky() == t.core().raw_id() {
-                e.set_sticky(0);
+            let first = std::ptr::eq(e, &b.first);
+            if first {
+                e.set_users(e.users() + 1);
             }
-            m
+            (m, first)
         };
-        m.wait(t.core_arc(), deadline)
+        let r = m.wait(t.core_arc(), deadline);
+        if first {
+            // We own the monitor again (whatever `wait` returned): it keeps the entry ours.
+            let _g = b.lock.lock();
+            b.first.set_users(b.first.users() - 1);
+        }
+        r
     }
 
     unsafe fn notify(
@@ -1042,33 +1099,83 @@ mod tests {
         drop(b);
     }
 
-    /// The seed keeps `holder` at count 0: after its last unlock the holder still pins the
-    /// first entry, relocks without the bucket lock, and loses the pin to a colliding object
-    /// only when that one needs the entry.
+    /// The first entry keeps `o` and its monitor at count 0 with no pin on it: any thread
+    /// relocks it by taking the monitor (no bucket lock, no pin), and a colliding object
+    /// claims it, monitor and all, once the monitor is free (the seed's claimEntry).
     #[test]
-    fn last_holder_stays_sticky() {
+    fn idle_first_entry_is_relocked_without_pins_and_claimed() {
         let rt = Runtime::<Cacao>::with_defaults();
         let me = rt.attach().unwrap();
         let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
         let (i, j) = colliding(&hs);
         let f = &rt.state().bucket(hs[i].addr()).first;
         drop(me.enter(&hs[i]).unwrap());
-        assert_eq!((f.sticky(), f.users()), (me.context().core().raw_id(), 1));
+        assert_eq!((f.obj(), f.users()), (hs[i].addr(), 0));
         let g = me.enter(&hs[i]).unwrap();
-        assert_eq!(f.users(), 1, "the relock used the sticky pin");
+        assert_eq!(
+            f.users(),
+            0,
+            "the owner of a first entry holds the monitor, no pin"
+        );
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                // Busy: `hs[j]` gets an overflow entry, freed when it is unlocked.
+                drop(other.enter(&hs[j]).unwrap());
+                assert_eq!(rt.state().overflow_in_use(), 0);
+                assert_eq!(f.obj(), hs[i].addr());
+            });
+        });
         drop(g);
         std::thread::scope(|s| {
             s.spawn(|| {
                 let other = rt.attach().unwrap();
-                drop(other.enter(&hs[j]).unwrap()); // revokes our pin and claims the entry
+                drop(other.enter(&hs[j]).unwrap()); // free: claimed
                 assert_eq!(f.obj(), hs[j].addr());
-                assert_eq!(f.sticky(), other.context().core().raw_id());
             });
         });
-        assert_eq!(rt.state().overflow_in_use(), 0);
-        assert_eq!(rt.monitors().allocations(), 1, "claimEntry kept the mutex");
-        drop(me.enter(&hs[i]).unwrap());
+        assert_eq!(
+            rt.monitors().allocations(),
+            2,
+            "one first entry, one overflow entry"
+        );
+        drop(me.enter(&hs[i]).unwrap()); // claims it back
+        assert_eq!(f.obj(), hs[i].addr());
+        assert_eq!(rt.monitors().allocations(), 2, "claimEntry kept the mutex");
         assert_eq!(rt.owner_of(&hs[i]), None);
+    }
+
+    /// A waiter pins the first entry while others own its monitor: a colliding object
+    /// cannot claim it meanwhile, and the pin goes when the waiter owns the monitor again.
+    #[test]
+    fn a_waiter_pins_the_first_entry() {
+        let rt = Runtime::<Cacao>::with_defaults();
+        let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
+        let (i, j) = colliding(&hs);
+        let f = &rt.state().bucket(hs[i].addr()).first;
+        let waiting = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let g = me.enter(&hs[i]).unwrap();
+                waiting.store(true, std::sync::atomic::Ordering::SeqCst);
+                g.wait(None).unwrap();
+                assert_eq!(f.users(), 0);
+                assert_eq!(f.obj(), hs[i].addr());
+            });
+            let other = rt.attach().unwrap();
+            while !waiting.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            // Once we hold `hs[i]` the waiter is in the wait set, pinning the entry.
+            let g = other.enter(&hs[i]).unwrap();
+            assert_eq!(f.users(), 1);
+            drop(other.enter(&hs[j]).unwrap());
+            assert_eq!(f.obj(), hs[i].addr(), "a pinned first entry is not claimed");
+            g.notify().unwrap();
+            drop(g);
+        });
+        assert_eq!(rt.state().overflow_in_use(), 0);
     }
 
     /// The figures of the module documentation (64-bit targets).
