@@ -223,7 +223,7 @@
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::hash;
-use crate::introspect::SpinEpisode;
+use crate::spin_episode::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
