@@ -57,22 +57,31 @@
 //! `reclaim` under a forgotten guard (the guard API cannot exit it); loom:
 //! `loom_thin_fastpath`.
 //!
-//! Measured (issue 13 item 2; one run, 2-core Intel Xeon VM; `examples/user_loop.rs`):
+//! Measured (issue 13 item 2; 2-core Intel Xeon VM, thread CPU time, medians of
+//! interleaved rounds, one run each):
 //!
-//! | path (public API, guard drop)  | instructions `thin` / `thin-seed` | ns `thin` / `thin-seed` |
-//! |--------------------------------|-----------------------------------|-------------------------|
-//! | lock + unlock, uncontended     | 25 / 23                           | 18.1 / 25.6             |
-//! | nested lock + unlock           | 38 / 82                           | 3.49 / 33.3             |
+//! | path (public API, guard drop)  | instructions `thin` / `thin-seed` | `user-loop` ns `thin` / `thin-seed` | `examples/user_loop` ns |
+//! |--------------------------------|-----------------------------------|-------------------------------------|-------------------------|
+//! | lock + unlock, uncontended     | 17 / 23                           | 9.30 / 12.94                        | 9.25 / 12.91            |
+//! | nested lock + unlock           | 31 / 82                           | 1.93 / 13.87                        | 1.41 / 13.74            |
 //!
-//! In the same run: bare CAS + release store 18.0 ns (`thin` 1.00×, `thin-seed` 1.42×), the
-//! same with the seed's unlock load / compare before the store 25.3 ns (1.40×: the load of
-//! the word after the locked instruction is what the blind store saves), bare load /
-//! compare / store pair 1.71 ns (`thin` nested 2.04×, `thin-seed` nested 19.5×). Median of
-//! 7 interleaved rounds of 2·10⁷ on a loaded machine (load average 7.5; a quieter run gave
-//! the same ratios: 1.05× and 2.2×).
+//! In the same runs: `user-loop-sol-cas-store` 8.87 ns (`thin` 1.05×, `thin-seed` 1.46×),
+//! `user-loop-sol-plain-pair` 0.50 ns (constant stores, no arithmetic: `thin` nested
+//! 3.9×); the example's bare CAS + release store 9.01 ns (`thin` 1.03×), its bare load /
+//! compare / store pair with the count arithmetic 0.92 ns (`thin` nested 1.53×), its CAS
+//! with the seed's unlock load / compare before the store 13.1 ns (1.45×: the load of the
+//! word after the locked instruction is what the blind store saves).
 //!
-//! What each idea buys (one idea taken out of `thin` at a time, a build-time switch not kept;
-//! ns ratios from one loaded run each, against the same process's bare loops):
+//! Two findings of issue 13's last round: the record's two stores go *before* the CAS
+//! (after it, the next lock's locked instruction waited for them: `thin` was 1.25× the CAS
+//! loop, 11.5 against 9.2 ns), and the handle has no interior mutability inline
+//! (`handle.rs`'s `HandleCore`: a user's loop keeps its pointers in registers; 25 → 21
+//! instructions plain, 38 → 34 nested).
+//!
+//! What each idea bought when it came (one idea taken out of `thin` at a time, a build-time
+//! switch not kept; ns ratios from one loaded run each, against the same process's bare
+//! loops, which then stored and reloaded the object's reference every iteration — a delay
+//! that hid the record stores' cost, so these ratios are not comparable with the above):
 //!
 //! | variant                                       | instr. plain / nested | plain ÷ CAS+store | nested ÷ pair |
 //! |-----------------------------------------------|-----------------------|-------------------|---------------|
@@ -93,6 +102,8 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!     target/release/examples/user_loop thin nested 1000000   # and 2000000
 //! target/release/examples/user_loop time                       # ns, thin and thin-seed
+//! cargo run --release -p objmon-bench -- run --bench user-loop --protocol thin \
+//!     --protocol user-loop-sol-cas-store --protocol user-loop-sol-plain-pair
 //! ```
 //!
 //! Inflation (by the thread that owns the thin lock, so the discipline holds — or for it, by
@@ -255,9 +266,10 @@ pub enum ThinLocks<const SEED: bool> {}
 /// `thin`: seed 000's thin locks with issue 13's fast paths — the nested lock and unlock
 /// inline without an atomic, and the blind-store unlock after the thread's last fast lock
 /// (module documentation, "Fast paths"). Measured per lock+unlock through the guard API
-/// (callgrind, `examples/user_loop.rs`): uncontended 25 instructions, one CAS and a blind
-/// release store (no load of the word after the CAS), 1.00× a bare CAS + release store;
-/// nested 38 instructions, no atomic read-modify-write, 2.0× a bare load/compare/store pair.
+/// (callgrind, `examples/user_loop.rs`): uncontended 17 instructions, one CAS and a blind
+/// release store (no load of the word after the CAS), 1.05× `user-loop-sol-cas-store`;
+/// nested 31 instructions, no atomic read-modify-write, 3.9× `user-loop-sol-plain-pair`
+/// (1.5× the example's bare pair, which does the count arithmetic).
 /// Contended (module documentation, "Contended path"): an inflated word goes straight to its
 /// monitor, `BLOCKED` only around an enter that may suspend; 136 instructions per inflated
 /// lock+unlock (one CAS, one fence: the monitor's), 1.17–1.19× `parking_lot::Mutex` at 2, 4
