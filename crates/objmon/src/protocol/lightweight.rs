@@ -85,6 +85,29 @@
 //! `lightweight` 44 uncontended, 38 nested; `lightweight-table` 44 / 38; `lightweight-seed`
 //! 43 / 231 (the seed inflates on recursion, so its nested enter goes through the monitor).
 //!
+//! Contended (issue 13 item 4; 2-core machine shared with other agents, `examples/contended.rs`
+//! under `perf stat` with `CONTENDED_STATS`, 2026-11-25): at 4-8 threads on one object
+//! `lightweight`, `lightweight-seed` and `stack` cost 2-3× `parking_lot::Mutex` in thread
+//! CPU per lock+unlock (8 threads: 59-68 ns against 25) with almost no sleeping (< 10⁻⁴
+//! futex calls and context switches per op) and almost no churn (≈ 0.001-0.01 inflations
+//! per 1000 ops): the lock stays fat, and the fat path does five atomic read-modify-writes
+//! on the monitor's cache line, which the system lock's spinners keep reading — the
+//! enter's announcement and its removal around the system lock's compare-and-swap
+//! (`deflate::enter_monitor`), and at every exit a deflation attempt that announces itself
+//! and reads the count back (`deflate::try_deflate`), against `thin`'s one compare-and-swap
+//! (`perf record`, 8 threads: the enter's three are 80% of `enter_slow`'s samples, the exit
+//! path with its attempt 45% of all). With the exit's
+//! attempt removed (a measurement hack, `AtExit` off) the CPU per op fell from 57-62 to
+//! 36-39 ns. Skipping the attempt when the exiting owner had found others announced at its
+//! acquisition measured 1.8-2.0× (from 2.2-2.9×), but loses the last deflation (loom,
+//! `stack_contention_inflating_marker`): a deflater's own announcement reads as company,
+//! and two exits that each see the other's leave the monitor inflated; the fix needs a
+//! plain read of the monitor's contention count (`monitor.rs`) or an exit that claims the
+//! monitor for deflation before releasing its system lock. `lightweight-table` is 5-10×:
+//! every contended op takes the side table's shard mutex four to six times (`locate`,
+//! `names`, SipHash probes; half its samples), where HotSpot reads a lock-free table
+//! through a per-thread cache.
+//!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a
 //! `lightweight-table` entry with its header).

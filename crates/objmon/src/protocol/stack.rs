@@ -78,6 +78,9 @@
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
 //! 76 uncontended, 79 nested.
 //!
+//! Contended: the fat path and its cost are `lightweight`'s (the deflation module's announce
+//! and exit-time deflation attempt); see the paragraph "Contended" there.
+//!
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
 //! points at a record, which moves never. See [`Stack::locked_objects`], [`Runtime::relocate`].
 
