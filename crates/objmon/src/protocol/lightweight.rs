@@ -85,6 +85,24 @@
 //! `lightweight` 44 uncontended, 38 nested; `lightweight-table` 44 / 38; `lightweight-seed`
 //! 43 / 231 (the seed inflates on recursion, so its nested enter goes through the monitor).
 //!
+//! Contended (issue 13 item 4; 2-core machine shared with other agents, `examples/contended.rs`
+//! under `perf stat` with `CONTENDED_STATS`, 2026-11-25): at 4-8 threads on one object
+//! `lightweight`, `lightweight-seed` and `stack` cost 2.2-2.9× `parking_lot::Mutex` in
+//! thread CPU per lock+unlock with almost no sleeping (< 10⁻⁴ futex calls and context
+//! switches per op) and almost no churn (≈ 0.001-0.01 inflations per 1000 ops): the lock
+//! stays fat, and the fat path did five atomic read-modify-writes on the monitor's cache
+//! line, which the system lock's spinners keep reading — the enter's announcement and its
+//! removal around the system lock's compare-and-swap, and at every exit a deflation attempt
+//! that announced itself and read the count back — against `thin`'s one (`perf record`, 8
+//! threads: the enter's three were 80% of `enter_slow`'s samples, the exit path 45% of
+//! all). Now owners stay announced until their last exit (`deflate.rs`, "Owners stay
+//! announced"): three, and 1.6-1.9× at 4-8 threads. A skip of the exit's attempt when the
+//! owner had found company at its acquisition measured the same but lost the last
+//! deflation under loom (`stack_contention_inflating_marker`: a deflater's pin reads as
+//! company). `lightweight-table` stays 5-10×: every contended op takes the side table's
+//! shard mutex four to six times (`locate`, `names`, SipHash probes; half its samples),
+//! where HotSpot reads a lock-free table through a per-thread cache.
+//!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a
 //! `lightweight-table` entry with its header).
@@ -565,7 +583,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
-            m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
+            deflate::enter_fresh(m, t.core().raw_id(), (hi - lo) as u32)?;
             if Self::install(rt, &h.0, w, idx) {
                 ls.remove(lo, hi);
                 rt.stats().inflated(cause);
@@ -573,7 +591,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             }
             // The host changed its bits, or a contender inflated first (or, `TABLE`, another
             // runtime holds the address): look again.
-            m.abandon_fresh();
+            deflate::abandon_fresh(m);
             rt.monitors().free(idx);
             Self::check_foreign(rt, h)?;
         }
@@ -587,12 +605,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         };
         rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
-        m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
+        deflate::enter_fresh(m, ANONYMOUS_OWNER, 0)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::Contention);
             return Ok(true);
         }
-        m.abandon_fresh();
+        deflate::abandon_fresh(m);
         rt.monitors().free(idx);
         Self::check_foreign(rt, h).map(|()| false)
     }
@@ -609,12 +627,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         let idx = rt.monitors().allocate()?;
         rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
-        m.enter_inflated_for(t.core().raw_id(), 1)?;
+        deflate::enter_fresh(m, t.core().raw_id(), 1)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::RecursionOverflow);
             return Ok(true);
         }
-        m.abandon_fresh();
+        deflate::abandon_fresh(m);
         rt.monitors().free(idx);
         Self::check_foreign(rt, h).map(|()| false)
     }

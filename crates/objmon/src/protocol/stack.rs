@@ -78,6 +78,9 @@
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
 //! 76 uncontended, 79 nested.
 //!
+//! Contended: the fat path and its cost are `lightweight`'s (the deflation module's announce
+//! and exit-time deflation attempt); see the paragraph "Contended" there.
+//!
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
 //! points at a record, which moves never. See [`Stack::locked_objects`], [`Runtime::relocate`].
 
@@ -445,12 +448,12 @@ impl Stack {
         // Locked before the header becomes INFLATING: nothing may fail between that and
         // publishing the monitor, or every thread would wait for the header forever. The real
         // owner is filled in once the record has been read.
-        m.enter_inflated_for(ANONYMOUS_OWNER, 1)?;
+        deflate::enter_fresh(m, ANONYMOUS_OWNER, 1)?;
         if h.0
             .compare_exchange(w, INFLATING, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            m.abandon_fresh();
+            deflate::abandon_fresh(m);
             rt.monitors().free(idx);
             return Ok(());
         }
@@ -507,7 +510,7 @@ impl Stack {
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
-            m.enter_inflated_for(t.core().raw_id(), 1)?;
+            deflate::enter_fresh(m, t.core().raw_id(), 1)?;
             if h.0
                 .compare_exchange(
                     w,
@@ -523,7 +526,7 @@ impl Stack {
                 return Ok(m);
             }
             // A contender got INFLATING in first; its monitor will name us as owner.
-            m.abandon_fresh();
+            deflate::abandon_fresh(m);
             rt.monitors().free(idx);
         }
     }
@@ -595,7 +598,7 @@ impl Stack {
                 let idx = rt.monitors().allocate()?;
                 rt.monitors().bind(idx, a);
                 let m = rt.monitors().get(idx);
-                m.enter_inflated_for(t.core().raw_id(), 1)?;
+                deflate::enter_fresh(m, t.core().raw_id(), 1)?;
                 if h.0
                     .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
@@ -603,7 +606,7 @@ impl Stack {
                     rt.stats().inflated(InflationCause::RecursionOverflow);
                     return Ok(true);
                 }
-                m.abandon_fresh();
+                deflate::abandon_fresh(m);
                 rt.monitors().free(idx);
             }
         }

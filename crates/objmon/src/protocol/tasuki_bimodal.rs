@@ -36,7 +36,9 @@
 //! inflation. The header is 8 bytes, twice `thin`'s word.
 //!
 //! Atomic operations per fast path:
-//! - lock an unlocked flat object: one load, one compare-and-swap (as `thin`);
+//! - lock an unlocked flat object: one load, one compare-and-swap (as `thin`), tried only if
+//!   the load saw the lock field free (a failed compare-and-swap would still take the
+//!   header's cache line exclusive, which a fat lock under contention cannot afford);
 //! - unlock (flat, count 0): one load, one compare, one store (Release), one SeqCst fence, one
 //!   load of the aux word — no read-modify-write. The fence is the price of the FLC bit: it
 //!   orders "store free" before "test FLC" (seed 004 §4's barrier after the release store);
@@ -44,8 +46,9 @@
 //!
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
-//! 27 uncontended, 116 nested: the nested store is reached through the out-of-line slow
-//! path (as `thin-seed`'s, 82), not inline as in `thin` (38).
+//! 28 uncontended, 109 nested (27 / 116 before the look before the compare-and-swap): the
+//! nested store is reached through the out-of-line slow path (as `thin-seed`'s, 82), not
+//! inline as in `thin` (38).
 //!
 //! The protocol (seed 004 §6's summary of \[19\]: "converted the spin-wait into a suspend-wait
 //! by introducing an extra bit in an object to indicate whether or not contention has
@@ -60,10 +63,15 @@
 //!   It takes the monitor with `try_enter` and, while that fails, looks whether an inflater has
 //!   cleared FLC (who then wakes everybody) — so an unlock never waits for another thread's
 //!   critical section, only for a contender's few instructions between its enter and its wait;
-//! - **deflation**: the fat owner's last exit stores the flat free word if the monitor's wait
-//!   set and entry queue are empty. Whoever acquires the monitor afterwards finds a flat word
-//!   and competes for it as a contender, so a racing enter is never lost; this holds also for a
-//!   waiter that re-acquires the monitor after a deflation (see `Tasuki::contend`).
+//! - **deflation**: the fat owner's last exit stores the flat free word if nobody is in the
+//!   monitor's wait set, suspended at its entry queue, or *spinning* on it (contenders count
+//!   themselves while they spin, suspend or re-acquire after a wait; the owner reads the
+//!   count when it acquires the monitor and again at its exit, and after finding company
+//!   looks again only every 16th acquisition — see `Tasuki::may_deflate` for the rule, why
+//!   spinners count, and what it cost not to). Whoever acquires the monitor afterwards
+//!   finds a flat word and competes for it as a contender, so a racing enter is never lost;
+//!   this holds also for a waiter that re-acquires the monitor after a deflation (see
+//!   `Tasuki::contend`). The count is a policy, never a condition of safety.
 //!
 //! Identity hash (32 bits, 0 = none): neither word has room, so it lives in the object's
 //! monitor — the one the aux word names, installed by one compare-and-swap without waiting
@@ -166,6 +174,21 @@ impl std::fmt::Debug for TasukiHeader {
 #[derive(Debug)]
 pub enum Tasuki {}
 
+/// Acquisitions of fat monitors after which a thread that found company at one
+/// ([`Tasuki::may_deflate`]) looks again whether it is alone.
+const RECHECK_AFTER: u32 = 16;
+
+/// A thread's `tasuki` state: what it saw when it last acquired a fat monitor, for the
+/// deflation rule (`Tasuki::may_deflate`). Written and read by its own thread only.
+#[derive(Debug, Default)]
+pub struct TasukiThread {
+    /// Index of the monitor whose last acquisition by this thread found no other thread
+    /// counted at it (spinning, suspended, or re-acquiring after a wait); 0: none.
+    alone_at: AtomicU32,
+    /// Acquisitions of fat monitors left before this thread looks again (it found company).
+    recheck_in: AtomicU32,
+}
+
 #[inline]
 fn index_in(word: u32) -> Option<MonitorIndex> {
     MonitorIndex::new((word & INDEX_MASK) >> INDEX_SHIFT)
@@ -258,6 +281,7 @@ impl Tasuki {
         debug_assert_eq!(w & (SHAPE | OWNER_MASK), t.core().id_shifted16());
         let (m, idx) = Self::object_monitor(rt, h)?;
         m.enter_inflated(t.core_arc(), count)?;
+        Self::acquired(t, m, idx, false);
         Self::publish_inflated(rt, t, h, m, idx, w, cause)?;
         Ok(m)
     }
@@ -280,8 +304,11 @@ impl Tasuki {
         let me = t.core().id_shifted16();
         let mut interrupted = false;
         // Introspection: semantically we are blocked on entering the object (not waiting in
-        // its monitor); we publish the flat owner at each look at the word.
-        let spin = SpinEpisode::begin(rt.monitors(), t.core(), h as *const TasukiHeader as usize);
+        // its monitor); we publish the flat owner at each look at the word. Begun at the
+        // first flat look only: an inflated word (the common case under contention) needs
+        // none, and the episode's SeqCst stores were a third of the time of a contended
+        // lock+unlock at 8 threads.
+        let mut spin = None;
         let r = loop {
             let w = h.lock.0.load(Ordering::Acquire);
             if w & SHAPE != 0 {
@@ -304,11 +331,19 @@ impl Tasuki {
                 let cause = InflationCause::Contention;
                 break Self::publish_inflated(rt, t, h, m, idx, free | me, cause);
             }
-            spin.observe((w & OWNER_MASK) >> OWNER_SHIFT);
-            // Timed (a few ms) so that a contender parked behind a deadlocked flat owner
-            // re-observes it and the deadlock detector can confirm the edge; a timeout only
-            // sends us round the loop again.
-            match m.wait(t.core_arc(), observe_deadline()) {
+            spin.get_or_insert_with(|| {
+                SpinEpisode::begin(rt.monitors(), t.core(), h as *const TasukiHeader as usize)
+            })
+            .observe((w & OWNER_MASK) >> OWNER_SHIFT);
+            // Announced across the wait: once notified we re-acquire `m` spinning, and the
+            // owner must not deflate under us then (`may_deflate`). Timed (a few ms) so that
+            // a contender parked behind a deadlocked flat owner re-observes it and the
+            // deadlock detector can confirm the edge; a timeout only sends us round the loop
+            // again.
+            Self::announce(m);
+            let r = m.wait(t.core_arc(), observe_deadline());
+            Self::acquired(t, m, idx, true);
+            match r {
                 Ok(_) => {}
                 Err(MonitorError::Interrupted) => interrupted = true,
                 Err(e) => break Err(e),
@@ -378,9 +413,86 @@ impl Tasuki {
                 }
                 Err(e) => return Err(e),
             };
-            m.enter(t.core_arc())?;
+            if m.try_enter(t.core())? {
+                Self::acquired(t, m, idx, false);
+            } else {
+                // Counted while we spin on or suspend at the monitor: the deflation rule
+                // (`acquired`) leaves the lock fat while anybody is on the way in.
+                Self::announce(m);
+                if let Err(e) = m.enter(t.core_arc()) {
+                    m.remove_contention();
+                    return Err(e);
+                }
+                Self::acquired(t, m, idx, true);
+            }
             return Self::contend(rt, t, h, m, idx);
         }
+    }
+
+    /// Counts the caller among the monitor's contenders ([`FatMonitor::add_contention`]) for
+    /// as long as it spins on, suspends at, or waits to re-acquire `m`; ended with
+    /// [`FatMonitor::remove_contention`]. `tasuki` never claims a monitor for deflation
+    /// through the contention count (its deflation is the owner's store of the flat word),
+    /// so the announcement always succeeds.
+    #[inline]
+    fn announce(m: &FatMonitor) {
+        let counted = m.add_contention();
+        debug_assert!(counted, "tasuki never sets DEFLATING");
+    }
+
+    /// `t` has just acquired `m` (index `idx`), as the object's lock or on the way to it;
+    /// `announced`: `t` still holds an [`announce`](Self::announce)ment, which ends here.
+    /// Notes in `t`'s [`TasukiThread`] whether `t` was then the only thread counted at `m`,
+    /// for the deflation rule ([`may_deflate`](Self::may_deflate)). A thread that found
+    /// company looks again only after [`RECHECK_AFTER`] more acquisitions: every look is two
+    /// read-modify-writes of the monitor's cache line, which the spinners keep reading, and
+    /// looking at every acquisition made a contended lock+unlock at 8 threads on 2 cores cost
+    /// twice `thin`'s (`perf`: the two were half of the enter's time).
+    #[inline]
+    fn acquired(t: &ThreadContext<Self>, m: &FatMonitor, idx: MonitorIndex, announced: bool) {
+        let me = t.local();
+        let wait = me.recheck_in.load(Ordering::Relaxed);
+        if wait > 0 && !announced {
+            me.recheck_in.store(wait - 1, Ordering::Relaxed);
+            me.alone_at.store(0, Ordering::Relaxed);
+            return;
+        }
+        if !announced {
+            Self::announce(m);
+        }
+        // Our own announcement read back: `true` iff it was the only one.
+        let alone = m.remove_contention_was_last();
+        me.alone_at
+            .store(if alone { idx.get() } else { 0 }, Ordering::Relaxed);
+        me.recheck_in
+            .store(if alone { 0 } else { RECHECK_AFTER }, Ordering::Relaxed);
+    }
+
+    /// The deflation rule, asked at `t`'s last exit of `m` (index `idx`): nobody waits in
+    /// `m`'s wait set, nobody is suspended at its system lock, and nobody else is counted —
+    /// spinning on it, suspending at it, or about to re-acquire it after a wait (the
+    /// [`announce`](Self::announce)d) — neither when `t` acquired `m`
+    /// ([`acquired`](Self::acquired)) nor now. Seed 004 §6 says only that \[19\] "supports
+    /// deflation", not when; the rule that came first here counted the suspended and the
+    /// waiting but not the spinners, so with more threads than cores the spinners found a
+    /// flat word at nearly every hand-over and re-inflated it through FLC (at 8 threads on
+    /// 2 cores, up to one inflation and one deflation per 30 lock+unlock pairs; issue 13
+    /// item 4). A contender that announces itself just after the look finds the flat word
+    /// and competes for it as before (`contend`): the rule is a policy, never a condition of
+    /// safety. The note is one per thread: of two fat locks held at once, the outer one's
+    /// exit finds the inner one's note and keeps its lock fat until a later exit.
+    fn may_deflate(t: &ThreadContext<Self>, m: &FatMonitor, idx: MonitorIndex) -> bool {
+        // Our own word: a load and a store, no read-modify-write.
+        let alone = t.local().alone_at.load(Ordering::Relaxed) == idx.get();
+        t.local().alone_at.store(0, Ordering::Relaxed);
+        if !alone || m.system_lock().has_waiters() {
+            return false;
+        }
+        // Alone when we acquired it; still so? (A contender that came during our critical
+        // section: at 8 threads on 2 cores, skipping this look cost a re-inflation per 900
+        // lock+unlock pairs.)
+        Self::announce(m);
+        m.remove_contention_was_last() && m.waiter_count() == 0
     }
 
     /// Flat unlock found FLC set: wake one suspended contender (see the module documentation).
@@ -429,8 +541,8 @@ impl Tasuki {
         let w = h.lock.0.load(Ordering::Acquire);
         if w & SHAPE != 0 {
             let m = monitor_of(rt, w)?;
-            if m.count_for(t.core()) == 1 && m.waiter_count() == 0 && !m.system_lock().has_waiters()
-            {
+            let idx = index_in(w).expect("inflated lock word holds a monitor index");
+            if m.count_for(t.core()) == 1 && Self::may_deflate(t, m, idx) {
                 // Deflation: nobody waits, so give the object back its flat lock, free.
                 // Nobody else writes an inflated word; FLC is clear (nobody sets it while
                 // the word is inflated). A racing enter that queues on `m` after the test
@@ -493,10 +605,12 @@ impl Protocol for Tasuki {
 
     type Header = TasukiHeader;
     type State = ();
-    type ThreadState = ();
+    type ThreadState = TasukiThread;
 
     fn new_state(_: &Config) {}
-    fn new_thread_state(_: ThreadId, _: &Config) {}
+    fn new_thread_state(_: ThreadId, _: &Config) -> TasukiThread {
+        TasukiThread::default()
+    }
 
     #[inline]
     unsafe fn enter(
@@ -504,7 +618,22 @@ impl Protocol for Tasuki {
         t: &ThreadContext<Self>,
         h: &TasukiHeader,
     ) -> Result<(), MonitorError> {
-        if h.lock.try_lock_unlocked(t.core().id_shifted16()) {
+        // Look before the compare-and-swap: a compare-and-swap that fails on an inflated (or
+        // held) word still takes the header's cache line exclusive, and with the lock fat
+        // under contention every enter would pull the line from the other cores (the
+        // header's load was a fifth of a contended lock+unlock at 8 threads on 2 cores).
+        let w = h.lock.0.load(Ordering::Relaxed);
+        if w & LOCK_MASK == 0
+            && h.lock
+                .0
+                .compare_exchange(
+                    w,
+                    w | t.core().id_shifted16(),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
             return Ok(());
         }
         Self::enter_slow(rt, t, h)
@@ -544,6 +673,9 @@ impl Protocol for Tasuki {
                 return Ok(false);
             }
             if h.lock.0.load(Ordering::Acquire) & SHAPE != 0 {
+                if let Some(idx) = index_in(w) {
+                    Self::acquired(t, m, idx, false);
+                }
                 return Ok(true);
             }
             // Deflated before we got the monitor: it is not the lock any more. Let go and
@@ -573,14 +705,18 @@ impl Protocol for Tasuki {
         deadline: Option<Instant>,
     ) -> Result<WaitOutcome, MonitorError> {
         let m = Self::fat_for_wait(rt, t, h)?;
+        let idx = index_in(h.aux.load(Ordering::Acquire)).expect("installed before the wait");
+        // Announced across the wait, as in `contend`.
+        Self::announce(m);
         let r = m.wait(t.core_arc(), deadline);
         if r == Err(MonitorError::IllegalMonitorState) {
+            m.remove_contention();
             return r;
         }
+        Self::acquired(t, m, idx, true);
         // We hold `m` again, but a deflation may have happened while we were out of its wait
         // set and not yet queued on it: then the flat lock is the object's lock, and we must
         // win it before we own the object.
-        let idx = index_in(h.aux.load(Ordering::Acquire)).expect("installed before the wait");
         Self::contend(rt, t, h, m, idx)?;
         r
     }
@@ -741,6 +877,36 @@ mod tests {
     }
 
     /// A fat lock is not deflated while a thread waits in its wait set.
+    /// Bug (issue 13 item 4): the owner's last exit deflated whenever nobody was
+    /// *suspended*, so a contender still spinning on the monitor found a flat word, set FLC,
+    /// slept, and the next owner re-inflated — at 8 threads on 2 cores up to one inflation
+    /// and deflation per 30 lock+unlock pairs. A contender counts itself at the monitor
+    /// (`Tasuki::announce`) before it spins there; here that announcement is made by hand,
+    /// so that the spinner's timing (it suspends after the system lock's spin) plays no part.
+    #[test]
+    fn no_deflation_while_a_contender_spins() {
+        let rt = Runtime::<Tasuki>::with_defaults();
+        let h = TasukiHeader::default();
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        g.wait(Some(Duration::ZERO)).unwrap();
+        assert!(h.is_inflated());
+        let m = rt.monitors().get(index_in(h.raw_aux()).unwrap());
+        // A contender on its way in: counted, spinning, not suspended.
+        Tasuki::announce(m);
+        drop(g);
+        assert!(
+            h.is_inflated(),
+            "a contender spins: the owner's exit keeps the lock fat"
+        );
+        assert_eq!(rt.stats_snapshot().deflations, 0);
+        // The contender gets the lock (its count ends there) and exits alone: deflation.
+        m.remove_contention();
+        drop(me.enter(&h).unwrap());
+        assert!(!h.is_inflated(), "alone, the exit deflates");
+        assert_eq!(rt.stats_snapshot().deflations, 1);
+    }
+
     #[test]
     fn no_deflation_with_waiters() {
         let rt = Runtime::<Tasuki>::with_defaults();
