@@ -84,7 +84,7 @@
 //! (still correct); wait / notify and count overflow then fail with `MonitorTableFull`.
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
-use crate::introspect::{observe_deadline, SpinEpisode};
+use crate::spin_episode::{observe_deadline, SpinEpisode};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
