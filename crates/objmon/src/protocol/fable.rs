@@ -69,10 +69,12 @@ use super::Knob;
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **34** plain, 34 nested (28 calling the
 /// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
-/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 141 per object. An object held
-/// around the loop before it biased (learn mode: recursions do not count, §3.1) takes the
-/// nested learn path, its unlock one call away since `exit_nested` (`user_loop fable
-/// nested` 246 → 67, 65 now). Time: `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
+/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 125 per object (158 with the
+/// guess's counted learn step one call away). An object held around the loop before it
+/// biased (learn mode: recursions do not count, §3.1) takes the nested learn path, its
+/// unlock one call away since `exit_nested` (`user_loop fable nested` 246 → 67, 65; 81 since
+/// learn words carry their guess's learn tag, whose bits `enter`'s nested test does not
+/// expect: the nested learn test is in `fresh_enter` now, after the counted step's). Time: `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
 /// before `exit_nested`; see the engine's documentation).
 #[derive(Debug)]
 pub enum FableRseqHeuristics {}
@@ -98,7 +100,7 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **24** plain, 24 nested; 2 plain stores. Thin: 79; AllocLock k = 2: 215 per object (the
+/// **24** plain, 24 nested; 2 plain stores. Thin: 79; AllocLock k = 2: 206 per object (the
 /// learn-mode steps are one call away). Time: `user-loop-fable-signal` 1.08 ns against 0.51
 /// for the plain pair and 2.04 for `fable-rseq`; `sync` 1.08 against `hotspot17-biased`
 /// 1.06 (the engine's documentation).
@@ -127,7 +129,10 @@ pub type FableSignal = Biasing<FableSignalHeuristics>;
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **52** plain, 52 nested (48 directly); 4
-/// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 142 per object.
+/// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 121 per object (156
+/// with the guess's counted learn step one call away; `cloud_probe alloc fable:K`, with the
+/// allocation and `reclaim`: a learn-mode lock + unlock 49 instructions, 78 before, thin's
+/// lock + unlock 25).
 /// Time: `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
 /// `exit_nested`; see the engine's documentation).
 ///
@@ -154,7 +159,7 @@ pub type Fable = Biasing<FableHeuristics>;
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
-/// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 305 per
+/// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 310 per
 /// object (Figure 7 leaves learn mode to the slow path). Time: `user-loop-fable-seed` 1.93 ns
 /// against 0.51 for the plain pair. Learn rule: §3.1's random counting exactly
 /// ([`LearnRule::PerThread`]).

@@ -403,9 +403,11 @@ impl<F: Flavor> Biasing<F> {
     /// million-object working set — made FABLE 2–3× thin locks in CPU time. Everything else
     /// (contention, a full record stack, native) is `enter_slow`'s: `false`.
     ///
-    /// The counted step is the first test, one subtract-free compare (callgrind,
-    /// `examples/cloud_probe.rs alloc fable:K`: a learn-mode lock + unlock 78 instructions
-    /// when it was one call away, in `learn_again`, behind the tests below; thin's 25).
+    /// The counted step is the first test, one compare after an xor and a rotate (callgrind,
+    /// `examples/cloud_probe.rs alloc fable:K`, the difference over K: a learn-mode lock +
+    /// unlock 49 instructions, 78 when it was one call away, in `learn_again`, behind the
+    /// tests below; thin's lock + unlock 25). What is left above thin's: `enter`'s thin and
+    /// nested tests, which a learn word fails first (11), and the test itself (~10).
     #[inline(always)]
     pub(super) fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
         if !F::LEARN {
