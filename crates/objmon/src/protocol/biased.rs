@@ -772,7 +772,8 @@ pub struct BiasThread {
     /// FABLE §3.1 learnCount (only its thread touches it).
     learn_count: AtomicU32,
     /// FABLE: this thread as a learn word's bias guess, rc 1 — its learn tag (drawn at
-    /// attach, distinct from the tag of every earlier holder of its id), state learn, its id
+    /// attach, distinct from the tags of the last 2^21 − 1 attached threads, so of the earlier
+    /// holders of its id in that span), state learn, its id
     /// (`slow.rs`, `learn_guess_for`). Immutable.
     learn_guess: u64,
     /// `learn_guess`, or [`NO_BIAS`] while the thread is in native (poisoned with the records
