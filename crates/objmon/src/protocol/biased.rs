@@ -90,7 +90,7 @@
 //!
 //! | bits   | biased (00)          | learn (01, `fable`) | thin (11)          | fat (10)             |
 //! |--------|----------------------|---------------------|--------------------|----------------------|
-//! | 63..34 | owner generation (30 bits) | 62..34: the word's learn count (`LearnRule::PerObject`; else 0) | 0 | 0 |
+//! | 63..34 | owner generation (30 bits) | 62..42: the guess's learn tag; 41..34: the word's learn count (`LearnRule::PerObject`; else 0) | 0 | 0 |
 //! | 33..19 | bias owner id (0 = clear) | bias guess id  | owner id (sticky in `fable`) | monitor index (23 bits, 41..19) |
 //! | 18     | revoking (barrier revocation in progress) | 0 | stale: revoked while held, the owner still has records of it (records variant) | — |
 //! | 17..16 | state 00             | state 01            | state 11           | state 10             |
@@ -98,8 +98,9 @@
 //! | 7..0   | host bits            | host bits           | host bits          | host bits            |
 //!
 //! Bits 63..34 are zero in every state but biased (the identity hash of issue 7 may use
-//! them there) and learn (62..34: `fable`'s per-object learn count, `slow.rs`; bit 63 stays
-//! clear, as the poisoned `NO_BIAS` / `NO_NEST` tests need); both variants use the same layout.
+//! them there) and learn (62..42: the guess's learn tag, which tells it from a later holder
+//! of its id; 41..34: `fable`'s per-object learn count; `slow.rs`; bit 63 stays clear, as
+//! the poisoned `NO_BIAS` / `NO_NEST` tests need); both variants use the same layout.
 //!
 //! State values as in §3.2: biased is 00, so "biased to me" is one compare against the
 //! thread's bias bits; learn and thin share the low state bit, so one unlock path serves
@@ -612,6 +613,10 @@ pub struct BiasState {
     learn_limit: AtomicU32,
     /// [`LearnRule::PerObject`] (else `PerThread`): read with the learn limit.
     per_object_learning: crate::sync::AtomicBool,
+    /// The guess's counted re-acquisitions of a learn word (its count before it) that
+    /// `fresh_enter` takes inline: below min(N, the count's maximum) − 1 under `PerObject`,
+    /// none (0) under `PerThread` (`slow.rs`, `learn_inline_below`).
+    learn_inline: AtomicU64,
     revocations: RevocationStats,
     transitions: [AtomicU64; TRANSITIONS],
     /// Test hook ([`simulate_barrier_failure`](Self::simulate_barrier_failure)).
@@ -630,6 +635,7 @@ impl BiasState {
         let s = Self {
             barrier_init,
             per_object_learning: crate::sync::AtomicBool::new(rule == LearnRule::PerObject),
+            learn_inline: AtomicU64::new(0),
             revocation: AtomicU32::new(0),
             learn_limit: AtomicU32::new(DEFAULT_LEARN_LIMIT),
             revocations: RevocationStats::default(),
@@ -680,6 +686,7 @@ impl BiasState {
         self.revocation.store(r as u32, Ordering::Relaxed);
         self.learn_limit
             .store(c.learn_limit.max(1), Ordering::Relaxed);
+        self.refresh_learn_inline();
         r
     }
 
@@ -730,6 +737,15 @@ impl BiasState {
     pub fn set_learn_rule(&self, rule: LearnRule) {
         self.per_object_learning
             .store(rule == LearnRule::PerObject, Ordering::Relaxed);
+        self.refresh_learn_inline();
+    }
+
+    /// Recomputes `learn_inline` from the learn limit and rule (Relaxed, as they: a
+    /// heuristic's setting; a stale value only sends one acquisition out of line, or counts
+    /// it under the old limit).
+    fn refresh_learn_inline(&self) {
+        let v = slow::learn_inline_below(self.learn_rule(), self.learn_limit());
+        self.learn_inline.store(v, Ordering::Relaxed);
     }
 
     /// Revocations by kind and their latency.
@@ -755,6 +771,15 @@ pub struct BiasThread {
     sp: Safepoint,
     /// FABLE §3.1 learnCount (only its thread touches it).
     learn_count: AtomicU32,
+    /// FABLE: this thread as a learn word's bias guess, rc 1 — its learn tag (drawn at
+    /// attach, distinct from the tags of the last 2^21 − 1 attached threads, so of the earlier
+    /// holders of its id in that span), state learn, its id
+    /// (`slow.rs`, `learn_guess_for`). Immutable.
+    learn_guess: u64,
+    /// `learn_guess`, or [`NO_BIAS`] while the thread is in native (poisoned with the records
+    /// line's bits: `fresh_enter`'s inline learn steps then fail their test). Only its
+    /// thread writes it.
+    learn_key: AtomicU64,
     /// Transitions this thread made, written only by it (load + store, no read-modify-write:
     /// clear → learn happens once per new object, a shared counter would be a hot line).
     transitions: [AtomicU64; TRANSITIONS],
@@ -772,7 +797,10 @@ pub struct BiasThread {
 
 impl BiasThread {
     fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
+        let learn_guess = slow::learn_guess_for(u64::from(id.get()) << OWNER_SHIFT);
         Self {
+            learn_guess,
+            learn_key: AtomicU64::new(learn_guess),
             rseq_forced: crate::sync::AtomicBool::new(false),
             sig: crate::sigbarrier::Target::new(id.get()),
             sp: Safepoint::default(),
@@ -1314,6 +1342,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
             local.saved_thin_free.store(f, Ordering::Relaxed);
             rec.thin_free.store(NO_BIAS, Ordering::Relaxed);
             rec.nest_once.store(NO_NEST, Ordering::Relaxed);
+            local.learn_key.store(NO_BIAS, Ordering::Relaxed);
         }
     }
 
@@ -1332,6 +1361,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 Ordering::Relaxed,
             );
             rec.nest_once.store(rec.unlock_once, Ordering::Relaxed);
+            local.learn_key.store(local.learn_guess, Ordering::Relaxed);
         }
     }
 

@@ -11,12 +11,33 @@
 //! `learnCount`, reset when it biases: on average N + 1 acquisitions, but any object the
 //! guess re-acquires once may be the one that reaches N); **`fable` and `fable-rseq` deviate
 //! from §3.1 there**: each learn word counts its own guess's acquisitions (the "naïve"
-//! counter §3.1 sets aside for its header bits; bits 62..34 are free in a learn word here),
+//! counter §3.1 sets aside for its header bits; bits 41..34 of a learn word here),
 //! so an object biases exactly on its (N + 1)-th acquisition by one thread in a row. Why:
 //! on Cloud (§5.1) random counting biased ~2.4% of the 10^6 objects in the first repetition
 //! and revoked them all, 23–25 thousand revocations; on AllocLock (§5.3) it biased one
 //! object in N at any k ≥ 2 (`examples/cloud_probe.rs rules` measures both rules). Biased → thin is a revocation; thin → fat happens on
 //! contention, wait / notify and count overflow. Never rebias (§3.1).
+//!
+//! **Learning across id reuse** (issue 13 item 6). A learn word names its guess by thread
+//! id, and ids are reused after a detach (last in, first out: Cloud's fresh lockers of each
+//! repetition get the last one's ids). A later thread given the guess's id used to take the
+//! word for its own and continue the dead guess's count (or, under §3.1's rule, count it as
+//! the guess): objects that one thread of a repetition had locked a few times biased to the
+//! next repetition's thread of that id after fewer than N + 1 acquisitions of its own, and
+//! were revoked when another thread touched them (22–335 revocations per later repetition
+//! of `cloud_probe rules`). Now the word also carries its guess's *learn tag* (bits 62..42),
+//! drawn per attached thread from a process-wide counter (`biased/slow.rs`,
+//! `LEARN_TAG_SHIFT`): the guess is the thread whose id *and* tag match. A later holder of the
+//! id has another tag, so to it the free learn word is another thread's, and its acquisition
+//! makes the object thin (Figure 5) — what a fresh id would have done. The tag is checked
+//! only where the guess matters (a free learn word: count, bias, or go thin); a *held* learn
+//! word's id alone names its holder, which is alive (an id returns to the pool only at a
+//! detach with nothing held; a thread that detaches holding a lock retires its id), so the
+//! unlock and nested paths compare the id as before. Tags repeat only 2^21 attaches apart;
+//! a word whose guess's id and tag a later thread both matches is continued as before —
+//! a heuristic's slip (an early bias, revoked like any other), never two owners: biasing
+//! still takes the CAS from a free learn word, and a bias names its owner by id and 30-bit
+//! generation. Test: `a_recycled_id_does_not_continue_a_dead_guess`.
 //!
 //! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores —
 //! `fable` keeps the count in the owner's lock records and never writes the header there;
@@ -48,10 +69,12 @@ use super::Knob;
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **34** plain, 34 nested (28 calling the
 /// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
-/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 141 per object. An object held
-/// around the loop before it biased (learn mode: recursions do not count, §3.1) takes the
-/// nested learn path, its unlock one call away since `exit_nested` (`user_loop fable
-/// nested` 246 → 67, 65 now). Time: `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
+/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 125 per object (158 with the
+/// guess's counted learn step one call away). An object held around the loop before it
+/// biased (learn mode: recursions do not count, §3.1) takes the nested learn path, its
+/// unlock one call away since `exit_nested` (`user_loop fable nested` 246 → 67, 65; 81 since
+/// learn words carry their guess's learn tag, whose bits `enter`'s nested test does not
+/// expect: the nested learn test is in `fresh_enter` now, after the counted step's). Time: `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
 /// before `exit_nested`; see the engine's documentation).
 #[derive(Debug)]
 pub enum FableRseqHeuristics {}
@@ -77,7 +100,7 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **24** plain, 24 nested; 2 plain stores. Thin: 79; AllocLock k = 2: 215 per object (the
+/// **24** plain, 24 nested; 2 plain stores. Thin: 79; AllocLock k = 2: 206 per object (the
 /// learn-mode steps are one call away). Time: `user-loop-fable-signal` 1.08 ns against 0.51
 /// for the plain pair and 2.04 for `fable-rseq`; `sync` 1.08 against `hotspot17-biased`
 /// 1.06 (the engine's documentation).
@@ -106,7 +129,10 @@ pub type FableSignal = Biasing<FableSignalHeuristics>;
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **52** plain, 52 nested (48 directly); 4
-/// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 142 per object.
+/// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 121 per object (156
+/// with the guess's counted learn step one call away; `cloud_probe alloc fable:K`, with the
+/// allocation and `reclaim`: a learn-mode lock + unlock 49 instructions, 78 before, thin's
+/// lock + unlock 25).
 /// Time: `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
 /// `exit_nested`; see the engine's documentation).
 ///
@@ -133,7 +159,7 @@ pub type Fable = Biasing<FableHeuristics>;
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
-/// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 305 per
+/// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 310 per
 /// object (Figure 7 leaves learn mode to the slow path). Time: `user-loop-fable-seed` 1.93 ns
 /// against 0.51 for the plain pair. Learn rule: §3.1's random counting exactly
 /// ([`LearnRule::PerThread`]).
@@ -169,12 +195,13 @@ pub enum LearnRule {
     PerThread,
     /// The count §3.1 calls "naïve" (log N bits in the header), which random counting
     /// approximates: each learn word counts its own guess's non-recursive re-acquisitions
-    /// (bits 62..34, zero in every other learn word); the N-th biases it. An object biases
+    /// (bits 41..34, zero in every other learn word); the N-th biases it. An object biases
     /// exactly when one thread acquires it N + 1 times in a row — any other thread in between
     /// makes it thin (Figure 5) — so an object touched only a few times, or by several
     /// threads, never does, and §5.3's resonance (k = N) is gone. The count needs no per-object
     /// space: a learn word has bits 63..34 free (a bias generation lives there only in state
-    /// 00). Counts stop at 2^29 − 1 (a larger N acts as that).
+    /// 00; bits 62..42 hold the guess's learn tag). Counts stop at 255 (a larger N acts as
+    /// that).
     PerObject,
 }
 
@@ -199,6 +226,7 @@ mod tests {
     use crate::protocol::{KnobError, Protocol};
     use crate::revoke::Revocation;
     use crate::runtime::Runtime;
+    use crate::sync::Ordering;
     use std::sync::Arc;
 
     /// AllocLock's loop (§5.3): `objects` fresh objects, each locked `k` times by one thread.
@@ -350,6 +378,117 @@ mod tests {
                 "{rule:?}"
             );
         }
+    }
+
+    /// Issue 13 item 6: a thread given a dead guess's id (ids are reused after a detach) does
+    /// not continue the dead guess's learning. The guess locks an object N times (one more
+    /// acquisition by it would bias it, under either rule's count: the word's, or its
+    /// thread's learnCount at N − 1 under `PerThread`) and detaches; the next thread, with the
+    /// same id, locks it once: to it the word is another thread's, so the object goes thin
+    /// (Figure 5), as it would with a fresh id — neither biased to it (the continued
+    /// per-object count) nor still learning with it as the guess. Ids are process-wide, so a
+    /// parallel test may take the freed id first: then the word is given the next thread's
+    /// id, everything else kept — the word as that thread would have found it. Checked on
+    /// both fresh-object paths: `fable`'s inline one and `fable-seed`'s slow one.
+    #[test]
+    fn a_recycled_id_does_not_continue_a_dead_guess() {
+        fn check<F: crate::protocol::biased::Flavor>(rule: LearnRule) {
+            type B<F> = crate::protocol::biased::Biasing<F>;
+            let rt = Runtime::<B<F>>::with_defaults();
+            rt.state().set_learn_rule(rule);
+            let n = rt.state().learn_limit();
+            let h = BiasWord::default();
+            let owner = |id: crate::thread::ThreadId| {
+                u64::from(id.get()) << crate::protocol::biased::OWNER_MASK.trailing_zeros()
+            };
+            let dead = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    if rule == LearnRule::PerThread {
+                        // learnCount at N − 1: the guess's own objects, each locked twice
+                        // (N = 5: none of them reaches the limit first).
+                        for _ in 0..n - 1 {
+                            let o = BiasWord::default();
+                            drop(me.enter(&o).unwrap());
+                            drop(me.enter(&o).unwrap());
+                        }
+                        drop(me.enter(&h).unwrap());
+                    } else {
+                        for _ in 0..n {
+                            drop(me.enter(&h).unwrap());
+                        }
+                    }
+                    assert_eq!(h.mode(), BiasMode::Learn, "{} {rule:?}", F::NAME);
+                    me.id()
+                })
+                .join()
+                .unwrap()
+            });
+            let biased = B::<F>::transitions(&rt, Transition::LearnToBiased);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let me = rt.attach().unwrap();
+                    if me.id() != dead {
+                        let mask = crate::protocol::biased::OWNER_MASK;
+                        h.0.store((h.raw() & !mask) | owner(me.id()), Ordering::Relaxed);
+                    }
+                    drop(me.enter(&h).unwrap());
+                    assert_eq!(h.mode(), BiasMode::Thin, "{} {rule:?}", F::NAME);
+                    // Thin for good: further acquisitions never bias it.
+                    for _ in 0..2 * n {
+                        drop(me.enter(&h).unwrap());
+                    }
+                    assert_eq!(h.mode(), BiasMode::Thin, "{} {rule:?}", F::NAME);
+                });
+            });
+            assert_eq!(
+                B::<F>::transitions(&rt, Transition::LearnToBiased),
+                biased,
+                "{} {rule:?}",
+                F::NAME
+            );
+        }
+        for rule in [LearnRule::PerObject, LearnRule::PerThread] {
+            check::<FableHeuristics>(rule);
+            check::<FableSeedHeuristics>(rule);
+            check::<FableRseqHeuristics>(rule);
+        }
+    }
+
+    /// The inline learn steps of `fable` (the guess's counted re-acquisition, clear → learn,
+    /// a nested learn hold) are refused in native like every other acquisition (their
+    /// thread's learn key is poisoned there), and work again after.
+    #[test]
+    fn learn_steps_in_native_are_refused() {
+        let rt = Runtime::<Fable>::with_defaults();
+        let me = rt.attach().unwrap();
+        let (learning, fresh) = (BiasWord::default(), BiasWord::default());
+        drop(me.enter(&learning).unwrap());
+        assert_eq!(learning.mode(), BiasMode::Learn);
+        let before = learning.raw();
+        let held = me.enter(&learning).unwrap();
+        me.in_native(|| {
+            let refused = Err(crate::MonitorError::InNative);
+            assert_eq!(me.enter(&learning).map(drop), refused, "nested learn");
+            assert_eq!(me.enter(&fresh).map(drop), refused, "clear → learn");
+        });
+        drop(held);
+        me.in_native(|| {
+            let refused = Err(crate::MonitorError::InNative);
+            assert_eq!(me.enter(&learning).map(drop), refused, "counted");
+        });
+        assert_eq!(fresh.mode(), BiasMode::Clear);
+        assert_eq!(learning.mode(), BiasMode::Learn);
+        // Counted once (the hold above), nothing in native.
+        assert_eq!(
+            (learning.raw() - before) >> 34,
+            1,
+            "one counted re-acquisition"
+        );
+        drop(me.enter(&learning).unwrap());
+        drop(me.enter(&fresh).unwrap());
+        assert_eq!(fresh.mode(), BiasMode::Learn);
+        assert_eq!((learning.raw() - before) >> 34, 2);
     }
 
     /// The knob leaves the revocation mode alone, the default matches `BiasConfig`, and

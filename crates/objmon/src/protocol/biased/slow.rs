@@ -6,19 +6,63 @@
 use super::*;
 
 /// A learn word's own count of its guess's non-recursive re-acquisitions
-/// ([`LearnRule::PerObject`]): bits 62..34, free in a learn word (a bias generation lives
-/// there only in state 00). Bit 63 stays clear, which the poisoned `NO_BIAS` / `NO_NEST`
-/// tests rely on; every other state's word is built afresh, without it.
+/// ([`LearnRule::PerObject`]): bits 41..34, free in a learn word (a bias generation lives
+/// there only in state 00). Every other state's word is built afresh, without it.
 pub(super) const LEARN_COUNT_SHIFT: u32 = 34;
 pub(super) const LEARN_COUNT_ONE: u64 = 1 << LEARN_COUNT_SHIFT;
 /// The largest count: a learn limit above it acts as it.
-pub(super) const LEARN_COUNT_MAX: u64 = (1 << 29) - 1;
+pub(super) const LEARN_COUNT_MAX: u64 = (1 << 8) - 1;
 pub(super) const LEARN_COUNT_MASK: u64 = LEARN_COUNT_MAX << LEARN_COUNT_SHIFT;
+/// A learn word's *learn tag*, bits 62..42: the guess's, drawn when it attached, so that a
+/// later thread given the same id (ids are reused after a detach) is not taken for the
+/// guess — it neither continues the dead guess's count nor counts as it under §3.1's
+/// per-thread rule; to it the word is another thread's, and its acquisition makes the object
+/// thin (Figure 5), as if ids were never reused. Bit 63 stays clear, which the poisoned
+/// `NO_BIAS` / `NO_NEST` tests rely on. Tags are drawn from one process-wide counter, 2^21
+/// apart before they repeat: two holders of one id share a tag only if a multiple of 2^21
+/// attaches came between them, and then the later one continues the earlier one's count (a
+/// heuristic's slip — an early bias, revoked like any other — never a second owner: a learn
+/// word that is held names a live holder by its id, which is never reused while it lives).
+pub(super) const LEARN_TAG_SHIFT: u32 = 42;
+pub(super) const LEARN_TAG_BITS: u64 = (1 << 21) - 1;
+pub(super) const LEARN_TAG_MASK: u64 = LEARN_TAG_BITS << LEARN_TAG_SHIFT;
+/// The bits of a learn word that name its guess: the owner id and the learn tag.
+const LEARN_GUESS_MASK: u64 = LEARN_TAG_MASK | OWNER_MASK;
+
+/// The next learn tag (see [`LEARN_TAG_SHIFT`]). Process-wide and not modelled by loom: a
+/// name, ordering nothing.
+static LEARN_TAGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A newly attached thread's `learn_guess` (`BiasThread`): a fresh learn tag, state learn,
+/// `owner` (its id in the owner field), rc 1 — a learn word it holds once, count and host
+/// bits aside.
+pub(super) fn learn_guess_for(owner: u64) -> u64 {
+    let tag = LEARN_TAGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & LEARN_TAG_BITS;
+    (tag << LEARN_TAG_SHIFT) | LEARN | owner | RC_ONE
+}
+
+/// `BiasState::learn_inline` for `rule` and learn limit `limit` (≥ 1): a free learn word of
+/// its guess whose count is below it takes its next acquisition inline, counted (the count
+/// then stays below the limit: no bias yet); 0 under `PerThread`, whose count is the
+/// thread's (`learn_again`). At most `LEARN_COUNT_MAX` − 1, below the learn tag's lowest bit
+/// after `fresh_enter`'s rotation.
+pub(super) fn learn_inline_below(rule: LearnRule, limit: u32) -> u64 {
+    match rule {
+        LearnRule::PerObject => u64::from(limit.max(1)).min(LEARN_COUNT_MAX) - 1,
+        LearnRule::PerThread => 0,
+    }
+}
 
 /// The learn word `w`'s own count (0 under [`LearnRule::PerThread`], which never sets it).
 #[inline(always)]
 pub(super) fn learn_count_of(w: u64) -> u64 {
     (w & LEARN_COUNT_MASK) >> LEARN_COUNT_SHIFT
+}
+
+/// Whether learn word `w` names thread `t` as its guess (id and learn tag).
+#[inline(always)]
+fn guess_is(t: &BiasThread, w: u64) -> bool {
+    (w ^ t.learn_guess) & LEARN_GUESS_MASK == 0
 }
 
 impl<F: Flavor> Biasing<F> {
@@ -75,8 +119,8 @@ impl<F: Flavor> Biasing<F> {
     /// committed before the CAS publishes the bias, so a revoker that sees the bias finds
     /// it. `None` if the records are full (the caller takes another route); `Some(false)` if
     /// the CAS failed.
-    pub(super) fn bias_to_me(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<bool> {
-        let rec = &t.local().rec;
+    pub(super) fn bias_to_me(local: &BiasThread, h: &BiasWord, w: u64) -> Option<bool> {
+        let rec = &local.rec;
         if !F::RECORDS {
             // Header variant: the hold is the rc of the biased word itself.
             let bias = rec.bias.load(Ordering::Relaxed);
@@ -137,7 +181,7 @@ impl<F: Flavor> Biasing<F> {
                     if !F::LEARN && F::RECORDS {
                         // KKO: bias on first acquire, the hold in a record; with no room for
                         // one, the object goes thin for good.
-                        return match Self::bias_to_me(t, h, w) {
+                        return match Self::bias_to_me(t.local(), h, w) {
                             Some(true) => {
                                 t.local().count(Transition::ClearToBiased);
                                 Some(Ok(true))
@@ -147,7 +191,8 @@ impl<F: Flavor> Biasing<F> {
                         };
                     }
                     let (new, tr) = if F::LEARN {
-                        (host | LEARN | me | RC_ONE, Transition::ClearToLearn)
+                        // Our learn tag names this thread, not an earlier holder of its id.
+                        (host | t.local().learn_guess, Transition::ClearToLearn)
                     } else {
                         (host | Self::my_bias(t) | RC_ONE, Transition::ClearToBiased)
                     };
@@ -195,7 +240,9 @@ impl<F: Flavor> Biasing<F> {
                     return Self::overflow_hold(rt, t, h, w, count);
                 }
                 if w & STATE_MASK == LEARN {
-                    if owner == me {
+                    // The guess is this thread (id and learn tag): a word whose guess held
+                    // our id before us is another thread's (`LEARN_TAG_SHIFT`).
+                    if guess_is(t.local(), w) {
                         // §3.1: the guess re-acquires; bias at the learn limit N — when its
                         // thread's learnCount reaches N (`PerThread`, random counting), or
                         // the word's own count does (`PerObject`, see `LearnRule`).
@@ -220,7 +267,7 @@ impl<F: Flavor> Biasing<F> {
                         }
                         let mut bias = n >= limit;
                         if bias && F::RECORDS {
-                            match Self::bias_to_me(t, h, w) {
+                            match Self::bias_to_me(t.local(), h, w) {
                                 Some(true) => {
                                     lc.store(0, Ordering::Relaxed);
                                     t.local().count(Transition::LearnToBiased);
@@ -237,6 +284,7 @@ impl<F: Flavor> Biasing<F> {
                             // Held once more, counted (at most `LEARN_COUNT_MAX`: records
                             // full at the limit keep it there).
                             let c = n.min(LEARN_COUNT_MAX) << LEARN_COUNT_SHIFT;
+                            // (The tag bits stay: the word keeps naming us.)
                             ((w & !LEARN_COUNT_MASK) | c) + RC_ONE
                         } else {
                             w + RC_ONE
@@ -341,77 +389,125 @@ impl<F: Flavor> Biasing<F> {
     }
 
     /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
-    /// Figures 4 and 7's fast paths exactly): FABLE's clear → learn, the bias guess
-    /// re-acquiring in learn mode below the learn limit (§3.1; one call away, in
-    /// `learn_again`, which also applies the runtime's [`LearnRule`]) and a second thread
-    /// turning a free learn lock thin (Figure 5), one CAS each, as a thin acquisition; biasing
-    /// (KKO's clear → biased, FABLE's learn → biased at the limit) is one call away. Figure 7 leaves
-    /// learn mode to the slow path, and its thin fast path takes only a lock whose sticky
-    /// last owner is the caller (§3.2 found that free). Measured here, both cost: AllocLock
-    /// (§5.3) runs almost nothing but learn acquisitions, and the slow path's call, loop,
-    /// poll and dispatch made FABLE up to 1.5× thin locks; Cloud (§5.1) runs almost nothing
-    /// but thin acquisitions of a lock another thread held last, and there the cold slow
-    /// path — its code evicted by the million-object working set — made FABLE 2–3× thin
-    /// locks in CPU time. Everything else (nesting, contention, a full record stack) is
-    /// `enter_slow`'s: `false`.
+    /// Figures 4 and 7's fast paths exactly): FABLE's counted re-acquisition by the bias
+    /// guess below the learn limit (§3.1, [`LearnRule::PerObject`]), clear → learn, a nested
+    /// acquisition of a learn word the caller holds, and a second thread turning a free learn
+    /// lock thin (Figure 5), one CAS (or, nested, one store) each, as a thin acquisition;
+    /// biasing (KKO's clear → biased, FABLE's learn → biased at the limit) and §3.1's
+    /// per-thread count are one call away. Figure 7 leaves learn mode to the slow path, and
+    /// its thin fast path takes only a lock whose sticky last owner is the caller (§3.2 found
+    /// that free). Measured here, both cost: AllocLock (§5.3) runs almost nothing but learn
+    /// acquisitions, and the slow path's call, loop, poll and dispatch made FABLE up to 1.5×
+    /// thin locks; Cloud (§5.1) runs almost nothing but thin acquisitions of a lock another
+    /// thread held last, and there the cold slow path — its code evicted by the
+    /// million-object working set — made FABLE 2–3× thin locks in CPU time. Everything else
+    /// (contention, a full record stack, native) is `enter_slow`'s: `false`.
+    ///
+    /// The counted step is the first test, one compare after an xor and a rotate (callgrind,
+    /// `examples/cloud_probe.rs alloc fable:K`, the difference over K: a learn-mode lock +
+    /// unlock 49 instructions, 78 when it was one call away, in `learn_again`, behind the
+    /// tests below; thin's lock + unlock 25). What is left above thin's: `enter`'s thin and
+    /// nested tests, which a learn word fails first (11), and the test itself (~10).
     #[inline(always)]
     pub(super) fn fresh_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
-        let me = Self::my_owner(t);
         if !F::LEARN {
             // `bias_fresh` refuses in native (the cached bias bits are poisoned there).
-            return w & !HOST == 0 && Self::bias_fresh(t, h, w);
+            return w & !HOST == 0 && Self::bias_fresh(t.local(), h, w);
         }
-        // In native the thread's thin-free bits are poisoned: `enter_slow` refuses. (A load
-        // and a compare on the learn-mode steps only.)
-        let native = || t.local().rec.thin_free.load(Ordering::Relaxed) != THIN;
+        let local = t.local();
+        // This thread's learn word held once, count 0 (`NO_BIAS` in native).
+        let key = local.learn_key.load(Ordering::Relaxed);
+        // The guess re-acquires a free learn word, counted below the limit (`PerObject`):
+        // `w` + rc 1 is `key` but for its count (bits 41..34) and host bits. Rotated so that
+        // the count is the low byte and every other bit lies above it — the learn tag right
+        // above (a recycled id's word fails here), bit 63 at 29 (`NO_BIAS`: in native every
+        // word fails), the state, owner and rc at 30 and up — `y` is the count exactly when
+        // all else matches, and one compare with the runtime's bound (below `LEARN_COUNT_MAX`,
+        // 0 under `PerThread`) tests it all. Not for rc 255: its + 1 carries into the state.
+        let held = w.wrapping_add(RC_ONE);
+        let y = ((held ^ key) & !HOST).rotate_left(64 - LEARN_COUNT_SHIFT);
+        if y < rt.state().learn_inline.load(Ordering::Relaxed) {
+            // Count and hold at once; the count stays below the limit (no bias yet) and
+            // below `LEARN_COUNT_MAX`, so it never reaches the tag.
+            if !Self::cas(h, w, held + LEARN_COUNT_ONE) {
+                return false;
+            }
+            return true;
+        }
         let lock = w & !HOST;
         if lock == 0 {
-            if native() || !Self::cas(h, w, w | LEARN | me | RC_ONE) {
+            // Clear → learn, guess = this thread (id and learn tag), held once. In native
+            // `key` is poisoned (bit 63): `enter_slow` refuses.
+            if (key as i64) < 0 || !Self::cas(h, w, w | key) {
                 return false;
             }
-            t.local().count(Transition::ClearToLearn);
+            local.count(Transition::ClearToLearn);
             return true;
         }
-        // Learn and free (rc 0).
-        if lock & (STATE_MASK | REVOKING | RC_MASK) != LEARN || native() {
-            return false; // held, nested, thin or fat; or in native
+        // Nested: a learn word this thread holds 1..=254 times. `enter`'s nested test compares
+        // the whole word, and a learn word's tag and count lie above what it expects; the
+        // holder of a held word is alive, so its id alone names it (ids are reused only
+        // after a detach, never while the lock is held: a thread that detaches holding one
+        // retires its id). So compare bits 33..8 only: `w − key` there is rc − 1 when the
+        // owner and state are ours (the shifts drop the tag and count above, the host bits
+        // below; a smaller word wraps to a large value). In native `key`'s bits there are
+        // owner 0, which no held word has. Only the holder writes a held word: a store, as
+        // `enter`'s nested path.
+        if (w.wrapping_sub(key) << (64 - LEARN_COUNT_SHIFT)) >> (64 - LEARN_COUNT_SHIFT + RC_SHIFT)
+            < 254
+        {
+            h.0.store(held, Ordering::Relaxed);
+            return true;
         }
-        // The guess's id against ours, the count shifted out (bits 63..34 go; state,
-        // revoking and rc are known). A shift, not a 64-bit mask: the compiler hoists such a
-        // constant into the bias owner's path (one more instruction there, measured).
-        if (lock ^ (LEARN | me)) << (64 - LEARN_COUNT_SHIFT) != 0 {
-            // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0).
-            if !Self::cas(h, w, (w & HOST) | THIN | me | RC_ONE) {
+        if w & STATE_MASK != LEARN {
+            return false; // thin (held by another thread) or fat
+        }
+        Self::learn_free(rt, t, h, w)
+    }
+
+    /// [`fresh_enter`](Self::fresh_enter)'s learn words that its inline steps did not take:
+    /// free (rc 0), and either another thread's guess — Figure 5's learn → thin, one CAS —
+    /// or ours at the learn limit or under `PerThread` (`learn_again`). Out of line: inline,
+    /// its calls' set-up cost the bias owner's loop an instruction (register allocation;
+    /// `biased_fastpath fable plain` 52 → 53).
+    #[cold]
+    #[inline(never)]
+    fn learn_free(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        let local = t.local();
+        // Free (rc 0), not in native (the thread-free bits are poisoned there).
+        if w & (REVOKING | RC_MASK) != 0 || local.rec.thin_free.load(Ordering::Relaxed) != THIN {
+            return false; // held by another thread, or in native
+        }
+        if !guess_is(local, w) {
+            // Figure 5: a second thread acquires in learn mode; the lock is free (rc 0). Also
+            // a later holder of the guess's id (its learn tag differs): another thread too.
+            if !Self::cas(h, w, (w & HOST) | THIN | Self::my_owner(t) | RC_ONE) {
                 return false;
             }
-            t.local().count(Transition::LearnToThin);
+            local.count(Transition::LearnToThin);
             return true;
         }
-        Self::learn_again(rt, t, h, w)
+        Self::learn_again(rt.state(), local, h, w)
     }
 
     /// [`fresh_enter`](Self::fresh_enter)'s re-acquisition of a free learn lock by its
-    /// guess (§3.1): bias at the learn limit N, else count and hold (one CAS). The count is
-    /// the word's own under [`LearnRule::PerObject`], the thread's learnCount under
-    /// `PerThread` (random counting). One call away: inline, this code cost the bias owner's
-    /// loop one instruction (register allocation; `user_loop fable plain` 52 → 53 callgrind
-    /// instructions per lock + unlock), and it costs AllocLock k = 2 about 10 per object
-    /// (`biased_fastpath fable alloc`: 137 inline, 156 here).
-    #[inline(never)]
-    fn learn_again(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
-        let st = rt.state();
+    /// guess (§3.1) when the inline counted step does not apply: at the learn limit N (bias),
+    /// or under `PerThread` (the thread's learnCount: random counting), or with a bound read
+    /// before a change of the limit. Bias at N, else count and hold (one CAS).
+    #[inline(always)]
+    fn learn_again(st: &BiasState, local: &BiasThread, h: &BiasWord, w: u64) -> bool {
         if st.learn_rule() == LearnRule::PerObject {
-            // n < the limit ≤ `LEARN_COUNT_MAX` when counting: the count never reaches bit 63.
             let n = learn_count_of(w) + 1;
             if n >= u64::from(st.learn_limit()).min(LEARN_COUNT_MAX) {
-                return Self::bias_fresh(t, h, w);
+                return Self::bias_fresh(local, h, w);
             }
+            // n < the limit ≤ `LEARN_COUNT_MAX`: the count does not reach the tag.
             return Self::cas(h, w, w + LEARN_COUNT_ONE + RC_ONE);
         }
-        let lc = &t.local().learn_count;
+        let lc = &local.learn_count;
         let n = lc.load(Ordering::Relaxed) + 1;
         if n >= st.learn_limit() {
-            return Self::bias_fresh(t, h, w);
+            return Self::bias_fresh(local, h, w);
         }
         if !Self::cas(h, w, w + RC_ONE) {
             return false;
@@ -424,17 +520,17 @@ impl<F: Flavor> Biasing<F> {
     /// at the learn limit) becomes biased to `t`, held once in a record. `false` if `t` has
     /// not cached its bias bits yet, its records are full, or the CAS failed.
     #[inline(never)]
-    pub(super) fn bias_fresh(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
-        if t.local().rec.bias.load(Ordering::Relaxed) == NO_BIAS
-            || Self::bias_to_me(t, h, w) != Some(true)
+    pub(super) fn bias_fresh(local: &BiasThread, h: &BiasWord, w: u64) -> bool {
+        if local.rec.bias.load(Ordering::Relaxed) == NO_BIAS
+            || Self::bias_to_me(local, h, w) != Some(true)
         {
             return false;
         }
         if F::LEARN {
-            t.local().learn_count.store(0, Ordering::Relaxed);
-            t.local().count(Transition::LearnToBiased);
+            local.learn_count.store(0, Ordering::Relaxed);
+            local.count(Transition::LearnToBiased);
         } else {
-            t.local().count(Transition::ClearToBiased);
+            local.count(Transition::ClearToBiased);
         }
         true
     }
