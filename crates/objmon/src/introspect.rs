@@ -77,9 +77,6 @@ use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
-// A spinner's episode is written in `spin_episode.rs` (a lower layer); the protocols still
-// import it from here. To go when `protocol/*` import it from `crate::spin_episode`.
-pub(crate) use crate::spin_episode::{observe_deadline, SpinEpisode};
 
 /// An object, by the address of its header. Valid only while the object is alive and has not
 /// moved; the host maps it back to its object (it knows where its headers live). Address 0

@@ -606,7 +606,7 @@ impl<F: Flavor> Biasing<F> {
             }
             if contended {
                 spin.get_or_insert_with(|| {
-                    crate::introspect::SpinEpisode::begin(rt.monitors(), t.core(), addr(h))
+                    crate::spin_episode::SpinEpisode::begin(rt.monitors(), t.core(), addr(h))
                 })
                 .observe(if rc(w) > 0 {
                     ((w & OWNER_MASK) >> OWNER_SHIFT) as u32
