@@ -77,7 +77,6 @@ use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
-
 /// An object, by the address of its header. Valid only while the object is alive and has not
 /// moved; the host maps it back to its object (it knows where its headers live). Address 0
 /// means "a monitor not bound to any object".

@@ -18,7 +18,7 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use objmon::protocol::cacao::CacaoState;
-use objmon::vm::{Cacao, Config, HostWord, Runtime, SystemLockConfig, SystemLockVariant};
+use objmon::vm::{Cacao, Config, HostWord, Runtime};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = common::builder(3);
@@ -28,17 +28,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 }
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 2,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(2)
 }
 
 /// Locks `obj`, checks that nobody else is inside and that the protocol names us as the

@@ -12,10 +12,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::vm::{
-    Cacao, Config, HostWord, MonitorCache, Protocol, Runtime, SystemLockConfig, SystemLockVariant,
-    Tasuki,
-};
+use objmon::vm::{Cacao, Config, HostWord, MonitorCache, Protocol, Runtime, Tasuki};
 use std::time::Duration;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -26,17 +23,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 }
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 2,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(2)
 }
 
 /// Locks `obj` (unstructured, so that a failing exit is seen even in release builds), checks

@@ -12,23 +12,11 @@ mod common;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::vm::{
-    Config, Fat, LockWord, Runtime, SystemLockConfig, SystemLockVariant, WaitOutcome,
-};
+use objmon::vm::{Config, Fat, LockWord, Runtime, WaitOutcome};
 use std::time::Duration;
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 4,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(4)
 }
 
 /// Two timed waiters and one notify (or notifyAll): the notifier unlinks the head while

@@ -20,22 +20,14 @@ use loom::thread;
 use objmon::protocol::biased::{BiasMode, Biasing, Kko};
 use objmon::vm::{
     BiasConfig, Cacao, Config, DeflationPolicy, Lightweight, Protocol, Revocation, Runtime, Stack,
-    SystemLockConfig, SystemLockVariant, Tasuki, Thin,
+    Tasuki, Thin,
 };
 use std::time::Duration;
 
 fn config() -> Config {
     Config {
-        max_threads: 4,
-        monitor_capacity: 3,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
         deflation: DeflationPolicy::AtExit { keep: 0 },
-        ..Config::default()
+        ..common::config(3)
     }
 }
 

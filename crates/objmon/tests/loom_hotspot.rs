@@ -17,7 +17,7 @@ use loom::sync::Arc;
 use loom::thread;
 use objmon::vm::{
     Config, DeflationPolicy, Lightweight, LightweightSeed, LightweightTable, MarkWord, Protocol,
-    Runtime, Stack, SystemLockConfig, SystemLockVariant, WaitOutcome,
+    Runtime, Stack, WaitOutcome,
 };
 use std::time::Duration;
 
@@ -27,16 +27,8 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 fn config(deflation: DeflationPolicy) -> Config {
     Config {
-        max_threads: 4,
-        monitor_capacity: 3,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
         deflation,
-        ..Config::default()
+        ..common::config(3)
     }
 }
 

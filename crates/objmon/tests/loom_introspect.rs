@@ -10,20 +10,10 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::vm::{BlockKind, Config, Fat, ObjectRef, Runtime, SystemLockConfig, SystemLockVariant};
+use objmon::vm::{BlockKind, Config, Fat, ObjectRef, Runtime};
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 4,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(4)
 }
 
 /// Two threads take A and B in opposite orders but never hold both in the opposite order:

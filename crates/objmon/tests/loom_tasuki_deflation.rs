@@ -14,20 +14,10 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::vm::{Config, Runtime, SystemLockConfig, SystemLockVariant, Tasuki, TasukiHeader};
+use objmon::vm::{Config, Runtime, Tasuki, TasukiHeader};
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 2,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(2)
 }
 
 /// The owner of an inflated lock exits (counting the contenders to decide on deflation)

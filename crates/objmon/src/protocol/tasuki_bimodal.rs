@@ -84,10 +84,10 @@
 //! (still correct); wait / notify and count overflow then fail with `MonitorTableFull`.
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
-use crate::spin_episode::{observe_deadline, SpinEpisode};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
+use crate::spin_episode::{observe_deadline, SpinEpisode};
 use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::ThreadId;

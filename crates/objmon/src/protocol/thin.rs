@@ -234,11 +234,11 @@
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};
 use crate::hash;
-use crate::spin_episode::SpinEpisode;
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
+use crate::spin_episode::SpinEpisode;
 use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::ThreadId;

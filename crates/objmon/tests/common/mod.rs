@@ -12,3 +12,26 @@ pub fn builder(default_bound: usize) -> loom::model::Builder {
     );
     b
 }
+
+/// The system lock of most models: seed 004's Figure 7 lock, suspending at once (no spin, no
+/// yields: a model explores every interleaving, and a spin only multiplies them).
+#[allow(dead_code)] // not every model file uses it
+pub fn system_lock() -> objmon::vm::SystemLockConfig {
+    objmon::vm::SystemLockConfig {
+        variant: objmon::vm::SystemLockVariant::Figure7,
+        spin_limit: 0,
+        spin_yields: 0,
+        fair_handoff: None,
+    }
+}
+
+/// The runtime of most models: 4 thread ids, `monitor_capacity` monitors, [`system_lock`].
+#[allow(dead_code)] // not every model file uses it
+pub fn config(monitor_capacity: u32) -> objmon::vm::Config {
+    objmon::vm::Config {
+        max_threads: 4,
+        monitor_capacity,
+        system_lock: system_lock(),
+        ..objmon::vm::Config::default()
+    }
+}
