@@ -277,11 +277,14 @@ pub struct ThreadHandle<'env, P: Protocol> {
     att: Rc<Attachment<P>>,
     /// Unstructured holds: header address and how many times it was entered unstructured.
     /// Boxed, so that the handle stays `Freeze` ([`HandleCore`]).
-    unstructured: Box<RefCell<Vec<(*const P::Header, u32)>>>,
+    unstructured: Box<RefCell<Unstructured<P>>>,
     /// Invariant in `'env` (`fn(T) -> T`), so that a shorter-lived header cannot be passed to
     /// `monitor_enter`; `*const ()` makes the handle neither `Send` nor `Sync`.
     _marker: PhantomData<Invariant<'env, P>>,
 }
+
+/// A handle's unstructured holds: header address and levels entered unstructured.
+type Unstructured<P> = Vec<(*const <P as Protocol>::Header, u32)>;
 
 /// `fn(T) -> T` is invariant in `T`; a raw pointer is neither `Send` nor `Sync`.
 type Invariant<'env, P> = (
