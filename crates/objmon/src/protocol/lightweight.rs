@@ -300,6 +300,13 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
     #[inline]
     fn locate(rt: &Runtime<Self>, h: &AtomicU64, w: u64) -> Option<MonitorIndex> {
         if T {
+            // This thread's cached pair, if its shard has not changed since (`w` was read
+            // with an acquiring load by every caller, as `cached` requires); else the table.
+            if w & LOCK_BITS == MONITOR {
+                if let Some(idx) = rt.state().cached(h as *const AtomicU64 as usize) {
+                    return Some(idx);
+                }
+            }
             Self::table_locate(rt, h)
         } else {
             // No index: a `lightweight-table` runtime's monitor word (the caller's
@@ -311,9 +318,17 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
     #[inline]
     fn names(rt: &Runtime<Self>, h: &AtomicU64, cur: u64, idx: MonitorIndex) -> bool {
         if T {
-            let slot = rt.state().slot(h as *const AtomicU64 as usize);
+            let a = h as *const AtomicU64 as usize;
+            // `cur` was just read with an acquiring (or SeqCst) load, as `cached` requires:
+            // a pair still valid is the entry at a moment when the header was `cur`.
+            if cur & LOCK_BITS == MONITOR {
+                if let Some(cached) = rt.state().cached(a) {
+                    return cached == idx;
+                }
+            }
+            let slot = rt.state().slot(a);
             // Read under the slot: the monitor bit and the entry change together.
-            h.load(Ordering::SeqCst) & LOCK_BITS == MONITOR && slot.get() == Some(idx)
+            h.load(Ordering::SeqCst) & LOCK_BITS == MONITOR && slot.get_cached() == Some(idx)
         } else {
             mark::names(cur, idx)
         }
@@ -341,6 +356,9 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
         if !had && rt.monitors().claim(a).is_err() {
             return false;
         }
+        // Before the swap into the monitor state: a thread that reads the swapped header sees
+        // this bump, so no pair cached before (the stale entry's, say) is used for it.
+        slot.invalidate();
         if h.compare_exchange(
             w,
             (w & !LOCK_BITS) | MONITOR,
@@ -357,6 +375,7 @@ impl<const R: bool, const T: bool> Locate for FastLocking<R, T> {
         // `w` was not a monitor state, so an entry here is stale: an earlier object's at this
         // address (moved away, or dropped without `reclaim`).
         let stale = slot.set(idx);
+        ObjectMonitorTable::remember(&slot, idx);
         drop(slot);
         if let Some(old) = stale {
             Self::retire_stale(rt, old);
@@ -424,7 +443,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if w & LOCK_BITS != MONITOR {
                 return None;
             }
-            if let Some(idx) = slot.get() {
+            if let Some(idx) = slot.get_cached() {
                 return Some(idx);
             }
             if mark::index_in(w).is_some() {
@@ -1279,6 +1298,58 @@ mod tests {
         assert!(rt.state().is_empty());
         assert_eq!(rt.stats_snapshot().live_monitors, 0);
         assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
+    }
+
+    /// `lightweight-table`, the per-thread cache (issue 13 item 4): this thread caches `a`'s
+    /// monitor; another thread deflates `a`, inflates `b` (which gets `a`'s old monitor: the
+    /// free list is last in, first out) and inflates `a` again with a new one. This thread's
+    /// next enter of `a` must refuse its cached pair (the shard's version moved) and take
+    /// `a`'s new monitor, never `b`'s.
+    #[test]
+    fn table_cache_refuses_a_reused_monitor() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::OnRequest,
+            ..Config::default()
+        });
+        let (a, b) = (
+            std::sync::Arc::new(MarkWord::new(HOST)),
+            std::sync::Arc::new(MarkWord::default()),
+        );
+        let me = rt.attach().unwrap();
+        me.enter(&*a).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        drop(me.enter(&*a).unwrap()); // through the monitor: the pair is cached
+        let cached = rt.state().cached(addr(&a)).expect("cached");
+        let (rt2, a2, b2) = (rt.clone(), a.clone(), b.clone());
+        std::thread::spawn(move || {
+            assert!(LightweightTable::deflate_idle(&rt2, &a2));
+            let other = rt2.attach().unwrap();
+            other
+                .enter(&*b2)
+                .unwrap()
+                .wait(Some(Duration::ZERO))
+                .unwrap();
+            other
+                .enter(&*a2)
+                .unwrap()
+                .wait(Some(Duration::ZERO))
+                .unwrap();
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            rt.state().slot(addr(&b)).get(),
+            Some(cached),
+            "reused for b"
+        );
+        assert_eq!(rt.state().cached(addr(&a)), None, "the shard changed");
+        let g = me.enter(&*a).unwrap();
+        assert_eq!(me.lock_count(&*a), 1);
+        assert_eq!(rt.owner_of(&*a), Some(me.id()));
+        assert_eq!(rt.owner_of(&*b), None, "b's monitor is not ours");
+        drop(g);
+        assert_ne!(rt.state().cached(addr(&a)), Some(cached));
+        assert_eq!(rt.state().len(), 2);
+        assert_eq!(rt.stats_snapshot().live_monitors, 2);
     }
 
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
