@@ -1363,6 +1363,41 @@ mod tests {
         assert_eq!(rt.stats_snapshot().live_monitors, 2);
     }
 
+    /// `lightweight-table`, the per-thread cache against a stale entry (issue 11 finding 15):
+    /// this thread caches the monitor of the object at an address; the object is dropped
+    /// without `reclaim` (its entry stays, stale, and no shard change tells the cache), a new
+    /// object lives there and another thread inflates it, replacing the stale entry. This
+    /// thread's next enter must take the new monitor, not its cached pair.
+    #[test]
+    fn table_cache_refuses_a_replaced_stale_entry() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::OnRequest,
+            ..Config::default()
+        });
+        let mut h = Box::new(MarkWord::default());
+        let me = rt.attach().unwrap();
+        me.enter(&*h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        drop(me.enter(&*h).unwrap()); // through the monitor: the pair is cached
+        let old = rt.state().cached(addr(&h)).expect("cached");
+        *h = MarkWord::default(); // dropped without `reclaim`
+        assert_eq!(rt.state().cached(addr(&h)), Some(old), "nothing changed in the table");
+        let hr: &MarkWord = &h;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                other.enter(hr).unwrap().wait(Some(Duration::ZERO)).unwrap();
+            });
+        });
+        assert_ne!(rt.state().slot(addr(&h)).get(), Some(old), "the entry replaced");
+        assert_eq!(rt.state().cached(addr(&h)), None, "the shard changed");
+        let g = me.enter(&*h).unwrap();
+        assert_eq!(me.lock_count(&*h), 1);
+        assert_eq!(rt.owner_of(&*h), Some(me.id()));
+        drop(g);
+        assert_eq!(rt.state().len(), 1);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1, "the stale monitor given back");
+    }
+
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.
     #[test]
     fn non_adjacent_recursion_inflates() {
