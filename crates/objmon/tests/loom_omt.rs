@@ -1,7 +1,9 @@
 //! Loom models of `lightweight-table`'s per-thread cache of (address, monitor) pairs (issue 13
 //! item 4, `protocol/omt.rs`, "The per-thread cache"): a thread's cached pair against the
 //! deflation of that monitor, its reuse for another object and a new inflation of the first
-//! object — the cached pair must never be used once the entry it copies has changed.
+//! object; against eager deflation; and against a stale entry (an object dropped without
+//! `reclaim`) replaced by a new inflation at the same address — the cached pair must never be
+//! used once the entry it copies has changed.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_omt`.
@@ -118,5 +120,55 @@ fn cached_pair_vs_eager_deflation() {
         assert_eq!(s.live_monitors, 0, "deflated after contention: {s:?}");
         assert_eq!(s.inflations(), s.deflations);
         assert!(rt.state().is_empty());
+    });
+}
+
+/// The cached pair against a stale entry (issue 11 finding 15) and the inflation that replaces
+/// it: the enterer caches the monitor of the object at an address and lets go of it; the
+/// object is dropped without `reclaim` (its entry stays: nothing in the table changes, so the
+/// pair stays valid) and a new object lives at the address. The main thread inflates the new
+/// object while the enterer enters it. An inflation bumps the shard's version *before* its
+/// swap into the monitor state: an enterer that reads the new monitor state must see the bump
+/// and refuse its pair (bumped only at the entry's change, after the swap, it would enter the
+/// stale monitor, which the inflation gives back, and hold the new object through a monitor
+/// that the table does not name).
+#[test]
+fn cached_pair_vs_stale_entry_replacement() {
+    common::builder(2).check(|| {
+        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let mut slot = std::sync::Arc::new(MarkWord::default());
+        inflate_idle(&rt, &slot);
+        let ready = Arc::new(AtomicBool::new(false));
+        let handoff = Arc::new(loom::sync::Mutex::new(None::<std::sync::Arc<MarkWord>>));
+        let (rt2, obj2, ready2, handoff2) =
+            (rt.clone(), slot.clone(), ready.clone(), handoff.clone());
+        let enterer = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            drop(me.enter(&obj2).unwrap()); // through the monitor: the pair is cached
+            drop(obj2);
+            ready2.store(true, Ordering::Release);
+            let obj = loop {
+                if let Some(o) = handoff2.lock().unwrap().take() {
+                    break o;
+                }
+                thread::yield_now();
+            };
+            let g = me.enter(&obj).unwrap();
+            assert_eq!(me.lock_count(&obj), 1);
+            assert_eq!(rt2.owner_of(&obj), Some(me.id()));
+            drop(g);
+        });
+        while !ready.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        // Dropped without `reclaim`; the new object is at the same address.
+        *std::sync::Arc::get_mut(&mut slot).unwrap() = MarkWord::default();
+        *handoff.lock().unwrap() = Some(slot.clone());
+        inflate_idle(&rt, &slot);
+        enterer.join().unwrap();
+        assert_eq!(rt.owner_of(&slot), None);
+        // One entry, the new object's; the stale monitor was given back.
+        assert_eq!(rt.state().len(), 1);
+        assert_eq!(rt.stats_snapshot().live_monitors, 1);
     });
 }

@@ -1380,7 +1380,11 @@ mod tests {
         drop(me.enter(&*h).unwrap()); // through the monitor: the pair is cached
         let old = rt.state().cached(addr(&h)).expect("cached");
         *h = MarkWord::default(); // dropped without `reclaim`
-        assert_eq!(rt.state().cached(addr(&h)), Some(old), "nothing changed in the table");
+        assert_eq!(
+            rt.state().cached(addr(&h)),
+            Some(old),
+            "nothing changed in the table"
+        );
         let hr: &MarkWord = &h;
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -1388,14 +1392,22 @@ mod tests {
                 other.enter(hr).unwrap().wait(Some(Duration::ZERO)).unwrap();
             });
         });
-        assert_ne!(rt.state().slot(addr(&h)).get(), Some(old), "the entry replaced");
+        assert_ne!(
+            rt.state().slot(addr(&h)).get(),
+            Some(old),
+            "the entry replaced"
+        );
         assert_eq!(rt.state().cached(addr(&h)), None, "the shard changed");
         let g = me.enter(&*h).unwrap();
         assert_eq!(me.lock_count(&*h), 1);
         assert_eq!(rt.owner_of(&*h), Some(me.id()));
         drop(g);
         assert_eq!(rt.state().len(), 1);
-        assert_eq!(rt.stats_snapshot().live_monitors, 1, "the stale monitor given back");
+        assert_eq!(
+            rt.stats_snapshot().live_monitors,
+            1,
+            "the stale monitor given back"
+        );
     }
 
     /// A, B, A: the second A is not adjacent to the first, so the owner inflates A.

@@ -71,7 +71,10 @@
 //! the monitor ([`FatMonitor::add_contention`](crate::monitor::FatMonitor::add_contention))
 //! came after that deflation reads the bumped version through the announcement's
 //! read-modify-write and goes back to the table: a monitor deflated and reused for another
-//! object is never taken from the cache. Model: `tests/loom_omt.rs`.
+//! object is never taken from the cache. Models: `tests/loom_omt.rs` (the pair against a
+//! deflation and reuse, against eager deflation, against a stale entry and the inflation that
+//! replaces it; the first fails without the version check, the last with the bump moved
+//! after the swap).
 
 use crate::sync::{lock, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::table::MonitorIndex;
