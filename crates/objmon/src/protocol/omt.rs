@@ -5,8 +5,9 @@
 //!
 //! A header in the monitor state has lock bits `10` and its reserved field 0; the monitor is
 //! found by the header's address in this table. Sharded mutexed hash maps: a look-up is one
-//! uncontended mutex and a hash probe (HotSpot uses a lock-free concurrent hash table plus a
-//! per-thread cache; this is the simple form, measured as such).
+//! uncontended mutex and a hash probe, made only when the thread's cache of recent pairs
+//! cannot answer (below). HotSpot's table is a lock-free concurrent hash table behind the same
+//! kind of per-thread cache; ours stays mutexed behind it.
 //!
 //! **Keyed by address, and addresses get reused.** HotSpot's table is keyed by the object: the
 //! monitor holds a weak reference to it, a look-up checks `monitor->object() == obj`, and the
@@ -47,25 +48,111 @@
 //! header's swap to the monitor state, and releases it after the swap back (or when the entry
 //! goes). So a monitor state with no entry here is an orphan only if no other live runtime
 //! claims the address; another runtime's is `ForeignHeader`, never deflated here.
+//!
+//! **The per-thread cache** (issue 13 item 4; HotSpot's `OMCache`, consulted before its
+//! table). Every contended enter and exit used to take the address's shard mutex four to six
+//! times (`locate` and `names` on the enter and on the exit, and the deflation check). Now each
+//! shard carries a *version*, bumped under the shard lock with every change made under it —
+//! before an inflation's swap into the monitor state, at every change of an entry (a
+//! deflation's swap out of it comes first: a header read out of the monitor state is never
+//! looked up) — and a
+//! thread remembers the last [`CACHE_ENTRIES`] pairs (address, monitor) it read under a shard
+//! lock, each with the table's process-unique id and the shard's version at that moment.
+//! A cached pair is used only while the shard's version is still the cached one
+//! ([`ObjectMonitorTable::cached`]): then no entry of the shard has changed since it was read
+//! under the lock, so the address's entry is still that monitor. The check is made after an
+//! acquiring load of the header that found the monitor state: an inflation's swap into the
+//! monitor state is a release that follows its bump, so a header read in the state that
+//! inflation made shows the bumped version too, and a cached pair older than that inflation
+//! (an entry it replaces, say) is refused. A header read before a transition, with the
+//! version read before its bump, is the state of an earlier moment, when the entry was the
+//! cached one: what a look-up under the lock at that moment would have answered. A deflation
+//! claims its monitor before it bumps (and frees it after), so a thread whose announcement at
+//! the monitor ([`FatMonitor::add_contention`](crate::monitor::FatMonitor::add_contention))
+//! came after that deflation reads the bumped version through the announcement's
+//! read-modify-write and goes back to the table: a monitor deflated and reused for another
+//! object is never taken from the cache. Models: `tests/loom_omt.rs` (the pair against a
+//! deflation and reuse, against eager deflation, against a stale entry and the inflation that
+//! replaces it; the first fails without the version check, the last with the bump moved
+//! after the swap).
 
-use crate::sync::{lock, Mutex, MutexGuard};
+use crate::sync::{lock, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::table::MonitorIndex;
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-/// Shards of the table (a power of two).
-const SHARDS: usize = 64;
+/// Shards of the table (a power of two). One under loom: which shard an address falls in
+/// depends on where the allocator put it, which differs between a model's executions, and the
+/// model must be deterministic (the shard's version is an atomic the model explores).
+const SHARDS: usize = if cfg!(loom) { 1 } else { 64 };
 
-type Shard = HashMap<usize, MonitorIndex>;
+/// Pairs (address, monitor) a thread remembers (HotSpot's `OMCache` keeps 8; one object
+/// under contention needs one, and the entries are scanned linearly).
+pub(crate) const CACHE_ENTRIES: usize = 2;
+
+/// Hashes a header address (8-byte aligned) with one multiplication: the keys are addresses,
+/// not attacker-chosen strings, and SipHash was a measurable part of every look-up.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, a: usize) {
+        self.0 = ((a as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type Map = HashMap<usize, MonitorIndex, BuildHasherDefault<AddrHasher>>;
+
+/// What a shard's lock guards: the entries, and the shard's version as last published
+/// (the lock holder's copy: it never has to read the atomic back).
+#[derive(Default)]
+struct Entries {
+    map: Map,
+    version: u64,
+}
+
+/// One shard: its entries, and the version that the changes made under its lock bump (see "The per-thread cache" in the module documentation). Own cache line: the
+/// version is read by every cached look-up and written only under the lock.
+#[repr(align(64))]
+struct Shard {
+    map: Mutex<Entries>,
+    /// The version, for readers without the lock; written only under it, from
+    /// [`Entries::version`].
+    version: AtomicU64,
+}
 
 /// Header address → monitor index (see the module documentation).
 pub struct ObjectMonitorTable {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Shard]>,
+    /// Process-unique (never 0): the key of this table's pairs in the per-thread caches, so
+    /// that a pair cached from a dropped table is never taken for one of a table built at the
+    /// same place later.
+    id: u64,
 }
 
 /// The entry of one header address, with its shard locked: transitions of that header into
 /// and out of the monitor state are made while holding it.
 pub(crate) struct Slot<'a> {
-    shard: MutexGuard<'a, Shard>,
+    shard: MutexGuard<'a, Entries>,
+    version: &'a AtomicU64,
+    /// Whether this hold has bumped the version already (one bump per hold suffices: a
+    /// reader of the version cannot tell two bumps of one hold apart).
+    bumped: bool,
+    table: u64,
     a: usize,
 }
 
@@ -73,19 +160,101 @@ impl Slot<'_> {
     /// The monitor entered for this address, if any.
     #[inline]
     pub(crate) fn get(&self) -> Option<MonitorIndex> {
-        self.shard.get(&self.a).copied()
+        self.shard.map.get(&self.a).copied()
+    }
+
+    /// [`get`](Self::get), remembering the pair in this thread's cache if there is one: the
+    /// version read here is exact (every bump is made under this lock).
+    #[inline]
+    pub(crate) fn get_cached(&self) -> Option<MonitorIndex> {
+        let idx = self.get()?;
+        remember(self.table, self.a, idx, self.shard.version);
+        Some(idx)
+    }
+
+    /// Invalidates every cached pair of this shard: call before any change made under the lock
+    /// that a cached pair must not survive — before a swap of a header into the monitor
+    /// state (the swap's release then carries the bump to whoever reads the new header); entry
+    /// changes call it themselves.
+    #[inline]
+    pub(crate) fn invalidate(&mut self) {
+        if self.bumped {
+            return;
+        }
+        self.bumped = true;
+        // Relaxed: bumps are made only under the shard lock; they are published by the release that follows (the header's swap, or the
+        // unlock, which a later locker acquires).
+        self.shard.version = self.shard.version.wrapping_add(1);
+        self.version.store(self.shard.version, Ordering::Relaxed);
     }
 
     /// Maps the address to `idx`; the entry it replaced, if any.
     pub(crate) fn set(&mut self, idx: MonitorIndex) -> Option<MonitorIndex> {
-        self.shard.insert(self.a, idx)
+        self.invalidate();
+        self.shard.map.insert(self.a, idx)
     }
 
     /// Removes the address's entry; the entry, if any.
     pub(crate) fn clear(&mut self) -> Option<MonitorIndex> {
-        self.shard.remove(&self.a)
+        self.invalidate();
+        self.shard.map.remove(&self.a)
     }
 }
+
+/// One remembered pair; `table` 0 is an empty slot.
+#[derive(Clone, Copy)]
+struct Cached {
+    table: u64,
+    a: usize,
+    idx: u32,
+    version: u64,
+}
+
+const EMPTY: Cached = Cached {
+    table: 0,
+    a: 0,
+    idx: 0,
+    version: 0,
+};
+
+#[cfg(not(loom))]
+thread_local! {
+    /// This thread's recent pairs, newest first. No destructor: usable from other
+    /// thread-locals' destructors (a thread-exit detach), and `try_with` skips it once gone.
+    static CACHE: [Cell<Cached>; CACHE_ENTRIES] = const { [const { Cell::new(EMPTY) }; CACHE_ENTRIES] };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    /// Under loom, one cache per modelled thread and execution.
+    static CACHE: [Cell<Cached>; CACHE_ENTRIES] = [const { Cell::new(EMPTY) }; CACHE_ENTRIES];
+}
+
+/// Puts (table, a) → idx at version `version` first in this thread's cache.
+#[inline]
+fn remember(table: u64, a: usize, idx: MonitorIndex, version: u64) {
+    let new = Cached {
+        table,
+        a,
+        idx: idx.get(),
+        version,
+    };
+    let _ = CACHE.try_with(|c| {
+        // Shift down up to the slot that held this address (or the last), then put it first.
+        let mut carry = new;
+        for e in c {
+            let old = e.replace(carry);
+            if old.table == table && old.a == a {
+                break;
+            }
+            carry = old;
+        }
+    });
+}
+
+/// Process-wide source of table ids. Uniqueness is all it provides, so std's atomic even
+/// under loom (ids only grow across executions).
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl ObjectMonitorTable {
     /// A table with `SHARDS` shards, or none at all when `used` is false (the protocols that
@@ -93,12 +262,18 @@ impl ObjectMonitorTable {
     pub(crate) fn new(used: bool) -> Self {
         let n = if used { SHARDS } else { 0 };
         Self {
-            shards: (0..n).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..n)
+                .map(|_| Shard {
+                    map: Mutex::new(Entries::default()),
+                    version: AtomicU64::new(0),
+                })
+                .collect(),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
     #[inline]
-    fn shard(&self, a: usize) -> &Mutex<Shard> {
+    fn shard(&self, a: usize) -> &Shard {
         // Headers are at least 8-byte aligned; mix the higher bits in.
         let k = (a >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize);
         &self.shards[(k >> 32) & (SHARDS - 1)]
@@ -108,15 +283,48 @@ impl ObjectMonitorTable {
     /// slot meanwhile (shards are locked one at a time; nothing else is locked inside).
     #[inline]
     pub(crate) fn slot(&self, a: usize) -> Slot<'_> {
+        let s = self.shard(a);
         Slot {
-            shard: lock(self.shard(a)),
+            shard: lock(&s.map),
+            version: &s.version,
+            bumped: false,
+            table: self.id,
             a,
         }
     }
 
+    /// The monitor this thread last found for the header at `a` under its shard lock, if no
+    /// entry of that shard has changed since (see "The per-thread cache"). Ask only after an
+    /// acquiring load of the header found the monitor state: the answer is then the entry at
+    /// a moment when the header was in that state, as [`Slot::get`] under the lock would have
+    /// given it. `None`: not cached, or perhaps stale — ask the table.
+    #[inline]
+    pub(crate) fn cached(&self, a: usize) -> Option<MonitorIndex> {
+        let hit = CACHE
+            .try_with(|c| {
+                c.iter()
+                    .map(Cell::get)
+                    .find(|e| e.table == self.id && e.a == a)
+            })
+            .ok()
+            .flatten()?;
+        // Acquire, and after the caller's acquiring load of the header: a bump published by a
+        // swap (or a deflater's announcement count) that this thread has read is seen here.
+        (self.shard(a).version.load(Ordering::Acquire) == hit.version)
+            .then(|| MonitorIndex::new(hit.idx))
+            .flatten()
+    }
+
+    /// Remembers that the header at `a` has entry `idx`, read under `slot` (an inflation's
+    /// own entry, just set).
+    #[inline]
+    pub(crate) fn remember(slot: &Slot<'_>, idx: MonitorIndex) {
+        remember(slot.table, slot.a, idx, slot.shard.version);
+    }
+
     /// Entries now (for tests and statistics).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(s).len()).sum()
+        self.shards.iter().map(|s| lock(&s.map).map.len()).sum()
     }
 
     /// Whether the table is empty.
