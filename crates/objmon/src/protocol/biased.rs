@@ -907,6 +907,28 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// `w`, the word of the header at `a`, dies or moves: if it is thin and held once, its
+    /// owner may have recorded `a` as its last inline thin lock (`LockRecords::last`); clear
+    /// that record. A CAS on another thread's record, which it writes with plain stores: if
+    /// it has recorded another word since, the CAS fails and that record stays. Relaxed: the
+    /// owner's next use of the address (a new object there) is ordered after this call by
+    /// whatever handed it the new object, and then reads 0 or a later record (coherence).
+    #[cold]
+    fn forget_record(rt: &Rt<F>, w: u64, a: usize) {
+        if Self::SEED || w & STATE_MASK != THIN || rc(w) != 1 {
+            return;
+        }
+        let raw = ((w & OWNER_MASK) >> OWNER_SHIFT) as u32;
+        let cx = ThreadId::from_raw(raw).and_then(|id| rt.threads().get(id));
+        if let Some(cx) = cx {
+            let _ =
+                cx.local()
+                    .rec
+                    .last
+                    .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
     /// Applies `c` to `rt` (see [`BiasState::set`]); returns the revocation in use.
     pub fn configure(rt: &Rt<F>, c: BiasConfig) -> Revocation {
         rt.state().set(c)
@@ -1039,15 +1061,34 @@ impl<F: Flavor> Biasing<F> {
         if w & STATE_LOW != 0 {
             // Learn or thin.
             if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
-                match h.0.compare_exchange(
-                    w,
-                    (w & HOST) | t.local().rec.thin_once,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
+                let rec = &t.local().rec;
+                let new = (w & HOST) | rec.thin_once;
+                if !Self::SEED {
+                    // Record the word *before* the CAS makes it `new` (only we write it then):
+                    // the unlock stores `last_word` blind instead of loading the header
+                    // right after the locked instruction (`LockRecords::last`; as `thin`,
+                    // whose record stores after the CAS delayed the next CAS). A failed CAS
+                    // forgets it. Only this thread's unlock reads it, after this returns.
+                    let back = if F::STICKY {
+                        new - RC_ONE
+                    } else {
+                        (w & HOST) | THIN
+                    };
+                    rec.last.store(addr(h), Ordering::Relaxed);
+                    rec.last_word.store(back, Ordering::Relaxed);
+                }
+                match h
+                    .0
+                    .compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
+                {
                     Ok(_) => return Ok(()),
                     // Taken, or a host bit changed: look again below.
-                    Err(now) => w = now,
+                    Err(now) => {
+                        if !Self::SEED {
+                            rec.forget_last();
+                        }
+                        w = now;
+                    }
                 }
             } else if !Self::SEED {
                 // Nested: a learn or thin word this thread holds 1..=254 times (state bit 17,
@@ -1058,6 +1099,8 @@ impl<F: Flavor> Biasing<F> {
                     .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
                 if x < 254 << RC_SHIFT {
                     h.0.store(w + RC_ONE, Ordering::Relaxed);
+                    // The word is no longer held once: it may be `last`, forget it.
+                    t.local().rec.forget_last();
                     return Ok(());
                 }
             }
@@ -1086,8 +1129,29 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         w: u64,
     ) -> Result<(), MonitorError> {
+        // The owner's section ran first and failed; then the record, as in `exit`.
+        if !Self::SEED && Self::exit_recorded(t, h) {
+            return Ok(());
+        }
         // SAFETY: the caller's contract, passed on.
         unsafe { Self::exit_word(rt, t, h, w) }
+    }
+
+    /// The unlock of the word of `enter`'s last inline thin CAS (non-seed flavors): if `h`
+    /// is `LockRecords::last`, one blind releasing store of `last_word`, and the record
+    /// forgotten. `false` (one load and compare) otherwise.
+    #[inline(always)]
+    fn exit_recorded(t: &Cx<F>, h: &BiasWord) -> bool {
+        let rec = &t.local().rec;
+        if rec.last.load(Ordering::Relaxed) != addr(h) {
+            return false;
+        }
+        // `LockRecords::last`'s invariant: the word is `last_word + RC_ONE`, ours once, and
+        // nobody else writes it. Release: our critical section before the next owner's
+        // Acquire CAS (as the combined unlock's store in `exit_word`).
+        h.0.store(rec.last_word.load(Ordering::Relaxed), Ordering::Release);
+        rec.forget_last();
+        true
     }
 
     /// `exit` from a load `w` of the header (see [`enter_word`](Self::enter_word)).
@@ -1238,6 +1302,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 Some(w) => Self::exit_after_step(rt, t, h, w),
             };
         }
+        // The record first (one load and compare on the bias owner's path), so that a thin
+        // unlock does not load the header after its CAS.
+        if !Self::SEED && Self::exit_recorded(t, h) {
+            return Ok(());
+        }
         Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed))
     }
 
@@ -1295,6 +1364,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
             rt.monitors().free_if_bound(idx);
         }
         Self::forget_identity_hash(rt, h);
+        // Dead while held once (a forgotten guard): its owner's record of it goes, so that a
+        // new object at this address is not unlocked blind.
+        Self::forget_record(rt, w, addr(h));
         h.0.store(w & HOST, Ordering::Relaxed);
     }
 
@@ -1312,6 +1384,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// The lock records naming `from` now name `to` (see [`Runtime::relocate`]).
     fn relocate_records(rt: &Rt<F>, from: *const BiasWord, to: &BiasWord) {
         Self::rewrite_records(rt, from, to);
+        // Moved while held once: its owner's record names the old address (`forget_record`).
+        Self::forget_record(rt, to.0.load(Ordering::Relaxed), from as usize);
     }
 
     /// The lock records (records variant): biased holds, which no header shows, with their

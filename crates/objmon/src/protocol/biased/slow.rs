@@ -76,6 +76,8 @@ impl<F: Flavor> Biasing<F> {
         count: u32,
         cause: InflationCause,
     ) -> Result<Option<&'r FatMonitor>, MonitorError> {
+        // We write `h`, which may be our last inline thin lock: forget it.
+        t.local().rec.forget_last();
         let idx = rt.monitors().allocate()?;
         rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
@@ -542,6 +544,9 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         try_only: bool,
     ) -> Result<bool, MonitorError> {
+        // Any write of ours to a word we hold (nested, overflow, inflation) starts here or in
+        // `inflate_own`: `h` may be our last inline thin lock, forget it.
+        t.local().rec.forget_last();
         if t.local().sp.in_native() {
             // In native the thread counts as being at a safepoint: its biases are revoked in
             // place, with no barrier, so a biased step of its own now could make two owners.
