@@ -187,6 +187,55 @@ fn fable_record_vs_hasher() {
     record_vs_hasher::<FableHeuristics>();
 }
 
+/// `fable`'s learn words are recorded too (clear → learn, and the guess's counted
+/// re-acquisition): the owner takes a fresh object (clear → learn, recorded) and unlocks it
+/// blind, twice (the second one the counted re-acquisition, learn limit 2), while a second
+/// thread contends (it waits while the guess holds the word, then turns it thin) and hashes
+/// it. Mutual exclusion; the word ends free (thin or learn, or fat if hashed while held),
+/// with its host bits.
+#[test]
+fn fable_learn_record_vs_second_thread() {
+    let mut b = common::builder(2);
+    b.max_branches = 100_000;
+    b.check(|| {
+        let rt = runtime::<FableHeuristics>();
+        Biasing::<FableHeuristics>::configure(
+            &rt,
+            BiasConfig {
+                revocation: Revocation::Membarrier,
+                learn_limit: 2,
+            },
+        );
+        let y = Arc::new(BiasWord::new(0x22));
+        let inside = Arc::new(AtomicBool::new(false));
+        let n = Arc::new(AtomicUsize::new(0));
+        let (rt2, y2, inside2, n2) = (rt.clone(), y.clone(), inside.clone(), n.clone());
+        let other = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&y2).unwrap();
+            critical(&inside2, &n2);
+            drop(g);
+            me.identity_hash(&y2).unwrap();
+        });
+        let me = rt.attach().unwrap();
+        for _ in 0..2 {
+            let g = me.enter(&y).unwrap();
+            critical(&inside, &n);
+            drop(g);
+        }
+        other.join().unwrap();
+        assert_eq!(n.load(Ordering::Relaxed), 3);
+        assert_eq!(rt.owner_of(&y), None);
+        assert_eq!(me.lock_count(&y), 0);
+        assert_ne!(
+            y.mode(),
+            BiasMode::Biased,
+            "never biased by the learn-mode record"
+        );
+        assert_eq!(y.host_bits(), 0x22);
+    });
+}
+
 /// Thread A locks `x` by the recorded thin CAS and forgets it (an object that dies held);
 /// with `a_locks_y` it then locks `y` (its record names `y` now) while the main thread
 /// reclaims `x` — the reclaim's CAS on A's record races with A's plain stores of it — and

@@ -171,6 +171,39 @@
 //!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner). A stale
 //!   thin word (bit 18) fails the test and goes out of line, where the owner buries its
 //!   records of the object.
+//! - **the record of the last inline thin / learn lock** (non-seed flavors; issue 13 item
+//!   6, as `thin`'s `ThinThread::last`): `enter`'s thin CAS and `fresh_enter`'s learn CASes
+//!   (clear → learn, the guess's counted re-acquisition; sticky flavors) first store the
+//!   header's address and the word their unlock will store (`LockRecords::last`,
+//!   `last_word`: two plain stores to the thread's line, *before* the locked instruction —
+//!   after it, they delayed the next CAS in `thin`); a failed CAS forgets it. The unlock
+//!   checks it before anything else (one load, one compare: the bias owner pays these
+//!   three instructions, `cmp` + `jne` included) and, equal, stores `last_word` blind
+//!   (Release) and forgets the record: the header is not loaded right after the CAS, which
+//!   on the Cloud (every header a cache miss) cost more than the µops. The signal flavors
+//!   keep the owner's section first: the record is checked after its failed test.
+//!   **Invariant**: while the record names `a`, the word at `a` is `last_word + RC_ONE`,
+//!   held once by this thread; kept because nobody else writes a held thin or learn word
+//!   (contenders spin and inflate only what they won, revokers write biased words only, a
+//!   hasher waits for a single hold's release; a thread in native or at a safepoint keeps
+//!   its thin words) and every write of ours to a word we hold forgets it first (the inline
+//!   nested locks, `enter_slow` — nested, overflow, biasing at the learn limit —, and
+//!   `inflate_own` — wait / notify, our own hash, contention); `reclaim` and
+//!   `relocate_records` clear it with a CAS (`forget_record`: a dead or moved header held
+//!   once). Loom: `tests/loom_biased_record.rs`.
+//!
+//!   Measured (2-core Xeon VM shared with other jobs): Cloud (§5.1), `fable` ÷ `thin` in
+//!   thread CPU time (`REAL=1 cargo run --release -p objmon --example cloud_probe`, four
+//!   interleaved rounds of each build) 1.30–1.36 before, 0.97–1.06 after;
+//!   `objmon-bench run --bench cloud --quick --protocol thin --protocol fable` (wall time,
+//!   load ~8, eight interleaved runs) median 1.25 (0.92–1.37) before, 0.90 (0.71–1.21)
+//!   after. Instructions per lock + unlock (callgrind, `/work/briefs/cg.sh`-style
+//!   difference of two N): `biased_fastpath fable plain` 48 → 51, `biased plain` 48 → 50,
+//!   `fable thin` 27 → 25, `fable alloc` 113 → 113; `user_loop fable plain` 45 → 48,
+//!   `biased plain` 44 → 47, `biased-signal` / `fable-signal plain` 16 → 16;
+//!   `cloud_probe alloc fable:K` K = 1 / 2 / 5: 246 / 299 / 458 → 249 / 301 / 457 (the rseq
+//!   flavors bias nothing under valgrind; their owner's unlock gains the same load,
+//!   compare and branch ahead of the section).
 //! - nested lock / unlock of a thin or learn lock the caller holds: one load, one compare
 //!   (a subtract from the thread's `nest_once` / `unlock_once`, rc 1..=254 to lock, 2..=255
 //!   to unlock), one store — for the same reason. In the non-seed variants the lock is
@@ -907,15 +940,15 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
-    /// `w`, the word of the header at `a`, dies or moves: if it is thin and held once, its
-    /// owner may have recorded `a` as its last inline thin lock (`LockRecords::last`); clear
+    /// `w`, the word of the header at `a`, dies or moves: if it is thin or learn and held
+    /// once, its owner may have recorded `a` as its last inline lock (`LockRecords::last`); clear
     /// that record. A CAS on another thread's record, which it writes with plain stores: if
     /// it has recorded another word since, the CAS fails and that record stays. Relaxed: the
     /// owner's next use of the address (a new object there) is ordered after this call by
     /// whatever handed it the new object, and then reads 0 or a later record (coherence).
     #[cold]
     fn forget_record(rt: &Rt<F>, w: u64, a: usize) {
-        if Self::SEED || w & STATE_MASK != THIN || rc(w) != 1 {
+        if Self::SEED || w & (STATE_LOW | RC_MASK) != STATE_LOW | RC_ONE {
             return;
         }
         let raw = ((w & OWNER_MASK) >> OWNER_SHIFT) as u32;
@@ -1366,7 +1399,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
         Self::forget_identity_hash(rt, h);
         // Dead while held once (a forgotten guard): its owner's record of it goes, so that a
         // new object at this address is not unlocked blind.
-        Self::forget_record(rt, w, addr(h));
+        if w & (STATE_LOW | RC_MASK) == STATE_LOW | RC_ONE {
+            Self::forget_record(rt, w, addr(h));
+        }
         h.0.store(w & HOST, Ordering::Relaxed);
     }
 

@@ -748,3 +748,40 @@ fn thin_record_cleared_by_reclaim_and_relocate() {
     record_cleared_by_reclaim_and_relocate::<Kko>();
     record_cleared_by_reclaim_and_relocate::<FableHeuristics>();
 }
+
+/// `fable`'s inline learn CASes (clear → learn, the guess's counted re-acquisition) record
+/// the word as the thin CAS does; the unlock stores it back blind (sticky owner kept, the
+/// learn count kept); a nested hold forgets the record.
+#[test]
+fn fable_learn_record_blind_unlock() {
+    let rt = rt_with::<FableHeuristics>(Revocation::Membarrier, 5);
+    let me = rt.attach().unwrap();
+    let h = BiasWord::new(0x5a);
+    let g = me.enter(&h).unwrap();
+    assert_eq!(h.mode(), BiasMode::Learn);
+    assert_eq!(last_of(&me), addr(&h), "clear → learn recorded");
+    let held = h.raw();
+    drop(g);
+    assert_eq!(last_of(&me), 0);
+    assert_eq!(h.raw(), held - RC_ONE);
+    let g = me.enter(&h).unwrap();
+    assert_eq!(
+        last_of(&me),
+        addr(&h),
+        "the counted re-acquisition recorded"
+    );
+    let g2 = me.enter(&h).unwrap();
+    assert_eq!(last_of(&me), 0, "nested forgets");
+    drop(g2);
+    drop(g);
+    assert_eq!(me.lock_count(&h), 0);
+    assert_eq!(h.mode(), BiasMode::Learn);
+    assert_eq!(h.host_bits(), 0x5a);
+    // Reclaim of a held learn word clears the record.
+    let mut x = BiasWord::new(0x11);
+    // SAFETY: `me` is this thread's handle; `x` dies held, reported by `reclaim`.
+    unsafe { Fable::enter(&rt, me.context(), &x).unwrap() };
+    assert_eq!(last_of(&me), addr(&x));
+    rt.reclaim(&mut x);
+    assert_eq!(last_of(&me), 0);
+}
