@@ -192,18 +192,22 @@
 //!   `relocate_records` clear it with a CAS (`forget_record`: a dead or moved header held
 //!   once). Loom: `tests/loom_biased_record.rs`.
 //!
-//!   Measured (2-core Xeon VM shared with other jobs): Cloud (§5.1), `fable` ÷ `thin` in
-//!   thread CPU time (`REAL=1 cargo run --release -p objmon --example cloud_probe`, four
-//!   interleaved rounds of each build) 1.30–1.36 before, 0.97–1.06 after;
-//!   `objmon-bench run --bench cloud --quick --protocol thin --protocol fable` (wall time,
-//!   load ~8, eight interleaved runs) median 1.25 (0.92–1.37) before, 0.90 (0.71–1.21)
-//!   after. Instructions per lock + unlock (callgrind, `/work/briefs/cg.sh`-style
-//!   difference of two N): `biased_fastpath fable plain` 48 → 51, `biased plain` 48 → 50,
-//!   `fable thin` 27 → 25, `fable alloc` 113 → 113; `user_loop fable plain` 45 → 48,
-//!   `biased plain` 44 → 47, `biased-signal` / `fable-signal plain` 16 → 16;
-//!   `cloud_probe alloc fable:K` K = 1 / 2 / 5: 246 / 299 / 458 → 249 / 301 / 457 (the rseq
-//!   flavors bias nothing under valgrind; their owner's unlock gains the same load,
-//!   compare and branch ahead of the section).
+//!   Measured (2-core Xeon VM shared with other jobs, load ~4–5; interleaved runs of the
+//!   builds before and after): Cloud (§5.1), `fable` ÷ `thin` in thread CPU time
+//!   (`REAL=1 cargo run --release -p objmon --example cloud_probe`, five rounds each)
+//!   1.26–1.35 (median 1.34) before, 1.01–1.05 (1.04) after; `objmon-bench run --bench
+//!   cloud --quick --protocol thin --protocol fable` (wall time, ten runs each) median 1.26
+//!   (1.09–1.35) before, 1.15 (1.10–1.30) after. AllocLock (§5.3), `objmon-bench run
+//!   --bench alloc-lock --quick --protocol thin --protocol fable --param 1 --param 2
+//!   --param 5` (four runs each), `fable` ÷ `thin` at k = 1 / 2 / 5: 1.24–1.27 / 1.29–1.40 /
+//!   1.35–1.44 before, 0.94–1.00 / 0.94–1.24 / 0.97–1.02 after (the learn record: a fresh
+//!   object's unlock is now blind too). Instructions per lock + unlock (callgrind,
+//!   `(I(2·10⁵) − I(10⁵)) / 10⁵`): `biased_fastpath fable plain` 48 → 51, `biased plain`
+//!   48 → 50, `fable thin` 27 → 25, `fable alloc` 113 → 113; `user_loop fable plain`
+//!   45 → 48, `biased plain` 44 → 47 (the record's `mov`, `cmp`, `je` ahead of the owner's
+//!   unlock), `biased-signal` / `fable-signal plain` 16 → 16; `cloud_probe alloc fable:K`,
+//!   K = 1 / 2 / 5: 246 / 299 / 458 → 249 / 301 / 457. The rseq flavors bias nothing under
+//!   valgrind; their owner's unlock gains the same three instructions ahead of the section.
 //! - nested lock / unlock of a thin or learn lock the caller holds: one load, one compare
 //!   (a subtract from the thread's `nest_once` / `unlock_once`, rc 1..=254 to lock, 2..=255
 //!   to unlock), one store — for the same reason. In the non-seed variants the lock is
