@@ -171,6 +171,43 @@
 //!   `biased` clears the owner (Figure 4), `fable` keeps it (§3.2 sticky owner). A stale
 //!   thin word (bit 18) fails the test and goes out of line, where the owner buries its
 //!   records of the object.
+//! - **the record of the last inline thin / learn lock** (non-seed flavors; issue 13 item
+//!   6, as `thin`'s `ThinThread::last`): `enter`'s thin CAS and `fresh_enter`'s learn CASes
+//!   (clear → learn, the guess's counted re-acquisition; sticky flavors) first store the
+//!   header's address and the word their unlock will store (`LockRecords::last`,
+//!   `last_word`: two plain stores to the thread's line, *before* the locked instruction —
+//!   after it, they delayed the next CAS in `thin`); a failed CAS forgets it. The unlock
+//!   checks it before anything else (one load, one compare: the bias owner pays these
+//!   three instructions, `cmp` + `jne` included) and, equal, stores `last_word` blind
+//!   (Release) and forgets the record: the header is not loaded right after the CAS, which
+//!   on the Cloud (every header a cache miss) cost more than the µops. The signal flavors
+//!   keep the owner's section first: the record is checked after its failed test.
+//!   **Invariant**: while the record names `a`, the word at `a` is `last_word + RC_ONE`,
+//!   held once by this thread; kept because nobody else writes a held thin or learn word
+//!   (contenders spin and inflate only what they won, revokers write biased words only, a
+//!   hasher waits for a single hold's release; a thread in native or at a safepoint keeps
+//!   its thin words) and every write of ours to a word we hold forgets it first (the inline
+//!   nested locks, `enter_slow` — nested, overflow, biasing at the learn limit —, and
+//!   `inflate_own` — wait / notify, our own hash, contention); `reclaim` and
+//!   `relocate_records` clear it with a CAS (`forget_record`: a dead or moved header held
+//!   once). Loom: `tests/loom_biased_record.rs`.
+//!
+//!   Measured (2-core Xeon VM shared with other jobs, load ~4–5; interleaved runs of the
+//!   builds before and after): Cloud (§5.1), `fable` ÷ `thin` in thread CPU time
+//!   (`REAL=1 cargo run --release -p objmon --example cloud_probe`, five rounds each)
+//!   1.26–1.35 (median 1.34) before, 1.01–1.05 (1.04) after; `objmon-bench run --bench
+//!   cloud --quick --protocol thin --protocol fable` (wall time, ten runs each) median 1.26
+//!   (1.09–1.35) before, 1.15 (1.10–1.30) after. AllocLock (§5.3), `objmon-bench run
+//!   --bench alloc-lock --quick --protocol thin --protocol fable --param 1 --param 2
+//!   --param 5` (four runs each), `fable` ÷ `thin` at k = 1 / 2 / 5: 1.24–1.27 / 1.29–1.40 /
+//!   1.35–1.44 before, 0.94–1.00 / 0.94–1.24 / 0.97–1.02 after (the learn record: a fresh
+//!   object's unlock is now blind too). Instructions per lock + unlock (callgrind,
+//!   `(I(2·10⁵) − I(10⁵)) / 10⁵`): `biased_fastpath fable plain` 48 → 51, `biased plain`
+//!   48 → 50, `fable thin` 27 → 25, `fable alloc` 113 → 113; `user_loop fable plain`
+//!   45 → 48, `biased plain` 44 → 47 (the record's `mov`, `cmp`, `je` ahead of the owner's
+//!   unlock), `biased-signal` / `fable-signal plain` 16 → 16; `cloud_probe alloc fable:K`,
+//!   K = 1 / 2 / 5: 246 / 299 / 458 → 249 / 301 / 457. The rseq flavors bias nothing under
+//!   valgrind; their owner's unlock gains the same three instructions ahead of the section.
 //! - nested lock / unlock of a thin or learn lock the caller holds: one load, one compare
 //!   (a subtract from the thread's `nest_once` / `unlock_once`, rc 1..=254 to lock, 2..=255
 //!   to unlock), one store — for the same reason. In the non-seed variants the lock is
@@ -907,6 +944,28 @@ impl<F: Flavor> Biasing<F> {
         }
     }
 
+    /// `w`, the word of the header at `a`, dies or moves: if it is thin or learn and held
+    /// once, its owner may have recorded `a` as its last inline lock (`LockRecords::last`); clear
+    /// that record. A CAS on another thread's record, which it writes with plain stores: if
+    /// it has recorded another word since, the CAS fails and that record stays. Relaxed: the
+    /// owner's next use of the address (a new object there) is ordered after this call by
+    /// whatever handed it the new object, and then reads 0 or a later record (coherence).
+    #[cold]
+    fn forget_record(rt: &Rt<F>, w: u64, a: usize) {
+        if Self::SEED || w & (STATE_LOW | RC_MASK) != STATE_LOW | RC_ONE {
+            return;
+        }
+        let raw = ((w & OWNER_MASK) >> OWNER_SHIFT) as u32;
+        let cx = ThreadId::from_raw(raw).and_then(|id| rt.threads().get(id));
+        if let Some(cx) = cx {
+            let _ =
+                cx.local()
+                    .rec
+                    .last
+                    .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
     /// Applies `c` to `rt` (see [`BiasState::set`]); returns the revocation in use.
     pub fn configure(rt: &Rt<F>, c: BiasConfig) -> Revocation {
         rt.state().set(c)
@@ -1039,15 +1098,34 @@ impl<F: Flavor> Biasing<F> {
         if w & STATE_LOW != 0 {
             // Learn or thin.
             if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
-                match h.0.compare_exchange(
-                    w,
-                    (w & HOST) | t.local().rec.thin_once,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
+                let rec = &t.local().rec;
+                let new = (w & HOST) | rec.thin_once;
+                if !Self::SEED {
+                    // Record the word *before* the CAS makes it `new` (only we write it then):
+                    // the unlock stores `last_word` blind instead of loading the header
+                    // right after the locked instruction (`LockRecords::last`; as `thin`,
+                    // whose record stores after the CAS delayed the next CAS). A failed CAS
+                    // forgets it. Only this thread's unlock reads it, after this returns.
+                    let back = if F::STICKY {
+                        new - RC_ONE
+                    } else {
+                        (w & HOST) | THIN
+                    };
+                    rec.last.store(addr(h), Ordering::Relaxed);
+                    rec.last_word.store(back, Ordering::Relaxed);
+                }
+                match h
+                    .0
+                    .compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
+                {
                     Ok(_) => return Ok(()),
                     // Taken, or a host bit changed: look again below.
-                    Err(now) => w = now,
+                    Err(now) => {
+                        if !Self::SEED {
+                            rec.forget_last();
+                        }
+                        w = now;
+                    }
                 }
             } else if !Self::SEED {
                 // Nested: a learn or thin word this thread holds 1..=254 times (state bit 17,
@@ -1058,6 +1136,8 @@ impl<F: Flavor> Biasing<F> {
                     .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
                 if x < 254 << RC_SHIFT {
                     h.0.store(w + RC_ONE, Ordering::Relaxed);
+                    // The word is no longer held once: it may be `last`, forget it.
+                    t.local().rec.forget_last();
                     return Ok(());
                 }
             }
@@ -1086,8 +1166,29 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         w: u64,
     ) -> Result<(), MonitorError> {
+        // The owner's section ran first and failed; then the record, as in `exit`.
+        if !Self::SEED && Self::exit_recorded(t, h) {
+            return Ok(());
+        }
         // SAFETY: the caller's contract, passed on.
         unsafe { Self::exit_word(rt, t, h, w) }
+    }
+
+    /// The unlock of the word of `enter`'s last inline thin CAS (non-seed flavors): if `h`
+    /// is `LockRecords::last`, one blind releasing store of `last_word`, and the record
+    /// forgotten. `false` (one load and compare) otherwise.
+    #[inline(always)]
+    fn exit_recorded(t: &Cx<F>, h: &BiasWord) -> bool {
+        let rec = &t.local().rec;
+        if rec.last.load(Ordering::Relaxed) != addr(h) {
+            return false;
+        }
+        // `LockRecords::last`'s invariant: the word is `last_word + RC_ONE`, ours once, and
+        // nobody else writes it. Release: our critical section before the next owner's
+        // Acquire CAS (as the combined unlock's store in `exit_word`).
+        h.0.store(rec.last_word.load(Ordering::Relaxed), Ordering::Release);
+        rec.forget_last();
+        true
     }
 
     /// `exit` from a load `w` of the header (see [`enter_word`](Self::enter_word)).
@@ -1238,6 +1339,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
                 Some(w) => Self::exit_after_step(rt, t, h, w),
             };
         }
+        // The record first (one load and compare on the bias owner's path), so that a thin
+        // unlock does not load the header after its CAS.
+        if !Self::SEED && Self::exit_recorded(t, h) {
+            return Ok(());
+        }
         Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed))
     }
 
@@ -1295,6 +1401,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
             rt.monitors().free_if_bound(idx);
         }
         Self::forget_identity_hash(rt, h);
+        // Dead while held once (a forgotten guard): its owner's record of it goes, so that a
+        // new object at this address is not unlocked blind.
+        if w & (STATE_LOW | RC_MASK) == STATE_LOW | RC_ONE {
+            Self::forget_record(rt, w, addr(h));
+        }
         h.0.store(w & HOST, Ordering::Relaxed);
     }
 
@@ -1312,6 +1423,8 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// The lock records naming `from` now name `to` (see [`Runtime::relocate`]).
     fn relocate_records(rt: &Rt<F>, from: *const BiasWord, to: &BiasWord) {
         Self::rewrite_records(rt, from, to);
+        // Moved while held once: its owner's record names the old address (`forget_record`).
+        Self::forget_record(rt, to.0.load(Ordering::Relaxed), from as usize);
     }
 
     /// The lock records (records variant): biased holds, which no header shows, with their

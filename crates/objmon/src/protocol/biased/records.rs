@@ -48,6 +48,22 @@ pub(crate) struct LockRecords {
     /// (non-seed flavors): `unlock_once` normally, [`NO_NEST`] in native (no word is within
     /// reach of it), so that nested acquisitions there reach the slow path, which refuses.
     pub(super) nest_once: AtomicU64,
+    /// Non-seed flavors: the address of the thin word this thread last locked with
+    /// `enter`'s inline thin CAS, 0 for none (as `thin`'s `ThinThread::last`). **Invariant**:
+    /// while `last == a`, the word at `a` is `last_word + RC_ONE` — thin, held once by this
+    /// thread, as that CAS left it — so the unlock of `a` may store `last_word` blind,
+    /// without loading the header after the CAS. Written by this thread just *before* its
+    /// CAS (forgotten after a failed one; the unlock, the record's one reader, runs only
+    /// outside that `enter`); forgotten before any write of ours to a word we hold that
+    /// might be `last` (the inline nested lock, `enter_slow`, `inflate_own`); cleared by
+    /// `reclaim` / `relocate_records` with a CAS (`Biasing::forget_record`). Nobody else
+    /// writes a held thin word (engine module docs, "Fast paths": contenders spin, a
+    /// revoker writes biased words only, a hasher waits for a single hold's release).
+    /// Relaxed: only this thread reads it (except that CAS).
+    pub(super) last: AtomicUsize,
+    /// What the unlock of `last` stores: the word `enter`'s CAS left, with rc 0 (the host
+    /// bits, thin, and — sticky, `fable` — this thread as the last owner).
+    pub(super) last_word: AtomicU64,
     /// rseq flavors: the address of this thread's `rseq.rseq_cs` (its thread pointer plus
     /// `__rseq_offset + 8`), where the owner step arms its section, set on the thread itself
     /// at attach (`revoke::rseq::initial_cs_field`: a scratch word of the thread where glibc
@@ -97,12 +113,21 @@ impl LockRecords {
             unlock_once: STATE_LOW | owner | RC_ONE,
             thin_free: AtomicU64::new(thin_free),
             nest_once: AtomicU64::new(STATE_LOW | owner | RC_ONE),
+            last: AtomicUsize::new(0),
+            last_word: AtomicU64::new(0),
             #[cfg(not(loom))]
             rseq_cs: AtomicUsize::new(rseq_cs),
             #[cfg(loom)]
             cpu: crate::sync::Mutex::new(()),
             slots: std::array::from_fn(|_| AtomicUsize::new(0)),
         }
+    }
+
+    /// Forgets the last inline thin lock (see [`last`](Self::last)): the next unlock loads
+    /// the header.
+    #[inline(always)]
+    pub(super) fn forget_last(&self) {
+        self.last.store(0, Ordering::Relaxed);
     }
 
     /// Owner only: the records naming `a` below the top (all committed: the owner is not in a

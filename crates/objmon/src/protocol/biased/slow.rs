@@ -76,6 +76,8 @@ impl<F: Flavor> Biasing<F> {
         count: u32,
         cause: InflationCause,
     ) -> Result<Option<&'r FatMonitor>, MonitorError> {
+        // We write `h`, which may be our last inline thin lock: forget it.
+        t.local().rec.forget_last();
         let idx = rt.monitors().allocate()?;
         rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
@@ -429,16 +431,13 @@ impl<F: Flavor> Biasing<F> {
         if y < rt.state().learn_inline.load(Ordering::Relaxed) {
             // Count and hold at once; the count stays below the limit (no bias yet) and
             // below `LEARN_COUNT_MAX`, so it never reaches the tag.
-            if !Self::cas(h, w, held + LEARN_COUNT_ONE) {
-                return false;
-            }
-            return true;
+            return Self::recorded_cas(local, h, w, held + LEARN_COUNT_ONE);
         }
         let lock = w & !HOST;
         if lock == 0 {
             // Clear → learn, guess = this thread (id and learn tag), held once. In native
             // `key` is poisoned (bit 63): `enter_slow` refuses.
-            if (key as i64) < 0 || !Self::cas(h, w, w | key) {
+            if (key as i64) < 0 || !Self::recorded_cas(local, h, w, w | key) {
                 return false;
             }
             local.count(Transition::ClearToLearn);
@@ -457,12 +456,36 @@ impl<F: Flavor> Biasing<F> {
             < 254
         {
             h.0.store(held, Ordering::Relaxed);
+            // No longer held once: it may be `last`, forget it.
+            local.rec.forget_last();
             return true;
         }
         if w & STATE_MASK != LEARN {
             return false; // thin (held by another thread) or fat
         }
         Self::learn_free(rt, t, h, w)
+    }
+
+    /// `fresh_enter`'s learn CAS from `w` to `new` (this thread's learn word held once), the
+    /// word recorded just before it as `enter`'s thin CAS records its own
+    /// (`LockRecords::last`): a learn word is a held thin word's twin — only its holder writes
+    /// it (a second thread turns it thin only once it is free, a hasher waits for a single
+    /// hold) — and its unlock stores `new − RC_ONE` (sticky, §3.2). Forgotten if the CAS
+    /// fails. `fable`'s flavors are all sticky; a non-sticky one would not record.
+    #[inline(always)]
+    fn recorded_cas(local: &BiasThread, h: &BiasWord, w: u64, new: u64) -> bool {
+        let rec = &local.rec;
+        if F::STICKY {
+            rec.last.store(addr(h), Ordering::Relaxed);
+            rec.last_word.store(new - RC_ONE, Ordering::Relaxed);
+        }
+        if Self::cas(h, w, new) {
+            return true;
+        }
+        if F::STICKY {
+            rec.forget_last();
+        }
+        false
     }
 
     /// [`fresh_enter`](Self::fresh_enter)'s learn words that its inline steps did not take:
@@ -542,6 +565,9 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         try_only: bool,
     ) -> Result<bool, MonitorError> {
+        // Any write of ours to a word we hold (nested, overflow, inflation) starts here or in
+        // `inflate_own`: `h` may be our last inline thin lock, forget it.
+        t.local().rec.forget_last();
         if t.local().sp.in_native() {
             // In native the thread counts as being at a safepoint: its biases are revoked in
             // place, with no barrier, so a biased step of its own now could make two owners.

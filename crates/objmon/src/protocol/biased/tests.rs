@@ -2,7 +2,9 @@
 //! seed's transitions and each revocation path, on real threads.
 
 use super::*;
-use crate::protocol::fable::{Fable, FableRseq, FableRseqHeuristics, FableSeedHeuristics};
+use crate::protocol::fable::{
+    Fable, FableHeuristics, FableRseq, FableRseqHeuristics, FableSeedHeuristics,
+};
 use crate::revoke::RevocationKind as K;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
@@ -623,4 +625,163 @@ fn hybrid_falls_back_to_the_barrier() {
     let rv = rt.state().revocations();
     assert_eq!(rv.count(K::Membarrier), 1, "{rv:?}");
     assert_eq!(rv.total(), 1);
+}
+
+/// A free thin word (owner 0, rc 0) with host bits 0x5a: the inline thin CAS takes it.
+fn free_thin_word() -> BiasWord {
+    BiasWord(AtomicU64::new(THIN | 0x5a))
+}
+
+/// This thread's record of its last inline thin lock (`LockRecords::last`).
+fn last_of<F: Flavor>(me: &crate::vm::ThreadHandle<Biasing<F>>) -> usize {
+    me.context().local().rec.last.load(Ordering::Relaxed)
+}
+
+/// The inline thin lock records the word before its CAS; the unlock stores it back blind
+/// and forgets the record; the seed flavors record nothing.
+fn record_blind_unlock<F: Flavor>() {
+    let rt = Runtime::<Biasing<F>>::with_defaults();
+    let me = rt.attach().unwrap();
+    let h = free_thin_word();
+    let g = me.enter(&h).unwrap();
+    let held = h.raw();
+    assert_eq!(held & !OWNER_MASK, THIN | RC_ONE | 0x5a);
+    assert_eq!(last_of(&me), if Biasing::<F>::SEED { 0 } else { addr(&h) });
+    drop(g);
+    assert_eq!(last_of(&me), 0);
+    assert_eq!(
+        h.raw(),
+        held - RC_ONE - if F::STICKY { 0 } else { held & OWNER_MASK }
+    );
+    assert_eq!(rt.owner_of(&h), None);
+    // Nested: the inline nested lock forgets the record; the unlocks load the word.
+    let g1 = me.enter(&h).unwrap();
+    let g2 = me.enter(&h).unwrap();
+    assert_eq!(last_of(&me), 0);
+    assert_eq!(me.lock_count(&h), 2);
+    drop(g2);
+    drop(g1);
+    assert_eq!(me.lock_count(&h), 0);
+    assert_eq!(h.mode(), BiasMode::Thin);
+    assert_eq!(h.host_bits(), 0x5a);
+}
+
+#[test]
+fn thin_record_blind_unlock() {
+    record_blind_unlock::<Kko>();
+    record_blind_unlock::<FableHeuristics>();
+    record_blind_unlock::<KkoRseq>();
+    record_blind_unlock::<FableRseqHeuristics>();
+    record_blind_unlock::<KkoSeed>();
+    record_blind_unlock::<FableSeedHeuristics>();
+}
+
+/// Regression (the record must be forgotten by every write of ours to the word): held once
+/// through the recorded CAS, the word is inflated by the owner itself — its identity hash,
+/// or notify — and the unlock must then release the monitor, not store the thin word back
+/// blind over the fat one.
+fn record_then_inflate<F: Flavor>(by_hash: bool) {
+    let rt = Runtime::<Biasing<F>>::with_defaults();
+    let me = rt.attach().unwrap();
+    let h = free_thin_word();
+    let g = me.enter(&h).unwrap();
+    if by_hash {
+        me.identity_hash(&h).unwrap();
+    } else {
+        g.notify().unwrap();
+    }
+    assert_eq!(h.mode(), BiasMode::Fat);
+    assert_eq!(last_of(&me), 0);
+    drop(g);
+    assert_eq!(h.mode(), BiasMode::Fat, "not unlocked blind");
+    assert_eq!(rt.owner_of(&h), None);
+    assert_eq!(h.host_bits(), 0x5a);
+    // Another thread can take it.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let other = rt.attach().unwrap();
+            drop(other.enter(&h).unwrap());
+        });
+    });
+}
+
+#[test]
+fn thin_record_forgotten_by_own_inflation() {
+    for by_hash in [true, false] {
+        record_then_inflate::<Kko>(by_hash);
+        record_then_inflate::<FableHeuristics>(by_hash);
+        record_then_inflate::<KkoRseq>(by_hash);
+        record_then_inflate::<FableRseqHeuristics>(by_hash);
+    }
+}
+
+/// The record of an object that dies held (a forgotten guard) is cleared by `reclaim`, and
+/// one of an object moved while held by `relocate` (whose new address then unlocks by the
+/// word), so that a blind store never lands on a new object at the old address.
+fn record_cleared_by_reclaim_and_relocate<F: Flavor>() {
+    let rt = Runtime::<Biasing<F>>::with_defaults();
+    let me = rt.attach().unwrap();
+    let mut x = free_thin_word();
+    // SAFETY (the direct calls here): `me` is this thread's handle; `x` dies held, reported
+    // by `reclaim`; `old`'s move while held is reported by `relocate`.
+    unsafe { Biasing::<F>::enter(&rt, me.context(), &x).unwrap() };
+    assert_eq!(last_of(&me), addr(&x));
+    rt.reclaim(&mut x);
+    assert_eq!(last_of(&me), 0, "reclaim clears the record");
+    let old = Box::new(free_thin_word());
+    unsafe { Biasing::<F>::enter(&rt, me.context(), &old).unwrap() };
+    let from: *const BiasWord = &*old;
+    assert_eq!(last_of(&me), from as usize);
+    let new = BiasWord(AtomicU64::new(old.raw()));
+    // SAFETY: a test's safepoint: no other thread is inside objmon; copied verbatim.
+    unsafe { rt.relocate(from, &new) };
+    drop(old);
+    assert_eq!(last_of(&me), 0, "relocate clears the record");
+    assert_eq!(me.lock_count(&new), 1);
+    unsafe { Biasing::<F>::exit(&rt, me.context(), &new).unwrap() };
+    assert_eq!(me.lock_count(&new), 0);
+    assert_eq!(rt.owner_of(&new), None);
+}
+
+#[test]
+fn thin_record_cleared_by_reclaim_and_relocate() {
+    record_cleared_by_reclaim_and_relocate::<Kko>();
+    record_cleared_by_reclaim_and_relocate::<FableHeuristics>();
+}
+
+/// `fable`'s inline learn CASes (clear → learn, the guess's counted re-acquisition) record
+/// the word as the thin CAS does; the unlock stores it back blind (sticky owner kept, the
+/// learn count kept); a nested hold forgets the record.
+#[test]
+fn fable_learn_record_blind_unlock() {
+    let rt = rt_with::<FableHeuristics>(Revocation::Membarrier, 5);
+    let me = rt.attach().unwrap();
+    let h = BiasWord::new(0x5a);
+    let g = me.enter(&h).unwrap();
+    assert_eq!(h.mode(), BiasMode::Learn);
+    assert_eq!(last_of(&me), addr(&h), "clear → learn recorded");
+    let held = h.raw();
+    drop(g);
+    assert_eq!(last_of(&me), 0);
+    assert_eq!(h.raw(), held - RC_ONE);
+    let g = me.enter(&h).unwrap();
+    assert_eq!(
+        last_of(&me),
+        addr(&h),
+        "the counted re-acquisition recorded"
+    );
+    let g2 = me.enter(&h).unwrap();
+    assert_eq!(last_of(&me), 0, "nested forgets");
+    drop(g2);
+    drop(g);
+    assert_eq!(me.lock_count(&h), 0);
+    assert_eq!(h.mode(), BiasMode::Learn);
+    assert_eq!(h.host_bits(), 0x5a);
+    // Reclaim of a held learn word clears the record.
+    let mut x = BiasWord::new(0x11);
+    // SAFETY: `me` is this thread's handle; `x` dies held, reported by `reclaim`.
+    unsafe { Fable::enter(&rt, me.context(), &x).unwrap() };
+    assert_eq!(last_of(&me), addr(&x));
+    rt.reclaim(&mut x);
+    assert_eq!(last_of(&me), 0);
 }
