@@ -24,30 +24,29 @@
 //!
 //! Measured, by the bias owner, through the public API (`me.enter(&h)` / guard drop in the
 //! user's loop, `examples/biased_fastpath.rs`; callgrind instructions per lock + unlock,
-//! plain / nested; the handle and guard add 6–7 of them — `plain` − `raw`; atomic
-//! read-modify-writes: none, fences: none, in every variant):
+//! plain / nested, on main after the handle became `Freeze` (`handle.rs`: its pointers stay
+//! in registers) and the thin record was added (the records flavors' unlock checks it
+//! first: +3); atomic read-modify-writes: none, fences: none, in every variant):
 //!
 //! | variant                  | instructions | stores (lock + unlock)                 |
 //! |--------------------------|--------------|----------------------------------------|
-//! | `biased-signal`, `fable-signal` | 24 / 24 | 2: header ×2                        |
-//! | `biased-rseq`, `fable-rseq` | 35 / 35, 34 / 34 | 4: header ×2, `rseq_cs` ×2       |
-//! | `biased-seed`, `fable-seed` | 43 / 43   | 6: header ×2, `in_op` ×4               |
-//! | `biased`, `fable` (records) | 53 / 53, 52 / 52 | 4: record ×2, top ×2             |
+//! | `biased-signal`, `fable-signal` | 18 / 18 | 2: header ×2                        |
+//! | `biased-rseq`, `fable-rseq` | 32 / 32   | 4: header ×2, `rseq_cs` ×2             |
+//! | `biased-seed`, `fable-seed` | 39 / 39   | 6: header ×2, `in_op` ×4               |
+//! | `biased`, `fable` (records) | 50 / 50, 51 / 51 | 4: record ×2, top ×2             |
 //!
 //! against 16 for the bare load / compare / store pair written the same way (`pair`). In
-//! time (one run of `objmon-bench run --bench user-loop --bench sync --reps 9 --protocol …`
-//! with the rows named here; user-loop rows in thread CPU time):
-//! `biased` 2.35 ns, `biased-rseq` 2.03, `biased-seed` 2.61 (1.95 in the run before),
-//! `fable` 2.46, `fable-rseq` 2.03, `fable-seed` 1.93 per lock + unlock against 0.51 for
-//! the plain pair (`user-loop-sol-plain-pair`): 4–5×, not issue 13's 1.5×.
+//! time (one quiet run of `objmon-bench run --bench user-loop --reps 9`, thread CPU time,
+//! 2026-11-25): `biased` 2.39 ns, `biased-rseq` 1.78, `biased-seed` 1.70, `fable` 2.60,
+//! `fable-rseq` 1.88, `fable-seed` 1.77 per lock + unlock against 0.502 for the plain pair
+//! (`user-loop-sol-plain-pair`): 3.4–5.2×, not issue 13's 1.5×.
 //!
-//! The signal flavors (this machine, an Intel Xeon; one run of `objmon-bench run --bench
-//! user-loop --reps 9 --protocol user-loop-sol-plain-pair --protocol user-loop-biased-signal
-//! …`, thread CPU time): `biased-signal` 1.08 ns, `fable-signal` 1.08, against
-//! `biased-rseq` 2.03, `fable-rseq` 2.04, `biased` 2.79, `fable` 2.33 and the plain pair
-//! 0.51: 2.1× the pair (issue 13 asks 1.5×). On `sync` (wall clock, `--bench sync --reps 9`,
-//! one run): `biased-signal` 1.03 ns, `fable-signal` 1.08, `hotspot17-biased` 1.06,
-//! `biased-rseq` 2.02, `fable-rseq` 3.36. What made the difference was not the rseq arming
+//! The signal flavors (this machine, an Intel Xeon; the same quiet run): `biased-signal`
+//! 0.787 ns, `fable-signal` 0.823, against the plain pair's 0.502: 1.57× and 1.64× (issue
+//! 13 asks 1.5×; 2.1× before the handle became `Freeze`, when a user's loop reloaded the
+//! handle's two pointers before each step: 24 instructions). On `sync` (wall clock,
+//! `--bench sync --reps 9`, same session): `biased-signal` 0.769 ns, `fable-signal` 0.765,
+//! `hotspot17-biased` 1.055, `biased-rseq` 1.79. What made the difference was not the rseq arming
 //! store (the signal step after the dispatch's own load took 4.5 ns in `biased_fastpath
 //! time` beside `biased-rseq`'s 4.7, a loaded machine) but the second load of the header:
 //! the section's load is the only one (32 → 27 instructions), and everything but the
@@ -512,7 +511,7 @@ pub trait Flavor: Send + Sync + 'static {
 /// protocol directly: the handle and guard add 7); 4 plain stores (the header and the
 /// section's `rseq_cs` word, each way), no atomic read-modify-write, no fence. Thin lock +
 /// unlock (the CAS path, after a revocation): 31; AllocLock k = 2 (§5.3): 127 per object.
-/// Time: `user-loop-biased-rseq` 2.03 ns against 0.51 for the plain pair (3.74 before
+/// Time (an earlier run; the engine's module docs have the latest): `user-loop-biased-rseq` 2.03 ns against 0.51 for the plain pair (3.74 before
 /// `exit_nested`; module docs).
 #[derive(Debug)]
 pub enum KkoRseq {}
@@ -533,11 +532,11 @@ impl Flavor for KkoRseq {
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **24** plain, 24 nested; 2 plain stores (the header, each way), no atomic
-/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 83 — the section's
-/// failed test, a second load and a call each way; AllocLock k = 2: 123 per object. Time:
-/// `user-loop-biased-signal` 1.08 ns against 0.51 for the plain pair and 2.03 for
-/// `biased-rseq`; `sync` 1.03 against `hotspot17-biased` 1.06 (module docs).
+/// **18** plain, 18 nested; 2 plain stores (the header, each way), no atomic
+/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 69 — the section's
+/// failed test, a second load and a call each way. Time: `user-loop-biased-signal` 0.787
+/// ns against 0.502 for the plain pair and 1.78 for `biased-rseq`; `sync` 0.769 against
+/// `hotspot17-biased` 1.055 (module docs).
 #[derive(Debug)]
 pub enum KkoSignal {}
 
@@ -560,7 +559,7 @@ impl Flavor for KkoSignal {
 /// compare / store pair written the same way: 16): **53** plain, 53 nested (47 directly); 4
 /// plain stores (the record and the top, each way), no atomic read-modify-write, no fence.
 /// Thin: 32; AllocLock k = 2: 182 per object.
-/// Time: `user-loop-biased` 2.35 ns against 0.51 for the plain pair (3.73 before
+/// Time (an earlier run; the engine's module docs have the latest): `user-loop-biased` 2.35 ns against 0.51 for the plain pair (3.73 before
 /// `exit_nested`; module docs).
 #[derive(Debug)]
 pub enum Kko {}
@@ -582,7 +581,7 @@ impl Flavor for Kko {
 /// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
 /// plain stores (the header and `in_op` twice, each way), no atomic read-modify-write, no
 /// fence. Thin: 30; AllocLock k = 2: 221 per object (Figure 4 has no inline fresh path).
-/// Time: `user-loop-biased-seed` 2.61 ns (1.95 in the run before) against 0.51 for the
+/// Time (an earlier run; the engine's module docs have the latest): `user-loop-biased-seed` 2.61 ns (1.95 in the run before) against 0.51 for the
 /// plain pair.
 #[derive(Debug)]
 pub enum KkoSeed {}

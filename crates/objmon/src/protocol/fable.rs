@@ -74,7 +74,7 @@ use super::Knob;
 /// biased (learn mode: recursions do not count, §3.1) takes the nested learn path, its
 /// unlock one call away since `exit_nested` (`user_loop fable nested` 246 → 67, 65; 81 since
 /// learn words carry their guess's learn tag, whose bits `enter`'s nested test does not
-/// expect: the nested learn test is in `fresh_enter` now, after the counted step's). Time: `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
+/// expect: the nested learn test is in `fresh_enter` now, after the counted step's). Time (an earlier run; the engine's module docs have the latest): `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
 /// before `exit_nested`; see the engine's documentation).
 #[derive(Debug)]
 pub enum FableRseqHeuristics {}
@@ -100,10 +100,10 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **24** plain, 24 nested; 2 plain stores. Thin: 79; AllocLock k = 2: 206 per object (the
-/// learn-mode steps are one call away). Time: `user-loop-fable-signal` 1.08 ns against 0.51
-/// for the plain pair and 2.04 for `fable-rseq`; `sync` 1.08 against `hotspot17-biased`
-/// 1.06 (the engine's documentation).
+/// **18** plain, 18 nested; 2 plain stores. Thin: 66 (the learn-mode steps are one call
+/// away). Time: `user-loop-fable-signal` 0.823 ns against 0.502 for the plain pair and 1.88
+/// for `fable-rseq`; `sync` 0.765 against `hotspot17-biased` 1.055 (the engine's
+/// documentation).
 #[derive(Debug)]
 pub enum FableSignalHeuristics {}
 
@@ -133,7 +133,7 @@ pub type FableSignal = Biasing<FableSignalHeuristics>;
 /// with the guess's counted learn step one call away; `cloud_probe alloc fable:K`, with the
 /// allocation and `reclaim`: a learn-mode lock + unlock 49 instructions, 78 before, thin's
 /// lock + unlock 25).
-/// Time: `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
+/// Time (an earlier run; the engine's module docs have the latest): `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
 /// `exit_nested`; see the engine's documentation).
 ///
 /// Learn rule: [`LearnRule::PerObject`] (each object counts its own acquisitions), not

@@ -56,10 +56,10 @@
 //! before an inflation's swap into the monitor state, at every change of an entry (a
 //! deflation's swap out of it comes first: a header read out of the monitor state is never
 //! looked up) — and a
-//! thread remembers the last [`CACHE_ENTRIES`] pairs (address, monitor) it read under a shard
+//! thread remembers the last `CACHE_ENTRIES` pairs (address, monitor) it read under a shard
 //! lock, each with the table's process-unique id and the shard's version at that moment.
 //! A cached pair is used only while the shard's version is still the cached one
-//! ([`ObjectMonitorTable::cached`]): then no entry of the shard has changed since it was read
+//! (`ObjectMonitorTable::cached`): then no entry of the shard has changed since it was read
 //! under the lock, so the address's entry is still that monitor. The check is made after an
 //! acquiring load of the header that found the monitor state: an inflation's swap into the
 //! monitor state is a release that follows its bump, so a header read in the state that
@@ -68,7 +68,7 @@
 //! version read before its bump, is the state of an earlier moment, when the entry was the
 //! cached one: what a look-up under the lock at that moment would have answered. A deflation
 //! claims its monitor before it bumps (and frees it after), so a thread whose announcement at
-//! the monitor ([`FatMonitor::add_contention`](crate::monitor::FatMonitor::add_contention))
+//! the monitor (`FatMonitor::add_contention`)
 //! came after that deflation reads the bumped version through the announcement's
 //! read-modify-write and goes back to the table: a monitor deflated and reused for another
 //! object is never taken from the cache. Models: `tests/loom_omt.rs` (the pair against a
