@@ -82,8 +82,8 @@
 //!
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
-//! `lightweight` 44 uncontended, 38 nested; `lightweight-table` 44 / 38; `lightweight-seed`
-//! 43 / 231 (the seed inflates on recursion, so its nested enter goes through the monitor).
+//! `lightweight` 37 uncontended, 32 nested; `lightweight-table` 37 / 32; `lightweight-seed`
+//! 37 / 218 (the seed inflates on recursion, so its nested enter goes through the monitor).
 //!
 //! Contended (issue 13 item 4; 2-core machine shared with other agents, `examples/contended.rs`
 //! under `perf stat` with `CONTENDED_STATS`, 2026-11-25): at 4-8 threads on one object
@@ -113,6 +113,16 @@
 //! `lightweight`'s 37.1 CPU (1.72×) in the same runs. What remains over `lightweight`
 //! (`perf record`, 8 threads): `locate` and `names`, 18% of samples, four cached look-ups
 //! (thread-local scan, version load) where `lightweight` tests bits of the word.
+//!
+//! **On a quiet machine the ratios above do not hold.** They were measured at load 5–10,
+//! where only one thread runs at a time and a contended ratio falls toward the uncontended
+//! one. In a quiet run of the same session (load ≈ 1; docs/benchmarks.md, "Contended"),
+//! wall time as a ratio to `parking_lot::Mutex` at 2 / 4 / 8 threads: `lightweight` 3.2 /
+//! 4.1 / 4.6, `lightweight-seed` 3.4 / 4.2 / 4.6, `lightweight-table` 4.5 / 5.6 / 6.6, `stack`
+//! 3.5 / 4.4 / 4.8 (`thin` 0.96 / 1.17 / 1.18). The monitor's line still takes three
+//! read-modify-writes per contended lock+unlock (the deflation announcement) where `thin`'s
+//! takes one; HotSpot's asynchronous deflation (an entering thread CASes the owner field and
+//! checks for the deflater's marker afterwards) is the known way out, not built.
 //!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a

@@ -25,32 +25,31 @@ use std::time::{Duration, Instant};
 
 /// The protocol of [`Monitor::new`] when none is named: `thin`, chosen by measurement.
 ///
-/// Uncontended, the loop a user writes (`objmon-bench run --bench user-loop --reps 9`, one run
-/// on the 2-core development machine, thread CPU time, median ns per lock + unlock):
+/// Uncontended, the loop a user writes (`objmon-bench run --bench user-loop --reps 9`, one
+/// quiet run on the 2-core development machine, 2026-11-25, thread CPU time, median ns per
+/// lock + unlock):
 ///
 /// | | ns | | ns |
 /// |---|---|---|---|
-/// | `Monitor<()>` (thin) | 10.7 | nested | 3.1 |
-/// | `tasuki` (handle) | 19.2 | nested | 15.1 |
-/// | `lightweight` (handle) | 23.5 | nested | 1.7 |
-/// | `biased` / `fable` (bias owner) | 3.6 / 3.5 | | |
-/// | `std::sync::Mutex` | 12.2 | | |
-/// | `parking_lot::Mutex` | 12.8 | | |
-/// | `parking_lot::ReentrantMutex` | 17.4 | nested | 1.4 |
-/// | bare CAS + release store | 9.0 | | |
+/// | `Monitor<()>` (thin) | 10.2 | nested | 3.0 |
+/// | `tasuki` (handle) | 19.3 | nested | 6.8 |
+/// | `lightweight` (handle) | 23.7 | nested | 2.3 |
+/// | `biased` / `fable` (bias owner) | 2.4 / 2.6 | | |
+/// | `std::sync::Mutex` | 14.1 | | |
+/// | `parking_lot::Mutex` | 12.9 | | |
+/// | `parking_lot::ReentrantMutex` | 17.5 | nested | 1.7 |
+/// | bare CAS + release store | 9.1 | | |
 ///
 /// `thin` has the smallest header (4 bytes: `Monitor<u32>` is 8 bytes) and the fastest first
 /// lock of the general-purpose protocols. The biased ones are faster still for a value only
 /// one thread ever locks, but pay a revocation (a `membarrier`, milliseconds with many
 /// threads) the first time another thread comes: a poor default. Contended (2 / 4 / 8
-/// threads on one monitor, `examples/contended.rs 7 2,4,8`, wall time as a ratio to
-/// `parking_lot::Mutex` in the same run, the spread of 5–8 runs on a loaded 2-core Intel
-/// machine): `Monitor<()>` 0.69–1.05 / 0.76–1.00 / 0.58–1.17, `thin` 0.57–1.14 / 0.78–1.16 /
-/// 0.78–1.66 (since a contended thin lock goes to its fat monitor once inflated, without
-/// the blocked-state bookkeeping; `thin-seed` 1.4–3.8); `objmon-bench run --bench threads`
-/// spreads wider (`thin` 0.54–1.96, up to 2.18 for `monitor`), as every row of it does on
-/// this machine. `tasuki` deflates under contention (1.6–3.1×), so contention does not
-/// change the choice either. The figures are in issue 13's notes.
+/// threads on one object, `objmon-bench run --bench threads --reps 7`, the same quiet
+/// session, wall time as a ratio to `parking_lot::Mutex` in the same run): `Monitor<()>`
+/// 0.71 / 1.24 / 1.29, `thin` 0.96 / 1.17 / 1.18 (a contended thin lock goes to its fat
+/// monitor once inflated, without the blocked-state bookkeeping; `thin-seed` 5.0–6.5);
+/// `tasuki` 0.91 / 1.57 / 1.64, `lightweight` 3.2 / 4.1 / 4.6 (docs/benchmarks.md,
+/// "Contended"). Contention does not change the choice either.
 pub type DefaultProtocol = crate::protocol::thin::Thin;
 
 /// A value of type `T` behind a Java-style monitor: a reentrant lock with `wait`, `notify`
