@@ -27,7 +27,9 @@
 //! slot; a full table makes the *hasher* fail with `MonitorTableFull`), and the owner's id.
 //! It is settled — the owner inflates into the monitor — at the owner's decrement to one level
 //! or at any inflation by the owner, whichever comes first; both look here after a fence
-//! ([`SideHashes::owner_must_look`]): the hasher inserts, fences and re-reads the word (an
+//! ([`SideHashes::owner_must_look`]; `thin`'s inline nested unlock looks instead at a mark
+//! on its own thread's line, `ThinThread::look`, which the hasher sets under this table's
+//! mutex before its barrier): the hasher inserts, fences and re-reads the word (an
 //! asymmetric Dekker on `membarrier` where the kernel allows it: the owner pays a compiler
 //! barrier), so
 //! either the owner sees the entry or the hasher sees the owner's store and withdraws (a
@@ -103,6 +105,12 @@ pub(crate) struct SideGuard<'a> {
 }
 
 impl SideGuard<'_> {
+    /// Whether an entry parked for a nested hold of `owner` (a raw thread id) is here.
+    pub(crate) fn owns_any(&self, owner: u32) -> bool {
+        self.len.load(Ordering::Relaxed) != 0
+            && self.map.values().any(|p| p.owner == owner && !p.loose)
+    }
+
     pub(crate) fn get(&self, a: usize) -> Option<Parked> {
         self.map.get(&a).copied()
     }

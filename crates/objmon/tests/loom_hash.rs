@@ -228,6 +228,40 @@ fn thin_parked_hash_vs_owner_decrement_and_move() {
     });
 }
 
+/// `thin`'s side table with the lock held three deep: the hash may be parked before either
+/// nested unlock. The first (to two levels) finds the owner's `look` mark set and keeps it
+/// (its entry is still there: `nested_look` clears the mark only with no entry of the owner
+/// left); the second (to one level) settles it. The moved object keeps the hash.
+#[test]
+fn thin_parked_hash_vs_two_nested_unlocks() {
+    common::builder(2).check(|| {
+        let rt = Runtime::<Thin>::new(config());
+        let h = Arc::new(objmon::vm::LockWord::default());
+        let me = rt.attach().unwrap();
+        let g = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        let g3 = me.enter(&h).unwrap();
+        let (rt2, h2) = (rt.clone(), h.clone());
+        let hasher = thread::spawn(move || rt2.attach().unwrap().identity_hash(&h2).unwrap());
+        drop(g3);
+        drop(g2);
+        drop(g);
+        let v = hasher.join().unwrap();
+        let mut owned = Arc::try_unwrap(h).expect("threads joined");
+        let moved = std::mem::take(&mut owned);
+        assert_eq!(
+            rt.peek_identity_hash(&owned),
+            None,
+            "a fresh object sees the hash"
+        );
+        assert_eq!(
+            rt.peek_identity_hash(&moved),
+            Some(v),
+            "the hash did not follow"
+        );
+    });
+}
+
 /// `thin`: the hasher of a lock held once by a thread that is blocked in objmon (spinning for
 /// a lock the main thread holds) claims that thread's state and inflates for it, while the
 /// main thread lets the owner go on; the owner, leaving its blocked state only after the

@@ -63,11 +63,12 @@
 //! | path (public API, guard drop)  | instructions `thin` / `thin-seed` | `user-loop` ns `thin` / `thin-seed` | `examples/user_loop` ns |
 //! |--------------------------------|-----------------------------------|-------------------------------------|-------------------------|
 //! | lock + unlock, uncontended     | 17 / 23                           | 9.30 / 12.94                        | 9.25 / 12.91            |
-//! | nested lock + unlock           | 31 / 82                           | 1.93 / 13.87                        | 1.41 / 13.74            |
+//! | nested lock + unlock           | 26 / 64                           | 1.20 / 13.87                        | 1.41 / 13.74            |
 //!
 //! In the same runs: `user-loop-sol-cas-store` 8.87 ns (`thin` 1.05×, `thin-seed` 1.46×),
 //! `user-loop-sol-plain-pair` 0.50 ns (constant stores, no arithmetic: `thin` nested
-//! 3.9×); the example's bare CAS + release store 9.01 ns (`thin` 1.03×), its bare load /
+//! 2.4×, after the parked-hash check moved to the thread's own `look` mark below — 3.9×
+//! with 31 instructions before it; the example's figures are from before it); the example's bare CAS + release store 9.01 ns (`thin` 1.03×), its bare load /
 //! compare / store pair with the count arithmetic 0.92 ns (`thin` nested 1.53×), its CAS
 //! with the seed's unlock load / compare before the store 13.1 ns (1.45×: the load of the
 //! word after the locked instruction is what the blind store saves).
@@ -76,7 +77,11 @@
 //! (after it, the next lock's locked instruction waited for them: `thin` was 1.25× the CAS
 //! loop, 11.5 against 9.2 ns), and the handle has no interior mutability inline
 //! (`handle.rs`'s `HandleCore`: a user's loop keeps its pointers in registers; 25 → 21
-//! instructions plain, 38 → 34 nested).
+//! instructions plain, 38 → 34 nested). Then the nested unlock's parked-hash check (hash.rs)
+//! moved from the runtime's side-table count and Dekker mode (the count test, two loads,
+//! two branches) to a mark on the thread's own line (`ThinThread::look`, one load and a
+//! branch): 31 → 26 instructions, `user-loop-thin-nested` 1.93 → 1.20 ns (against the
+//! pair's 0.50; two runs on one day, the second with CI running beside it).
 //!
 //! What each idea bought when it came (one idea taken out of `thin` at a time, a build-time
 //! switch not kept; ns ratios from one loaded run each, against the same process's bare
@@ -267,9 +272,8 @@ pub enum ThinLocks<const SEED: bool> {}
 /// inline without an atomic, and the blind-store unlock after the thread's last fast lock
 /// (module documentation, "Fast paths"). Measured per lock+unlock through the guard API
 /// (callgrind, `examples/user_loop.rs`): uncontended 17 instructions, one CAS and a blind
-/// release store (no load of the word after the CAS), 1.05× `user-loop-sol-cas-store`;
-/// nested 31 instructions, no atomic read-modify-write, 3.9× `user-loop-sol-plain-pair`
-/// (1.5× the example's bare pair, which does the count arithmetic).
+/// release store (no load of the word after the CAS), 1.03–1.05× `user-loop-sol-cas-store`;
+/// nested 26 instructions, no atomic read-modify-write, 2.4× `user-loop-sol-plain-pair`.
 /// Contended (module documentation, "Contended path"): an inflated word goes straight to its
 /// monitor, `BLOCKED` only around an enter that may suspend; 136 instructions per inflated
 /// lock+unlock (one CAS, one fence: the monitor's), 1.17–1.19× `parking_lot::Mutex` at 2, 4
@@ -661,10 +665,14 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         if x.wrapping_sub(COUNT_ONE) < (255 << COUNT_SHIFT) {
             // Not `last` (that is held once), so no record to forget.
             h.0.store(w - COUNT_ONE, Ordering::Relaxed);
-            if w & COUNT_MASK == COUNT_ONE && rt.side_hashes().owner_must_look(*rt.state()) {
-                // Down to one level: our next unlock may be a fast path, which looks at
-                // nothing but the word. Settle a hash parked meanwhile (hash.rs).
-                Self::settle_parked(rt, t, h);
+            // The owner's half of the parked-hash Dekker (hash.rs), on our own line: a
+            // hasher that parks for a word we hold nested sets `look` before its barrier
+            // (`membarrier`: ours is a compiler barrier), so either it sees this store or
+            // we see its mark. A symmetric runtime's threads keep `look` set for good, and
+            // `nested_look` pays the fence.
+            crate::revoke::owner_barrier();
+            if l.look.load(Ordering::Relaxed) != 0 {
+                Self::nested_look(rt, t, h, w - COUNT_ONE);
             }
             return Ok(());
         }
@@ -837,7 +845,19 @@ pub struct ThinThread {
     last: AtomicUsize,
     /// The host bits of the word at `last` (constant while it lives, seed 000 §2.3).
     host: AtomicU32,
+    /// Nonzero: `thin`'s nested unlock must call `nested_look` (its only test of the
+    /// parked-hash side table, on this thread's own line). [`LOOK_PARKED`]: a hasher parked
+    /// a hash for a word this thread held nested (set under the side table's mutex before
+    /// the hasher's barrier; cleared there by this thread once none of its entries is left).
+    /// [`LOOK_SYMMETRIC`]: set for good when the process has no `membarrier` (the owner's
+    /// side of the Dekker is then a fence, paid out of line).
+    look: AtomicU32,
 }
+
+/// `ThinThread::look`: a hash may be parked for a word this thread holds nested.
+const LOOK_PARKED: u32 = 1;
+/// `ThinThread::look`: the side table's Dekker is symmetric (no `membarrier`).
+const LOOK_SYMMETRIC: u32 = 2;
 
 impl ThinThread {
     fn new(id: ThreadId) -> Self {
@@ -846,6 +866,13 @@ impl ThinThread {
             me: u32::from(id.get()) << OWNER_SHIFT,
             last: AtomicUsize::new(0),
             host: AtomicU32::new(0),
+            // `revoke::init` answers `false` for good once it has (revoke.rs): a runtime made
+            // asymmetric may get a symmetric thread (a fence too many), never the reverse.
+            look: AtomicU32::new(if crate::revoke::init() {
+                0
+            } else {
+                LOOK_SYMMETRIC
+            }),
         }
     }
 
@@ -1014,6 +1041,13 @@ impl<const SEED: bool> ThinLocks<SEED> {
             return Ok(None);
         }
         let owner = owner_raw(w);
+        if !loose {
+            // Before the park's barrier: the owner's nested unlock looks at its own `look`
+            // (see `exit`). Under the table's mutex, where the owner clears it.
+            if let Some(cx) = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id)) {
+                cx.local().look.fetch_or(LOOK_PARKED, Ordering::Relaxed);
+            }
+        }
         table.park(
             rt.monitors(),
             a,
@@ -1084,6 +1118,31 @@ impl<const SEED: bool> ThinLocks<SEED> {
             Ordering::Release,
         );
         rt.stats().inflated(InflationCause::IdentityHash);
+    }
+
+    /// `thin`'s nested unlock found its `ThinThread::look` set: a hash may be parked for a
+    /// word we hold nested, or the runtime's Dekker is symmetric. `now` is the word our
+    /// unlock just stored. Down to one level (our next unlock may be a fast path, which
+    /// looks at nothing but the word), settle a hash parked meanwhile (hash.rs), as
+    /// `thin-seed` does in `exit_slow`; then, in an asymmetric runtime, forget the mark if no
+    /// entry of ours is left — under the table's mutex, where hashers set it.
+    #[cold]
+    #[inline(never)]
+    fn nested_look(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, now: u32) {
+        let asymmetric = *rt.state();
+        if !asymmetric {
+            // The owner's half of the symmetric Dekker, between our store and our look.
+            crate::sync::fence(Ordering::SeqCst);
+        }
+        if now & COUNT_MASK == 0 && rt.side_hashes().may_hold_any() {
+            Self::settle_parked(rt, t, h);
+        }
+        if asymmetric {
+            let table = rt.side_hashes().lock();
+            if !table.owns_any(t.core().raw_id()) {
+                t.local().look.fetch_and(!LOOK_PARKED, Ordering::Relaxed);
+            }
+        }
     }
 
     /// `w`: `h` held once by another thread. If that thread is blocked in objmon (claimed
