@@ -29,9 +29,7 @@ use objmon::protocol::biased::{
     BiasMode, Biasing, Flavor, Kko, KkoRseq, KkoSeed, KkoSignal, LOCK_RECORDS,
 };
 use objmon::protocol::fable::{FableRseqHeuristics, FableSignalHeuristics};
-use objmon::vm::{
-    BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
-};
+use objmon::vm::{BiasConfig, BiasWord, Config, Revocation, Runtime};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     model_with(3, f)
@@ -47,17 +45,7 @@ fn model_with(bound: usize, f: impl Fn() + Sync + Send + 'static) {
 }
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 2,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(2)
 }
 
 /// The critical section: a non-atomic-style increment; two owners at once is a failure.

@@ -17,23 +17,10 @@ use loom::sync::Arc;
 use loom::thread;
 use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko};
 use objmon::protocol::fable::FableHeuristics;
-use objmon::vm::{
-    BiasConfig, BiasWord, Config, Protocol, Revocation, Runtime, SystemLockConfig,
-    SystemLockVariant,
-};
+use objmon::vm::{BiasConfig, BiasWord, Config, Protocol, Revocation, Runtime};
 
 fn config() -> Config {
-    Config {
-        max_threads: 4,
-        monitor_capacity: 2,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
-        ..Config::default()
-    }
+    common::config(2)
 }
 
 fn runtime<F: Flavor>() -> std::sync::Arc<Runtime<Biasing<F>>> {

@@ -14,24 +14,13 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::vm::{
-    Config, DeflationPolicy, LightweightTable, MarkWord, Runtime, SystemLockConfig,
-    SystemLockVariant, WaitOutcome,
-};
+use objmon::vm::{Config, DeflationPolicy, LightweightTable, MarkWord, Runtime, WaitOutcome};
 use std::time::Duration;
 
 fn config(deflation: DeflationPolicy) -> Config {
     Config {
-        max_threads: 4,
-        monitor_capacity: 3,
-        system_lock: SystemLockConfig {
-            variant: SystemLockVariant::Figure7,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff: None,
-        },
         deflation,
-        ..Config::default()
+        ..common::config(3)
     }
 }
 

@@ -76,11 +76,12 @@
 //! replaces it; the first fails without the version check, the last with the bump moved
 //! after the swap).
 
+use crate::binding::AddrHasher;
 use crate::sync::{lock, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::table::MonitorIndex;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 /// Shards of the table (a power of two). One under loom: which shard an address falls in
 /// depends on where the allocator put it, which differs between a model's executions, and the
@@ -91,30 +92,8 @@ const SHARDS: usize = if cfg!(loom) { 1 } else { 64 };
 /// under contention needs one, and the entries are scanned linearly).
 pub(crate) const CACHE_ENTRIES: usize = 2;
 
-/// Hashes a header address (8-byte aligned) with one multiplication: the keys are addresses,
-/// not attacker-chosen strings, and SipHash was a measurable part of every look-up.
-#[derive(Default)]
-struct AddrHasher(u64);
-
-impl Hasher for AddrHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    #[inline]
-    fn write_usize(&mut self, a: usize) {
-        self.0 = ((a as u64) >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
+/// Keyed by header address with the project's address hash (`binding.rs`: one multiply, not
+/// SipHash, which was a measurable part of every look-up).
 type Map = HashMap<usize, MonitorIndex, BuildHasherDefault<AddrHasher>>;
 
 /// What a shard's lock guards: the entries, and the shard's version as last published
