@@ -38,7 +38,7 @@
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{deadline_passed, Arc, AtomicU32, AtomicUsize, Ordering};
+use crate::sync::{deadline_passed, fence, yield_now, Arc, AtomicU32, AtomicUsize, Ordering};
 use crate::tasuki::{NodeQueue, QNode, SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
@@ -158,6 +158,35 @@ impl FatMonitor {
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// Takes the system lock if it is free right now, *without* becoming the owner: the
+    /// first try of a thread that found this monitor through a header that a deflater may
+    /// change ([`deflate`](crate::deflate)'s `enter_monitor`). The caller then checks that the
+    /// header still names the monitor and either [`own_locked`](Self::own_locked) it or
+    /// [`release_unowned`](Self::release_unowned). One compare-and-swap (Acquire).
+    #[inline]
+    pub(crate) fn try_lock_unowned(&self) -> bool {
+        self.lock.try_lock()
+    }
+
+    /// Makes `t` the owner (one level) of the monitor whose system lock it took with
+    /// [`try_lock_unowned`](Self::try_lock_unowned).
+    #[inline]
+    pub(crate) fn own_locked(&self, t: &ThreadCore) {
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(1, Ordering::Relaxed);
+    }
+
+    /// Gives back the system lock taken with [`try_lock_unowned`](Self::try_lock_unowned)
+    /// without owning the monitor (the header named another monitor by then).
+    ///
+    /// # Safety
+    /// The caller's `try_lock_unowned` returned `true` and it has not released the lock since.
+    #[inline]
+    pub(crate) unsafe fn release_unowned(&self) {
+        // SAFETY: the caller holds the system lock (this method's contract).
+        unsafe { self.lock.unlock() };
     }
 
     /// Acquires the monitor if it is freed during the entry lock's bounded spin
@@ -367,13 +396,31 @@ impl FatMonitor {
     /// `count` locks, without blocking and without being that thread: the inflation of a lock
     /// held by someone else. `MonitorTableFull`-free: fails with `IllegalMonitorState` only if
     /// the monitor is not fresh, which would be a bug in the caller.
+    ///
+    /// A fresh monitor's system lock may still be held for a moment, without an owner, by a
+    /// thread whose first try (`deflate.rs`, `enter_monitor`) read this index from a header
+    /// before the monitor was deflated and freed: it lets go once its header check fails, so
+    /// this waits for it (yielding) rather than failing.
     pub fn enter_inflated_for(&self, owner_raw: u32, count: u32) -> Result<(), MonitorError> {
-        if !self.lock.try_lock() {
-            return Err(MonitorError::IllegalMonitorState);
+        while !self.lock.try_lock() {
+            if self.owner.load(Ordering::Relaxed) != 0 {
+                return Err(MonitorError::IllegalMonitorState);
+            }
+            yield_now();
         }
         self.owner.store(owner_raw, Ordering::Relaxed);
         self.count.store(count, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// [`owner_raw`](Self::owner_raw) read after a SeqCst fence: a deflater that leaves last
+    /// reads it after its decrement, against an exit's clearing store, the system lock's
+    /// SeqCst fence and the exit's read of the count ([`deflate`](crate::deflate), "The last
+    /// one out"): fence against fence, so that one of the two sees the other's write.
+    #[inline]
+    pub(crate) fn owner_raw_sc(&self) -> u32 {
+        fence(Ordering::SeqCst);
+        self.owner.load(Ordering::Relaxed)
     }
 
     /// The raw owner field: 0 for none, a thread's raw id, or [`ANONYMOUS_OWNER`] (racy).
@@ -446,8 +493,19 @@ impl FatMonitor {
         if self.contentions.load(Ordering::SeqCst) != 1 {
             return PinnedClaim::Contended;
         }
-        if self.lock.has_waiters() || !self.lock.try_lock() {
+        if self.lock.has_waiters() {
             return PinnedClaim::Busy;
+        }
+        while !self.lock.try_lock() {
+            // Held without an owner: a first try (`deflate.rs`, `enter_monitor`) between its
+            // `try_lock` and its header check, or an exit between clearing the owner and
+            // unlocking. Both let go (or take the owner field) within a few steps; a deflater
+            // that gave up here would leave an idle monitor behind when the holder was a
+            // stale first try, which never exits.
+            if self.owner.load(Ordering::Relaxed) != 0 || self.lock.has_waiters() {
+                return PinnedClaim::Busy;
+            }
+            yield_now();
         }
         let claim =
             if self.owner.load(Ordering::Relaxed) != 0 || self.waiters.lock().front().is_some() {
@@ -472,6 +530,15 @@ impl FatMonitor {
     /// learns the owner from the lock record only after.
     pub(crate) fn set_unpublished_owner(&self, owner_raw: u32) {
         self.owner.store(owner_raw, Ordering::Relaxed);
+    }
+
+    /// Whether nobody is announced. Relaxed: the owner's exit asks after the system lock's
+    /// SeqCst fence (which orders it against a deflater's decrement, see `deflate.rs`, "The
+    /// last one out"), and a deflation attempt checks again, exactly, in
+    /// [`try_begin_deflation_pinned`](Self::try_begin_deflation_pinned).
+    #[inline]
+    pub(crate) fn no_contention(&self) -> bool {
+        self.contentions.load(Ordering::Relaxed) == 0
     }
 
     /// [`remove_contention`](Self::remove_contention) that tells whether it was the last

@@ -364,6 +364,65 @@ fn lightweight_seed_stale_deflater_vs_reallocation() {
     stale_deflater_vs_reallocation::<LightweightSeed>(LightweightSeed::deflate_idle);
 }
 
+/// Issue 13 item 4: an enterer's first try takes the monitor's system lock before it has
+/// announced itself, so its index may be stale when it does. One thread enters `a`, whose
+/// idle monitor is installed, while another deflates `a` on request and then inflates `b`
+/// (wait needs a monitor), which gets `a`'s old monitor back (the free list is last in, first
+/// out). The enterer may hold `b`'s fresh monitor's lock for its header check: the inflation
+/// must wait for it rather than fail, the enterer must not take `b`'s monitor for `a`'s, and
+/// the books balance.
+fn stale_first_try_vs_reallocation<P: Protocol>(deflate_idle: fn(&Runtime<P>, &P::Header) -> bool)
+where
+    P::Header: 'static,
+{
+    model(move || {
+        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+        let (a, b) = (
+            Arc::new(P::Header::default()),
+            Arc::new(P::Header::default()),
+        );
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&a).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+        }
+        let (rt2, a2) = (rt.clone(), a.clone());
+        let enterer = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(&a2).unwrap();
+            assert_eq!(rt2.owner_of(&a2), Some(me.id()));
+            assert_eq!(me.lock_count(&a2), 1);
+            drop(g);
+        });
+        let deflated = deflate_idle(&rt, &a);
+        {
+            let me = rt.attach().unwrap();
+            let g = me.enter(&b).unwrap();
+            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+            assert_eq!(rt.owner_of(&b), Some(me.id()));
+        }
+        enterer.join().unwrap();
+        let s = rt.stats_snapshot();
+        assert_eq!(s.deflations, u64::from(deflated));
+        assert_eq!(rt.owner_of(&a), None);
+        assert_eq!(rt.owner_of(&b), None);
+        // Both objects still work.
+        let me = rt.attach().unwrap();
+        drop(me.enter(&a).unwrap());
+        drop(me.enter(&b).unwrap());
+    });
+}
+
+#[test]
+fn stack_stale_first_try_vs_reallocation() {
+    stale_first_try_vs_reallocation::<Stack>(Stack::deflate_idle);
+}
+
+#[test]
+fn lightweight_stale_first_try_vs_reallocation() {
+    stale_first_try_vs_reallocation::<Lightweight>(Lightweight::deflate_idle);
+}
+
 /// Issue 11, finding 15: an object dropped without `reclaim` leaves its table entry behind,
 /// and a new object lives at the same address. Its owner inflates it for wait while a contender
 /// inflates it too: whichever installs first replaces the stale entry (and gives its idle
