@@ -603,8 +603,14 @@ mod barrier {
 
 #[cfg(loom)]
 mod barrier {
+    /// Registered, unless the environment says `OBJMON_LOOM_SYMMETRIC=1`: then the models run
+    /// as a process without `membarrier` would, so that the symmetric fallbacks (e.g. `thin`'s
+    /// permanent look mark and the fence of its nested unlock) are checked as well (`.ci/run`
+    /// runs `loom_hash`'s thin models both ways). Read once, outside loom's model.
     pub fn init() -> bool {
-        true
+        static SYMMETRIC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        !*SYMMETRIC
+            .get_or_init(|| std::env::var_os("OBJMON_LOOM_SYMMETRIC").is_some_and(|v| v == "1"))
     }
     pub fn barrier() -> bool {
         crate::sync::fence(crate::sync::Ordering::SeqCst);
@@ -768,13 +774,17 @@ pub(crate) fn process_barrier_rseq() -> bool {
 }
 
 /// The owner's half: a compiler barrier, which the revoker's [`process_barrier`] turns into
-/// a full one. Under loom, modelled as the `SeqCst` fence it amounts to.
+/// a full one. Under loom, modelled as the `SeqCst` fence it amounts to when the process is
+/// registered, and as nothing when it is not (`OBJMON_LOOM_SYMMETRIC=1`): then no
+/// `membarrier` completes it, and the caller's symmetric fallback must order its side.
 #[inline(always)]
 pub(crate) fn owner_barrier() {
     #[cfg(not(loom))]
     std::sync::atomic::compiler_fence(Ordering::SeqCst);
     #[cfg(loom)]
-    crate::sync::fence(Ordering::SeqCst);
+    if barrier::init() {
+        crate::sync::fence(Ordering::SeqCst);
+    }
 }
 
 #[cfg(all(test, not(loom)))]
