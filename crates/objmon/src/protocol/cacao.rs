@@ -1,6 +1,10 @@
-//! `cacao`: the monitors of CACAO (Krall and Probst, seed 003, §'Mutex implementation' to
-//! §'Results'): no lock bits in the object at all; a hash table indexed by the object's
-//! address holds the mutexes of the objects that are locked.
+//! `cacao` and `cacao-seed`: the monitors of CACAO (Krall and Probst, seed 003, §'Mutex
+//! implementation' to §'Results'): no lock bits in the object at all; a hash table indexed by
+//! the object's address holds the mutexes of the objects that are locked. `cacao`
+//! ([`Cacao`]) takes and releases a first entry's monitor without the bucket lock (rule M,
+//! below); `cacao-seed` ([`CacaoSeed`]) keeps the seed's scope, the bucket lock held over
+//! every monitorenter and monitorexit ("`cacao-seed`", below). Everything else is shared
+//! ([`CacaoLocks`]).
 //!
 //! Header ([`HostWord`]): one 32-bit word the locking paths never read or write.
 //!
@@ -105,6 +109,42 @@
 //! machine: 2 threads 1.41× / 1.43× before → 1.32× / 1.37× after; 4 threads 2.76× / 3.02×
 //! → 1.35× / 1.57×; 8 threads 2.33× / 2.65× → 1.33× / 1.41×. Context switches per
 //! lock+unlock: 0.0001–0.02 before and after, as `parking_lot` (no convoy to remove).
+//!
+//! **`cacao-seed`** ([`CacaoSeed`]): the seed's scope, kept selectable beside rule M and
+//! measured with it. Seed 003's `monitorenter()` and `monitorexit()` (§'Object-Mutex
+//! relation', their figures and those of `lockMutexForObject()` and
+//! `unlockMutexForObject()`) run the look-up, `lockMutex` / `unlockMutex` (the wake
+//! included) and the chain work inside `disablePreemption()`, which "on a multiprocessor
+//! system would need to be implemented using a test-and-set instruction" (§'Mutex
+//! implementation'): here the bucket's test-and-set lock, held over every enter and exit,
+//! nested ones included, with the monitor's compare-and-swap and its release (fence, wake)
+//! inside it. Only an enter that finds the monitor busy pins the entry, lets the lock go and
+//! blocks in the monitor (the seed's `blockUntilMutexIsNotLocked`, a thread switch), then
+//! drops the pin under the lock. Table, entries, pool, claims (with the monitor taken), pins,
+//! waits, reclaim and hash are `cacao`'s, and so is the departure above (the chain searched
+//! before a claim). Not kept: the seed's line 8 leaves `holder` set at count 0 and resumes
+//! no waiter; the monitor's release clears the owner and wakes a sleeper (Java needs the
+//! wake; a relock by the same thread is then the monitor's compare-and-swap). This is
+//! `cacao` before rule M (and before it the last exit's release moved out of the bucket
+//! lock), without that form's lock-free nested and last-holder paths, which the seed also
+//! runs under `disablePreemption()`.
+//!
+//! Atomic operations, `cacao-seed`: first-level enter: bucket compare-and-swap, the
+//! monitor's compare-and-swap, bucket release store; last-level exit: bucket
+//! compare-and-swap, the monitor's release (one SeqCst fence), bucket release store; nested
+//! enter / exit: the bucket's compare-and-swap and release store each. Instructions per
+//! lock+unlock (callgrind, `examples/user_loop.rs` as above, 2026-11-25): 188 plain, 179
+//! nested (`cacao` 156 / 130 in the same build).
+//!
+//! Contended, both side by side (`cargo run --release -p objmon --example contended -- 5
+//! 2,4,8 cacao,cacao-seed,parking_lot`: one object, 2·10⁶ lock+unlock per configuration, 5
+//! interleaved rounds, medians; one run, 2026-11-25, the machine *loaded*: load average 7.8
+//! on 2 cores, other agents compiling), wall / thread CPU per lock+unlock as a ratio to
+//! `parking_lot::Mutex` of the same rounds: 2 threads `cacao` 1.40× / 1.25×, `cacao-seed`
+//! 2.50× / 2.54×; 4 threads 1.55× / 1.30×, 2.15× / 2.49×; 8 threads 1.05× / 1.39×, 2.71× /
+//! 5.49× (ns: 8 threads wall 25.5 / 65.9 / 24.3, CPU 24.6 / 97.4 / 17.7 for `cacao` /
+//! `cacao-seed` / `parking_lot`). The seed's scope costs about 2× `cacao` in wall time here,
+//! and its CPU grows with the threads that spin on the bucket's line.
 //!
 //! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
 //! `MonitorTableFull`: the overflow pool grows as long as monitors are left; and an object
