@@ -858,7 +858,8 @@ impl<const S: bool> CacaoLocks<S> {
                 .get(e.index().expect("a used entry has a monitor"));
             let first = std::ptr::eq(e, &b.first);
             if m.is_owned_by(t.core()) {
-                // Nested lock of an object whose entry is not first in its chain.
+                // Nested lock (`cacao`: of an object whose entry is not first in its chain;
+                // `cacao-seed`: any, the seed's line 10 under `disablePreemption()`).
                 return m.enter(t.core_arc()).map(|()| true);
             }
             if try_only || S {
