@@ -166,7 +166,7 @@ fn family_of(label: &str) -> usize {
     let name = name.strip_prefix("user-loop-").unwrap_or(name);
     let name = name.strip_suffix("-nested").unwrap_or(name);
     let is = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
-    if matches!(name, "fat" | "monitor-cache" | "cacao") {
+    if matches!(name, "fat" | "monitor-cache" | "cacao" | "cacao-seed") {
         0
     } else if is(&["thin", "tasuki"]) {
         1

@@ -1004,13 +1004,14 @@ pub unsafe extern "C" fn objmon_header_reclaim(
 }
 
 /// How many bits of the header the runtime's protocol leaves to the host (0 for NULL): 8 for
-/// `thin`, `fat`, `cacao`, `monitor-cache`, `biased`, `biased-seed`, `fable`, `fable-seed`; 7 for
-/// `lightweight`, `lightweight-seed`, `lightweight-table`, `stack`; 16 for `tasuki`. The host
-/// stores a value below `1 << width` with `objmon_header_init_host` and reads it with
-/// `objmon_header_host_bits`; where the bits sit in the 8 bytes is the library's business.
+/// `thin`, `fat`, `cacao`, `cacao-seed`, `monitor-cache`, `biased`, `biased-seed`, `fable`,
+/// `fable-seed`; 7 for `lightweight`, `lightweight-seed`, `lightweight-table`, `stack`; 16 for
+/// `tasuki`. The host stores a value below `1 << width` with `objmon_header_init_host` and
+/// reads it with `objmon_header_host_bits`; where the bits sit in the 8 bytes is the library's
+/// business.
 ///
-/// The 4-byte-word protocols (`thin`, `fat`, `cacao`, `monitor-cache`) leave the other 4 bytes
-/// of `objmon_header` to the runtime tag that detects another runtime's header
+/// The 4-byte-word protocols (`thin`, `fat`, `cacao`, `cacao-seed`, `monitor-cache`) leave the
+/// other 4 bytes of `objmon_header` to the runtime tag that detects another runtime's header
 /// (`OBJMON_E_FOREIGN_HEADER`): that detection is kept, at the price of those 32 bits.
 ///
 /// # Safety

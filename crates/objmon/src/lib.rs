@@ -59,6 +59,7 @@
 //! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor | 4 B |
 //! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up | 4 B |
 //! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table | 4 B |
+//! | [`CacaoSeed`] | the same, as the seed scoped it | bucket lock held over every enter and exit | 4 B |
 //!
 //! [`DefaultProtocol`] says why `thin` is the default, with the measurements. In short: pick
 //! `thin` (the smallest header, the fastest uncontended path) unless one thread locks the
@@ -116,7 +117,7 @@ pub mod vm;
 pub use error::MonitorError;
 pub use monitor::WaitOutcome;
 pub use protocol::biased::{Biased, BiasedRseq, BiasedSeed, BiasedSignal};
-pub use protocol::cacao::Cacao;
+pub use protocol::cacao::{Cacao, CacaoSeed};
 pub use protocol::fable::{Fable, FableRseq, FableSignal};
 pub use protocol::monitor_cache::MonitorCache;
 pub use protocol::tasuki_bimodal::Tasuki;

@@ -74,6 +74,7 @@ pub use crate::user::global_runtime;
 pub use crate::{MonitorError, Protocol, WaitOutcome};
 // The protocols, so that one `use objmon::vm::{...}` serves an embedder.
 pub use crate::{
-    Biased, BiasedRseq, BiasedSeed, BiasedSignal, Cacao, Fable, FableRseq, FableSignal, Fat,
-    Lightweight, LightweightSeed, LightweightTable, MonitorCache, Stack, Tasuki, Thin, ThinSeed,
+    Biased, BiasedRseq, BiasedSeed, BiasedSignal, Cacao, CacaoSeed, Fable, FableRseq, FableSignal,
+    Fat, Lightweight, LightweightSeed, LightweightTable, MonitorCache, Stack, Tasuki, Thin,
+    ThinSeed,
 };

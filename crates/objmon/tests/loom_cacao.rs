@@ -8,6 +8,12 @@
 //! lockers, collisions and overflow entries, relock against claim, wait against claim) cover
 //! the blocking paths.
 //!
+//! `cacao-seed` (the seed's scope: every monitorenter and monitorexit under the bucket lock)
+//! shares the table, claims, pins and reclaim, and runs the same three scenarios (the
+//! `_seed` models): there the look-up, the monitor's try and its release happen under the
+//! bucket lock, so the races left are a claim or a reclaim against a thread blocked or about
+//! to block in the monitor (pinned).
+//!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_cacao`. A lost wake-up shows up as loom's "deadlock" (every thread parked).
 #![cfg(loom)]
@@ -17,8 +23,8 @@ mod common;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::protocol::cacao::CacaoState;
-use objmon::vm::{Cacao, Config, HostWord, Runtime};
+use objmon::protocol::cacao::{CacaoLocks, CacaoState};
+use objmon::vm::{Config, HostWord, Runtime};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = common::builder(3);
@@ -33,8 +39,8 @@ fn config() -> Config {
 
 /// Locks `obj`, checks that nobody else is inside and that the protocol names us as the
 /// owner, unlocks.
-fn critical_section<'e>(
-    me: &objmon::vm::ThreadHandle<'e, Cacao>,
+fn critical_section<'e, const S: bool>(
+    me: &objmon::vm::ThreadHandle<'e, CacaoLocks<S>>,
     obj: &'e HostWord,
     inside: &AtomicBool,
 ) {
@@ -67,8 +73,18 @@ fn colliding(objs: &[HostWord]) -> (usize, usize) {
 /// objects free at the end with no overflow entry left.
 #[test]
 fn first_lock_vs_claim() {
+    first_lock_vs_claim_for::<false>();
+}
+
+/// `cacao-seed`: the same scenario, everything under the bucket lock.
+#[test]
+fn first_lock_vs_claim_seed() {
+    first_lock_vs_claim_for::<true>();
+}
+
+fn first_lock_vs_claim_for<const S: bool>() {
     model(|| {
-        let rt = Runtime::<Cacao>::new(config());
+        let rt = Runtime::<CacaoLocks<S>>::new(config());
         let objs = Arc::new([HostWord::new(0), HostWord::new(1), HostWord::new(2)]);
         let (a, b) = colliding(&objs[..]);
         let inside = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
@@ -92,8 +108,18 @@ fn first_lock_vs_claim() {
 /// other's take-and-check.
 #[test]
 fn first_lock_nested_vs_first_lock() {
+    first_lock_nested_vs_first_lock_for::<false>();
+}
+
+/// `cacao-seed`: the same scenario, everything under the bucket lock.
+#[test]
+fn first_lock_nested_vs_first_lock_seed() {
+    first_lock_nested_vs_first_lock_for::<true>();
+}
+
+fn first_lock_nested_vs_first_lock_for<const S: bool>() {
     model(|| {
-        let rt = Runtime::<Cacao>::new(config());
+        let rt = Runtime::<CacaoLocks<S>>::new(config());
         let obj = Arc::new(HostWord::new(0));
         let inside = Arc::new(AtomicBool::new(false));
         let me = rt.attach().unwrap();
@@ -121,8 +147,18 @@ fn first_lock_nested_vs_first_lock() {
 /// change the entry (rule M) and frees it only once nobody holds it.
 #[test]
 fn reclaim_vs_claim() {
+    reclaim_vs_claim_for::<false>();
+}
+
+/// `cacao-seed`: the same scenario, everything under the bucket lock.
+#[test]
+fn reclaim_vs_claim_seed() {
+    reclaim_vs_claim_for::<true>();
+}
+
+fn reclaim_vs_claim_for<const S: bool>() {
     model(|| {
-        let rt = Runtime::<Cacao>::new(config());
+        let rt = Runtime::<CacaoLocks<S>>::new(config());
         let objs = Arc::new([HostWord::new(0), HostWord::new(1), HostWord::new(2)]);
         // The object to reclaim is the main thread's alone (`reclaim` takes `&mut`); pick
         // one of its words that shares a bucket with a shared one.

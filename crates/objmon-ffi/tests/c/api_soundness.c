@@ -139,7 +139,7 @@ static void attach_twice(void) {
 /* The protocols whose header leaves objmon_header room for a runtime tag (4-byte words). */
 static int tags_headers(const char *p) {
     return !strcmp(p, "thin") || !strcmp(p, "fat") || !strcmp(p, "cacao") ||
-           !strcmp(p, "monitor-cache");
+           !strcmp(p, "cacao-seed") || !strcmp(p, "monitor-cache");
 }
 
 static void two_runtimes(void) {
@@ -250,11 +250,14 @@ static void native_pairs(void) {
 
 /* ---- A moving GC relocates an object held unstructured: the handle's record follows it
  * (detach must release the object at its new address, never touch the old one). Not under
- * `cacao` and `monitor-cache`: they find a held object's monitor by its address, which the
- * core does not move (objmon_relocate's documentation), so a locked object cannot move. */
+ * `cacao`, `cacao-seed` and `monitor-cache`: they find a held object's monitor by its
+ * address, which the core does not move (objmon_relocate's documentation), so a locked
+ * object cannot move. */
 
 static void relocate_unstructured(void) {
-    if (!strcmp(protocol, "cacao") || !strcmp(protocol, "monitor-cache")) return;
+    if (!strcmp(protocol, "cacao") || !strcmp(protocol, "cacao-seed") ||
+        !strcmp(protocol, "monitor-cache"))
+        return;
     objmon_header *from = calloc(1, sizeof *from), *to = calloc(1, sizeof *to);
     objmon_header_init(rt, from);
     objmon_thread *me;

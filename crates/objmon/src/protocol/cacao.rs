@@ -1,6 +1,10 @@
-//! `cacao`: the monitors of CACAO (Krall and Probst, seed 003, §'Mutex implementation' to
-//! §'Results'): no lock bits in the object at all; a hash table indexed by the object's
-//! address holds the mutexes of the objects that are locked.
+//! `cacao` and `cacao-seed`: the monitors of CACAO (Krall and Probst, seed 003, §'Mutex
+//! implementation' to §'Results'): no lock bits in the object at all; a hash table indexed by
+//! the object's address holds the mutexes of the objects that are locked. `cacao`
+//! ([`Cacao`]) takes and releases a first entry's monitor without the bucket lock (rule M,
+//! below); `cacao-seed` ([`CacaoSeed`]) keeps the seed's scope, the bucket lock held over
+//! every monitorenter and monitorexit ("`cacao-seed`", below). Everything else is shared
+//! ([`CacaoLocks`]).
 //!
 //! Header ([`HostWord`]): one 32-bit word the locking paths never read or write.
 //!
@@ -105,6 +109,42 @@
 //! machine: 2 threads 1.41× / 1.43× before → 1.32× / 1.37× after; 4 threads 2.76× / 3.02×
 //! → 1.35× / 1.57×; 8 threads 2.33× / 2.65× → 1.33× / 1.41×. Context switches per
 //! lock+unlock: 0.0001–0.02 before and after, as `parking_lot` (no convoy to remove).
+//!
+//! **`cacao-seed`** ([`CacaoSeed`]): the seed's scope, kept selectable beside rule M and
+//! measured with it. Seed 003's `monitorenter()` and `monitorexit()` (§'Object-Mutex
+//! relation', their figures and those of `lockMutexForObject()` and
+//! `unlockMutexForObject()`) run the look-up, `lockMutex` / `unlockMutex` (the wake
+//! included) and the chain work inside `disablePreemption()`, which "on a multiprocessor
+//! system would need to be implemented using a test-and-set instruction" (§'Mutex
+//! implementation'): here the bucket's test-and-set lock, held over every enter and exit,
+//! nested ones included, with the monitor's compare-and-swap and its release (fence, wake)
+//! inside it. Only an enter that finds the monitor busy pins the entry, lets the lock go and
+//! blocks in the monitor (the seed's `blockUntilMutexIsNotLocked`, a thread switch), then
+//! drops the pin under the lock. Table, entries, pool, claims (with the monitor taken), pins,
+//! waits, reclaim and hash are `cacao`'s, and so is the departure above (the chain searched
+//! before a claim). Not kept: the seed's line 8 leaves `holder` set at count 0 and resumes
+//! no waiter; the monitor's release clears the owner and wakes a sleeper (Java needs the
+//! wake; a relock by the same thread is then the monitor's compare-and-swap). This is
+//! `cacao` before rule M (and before it the last exit's release moved out of the bucket
+//! lock), without that form's lock-free nested and last-holder paths, which the seed also
+//! runs under `disablePreemption()`.
+//!
+//! Atomic operations, `cacao-seed`: first-level enter: bucket compare-and-swap, the
+//! monitor's compare-and-swap, bucket release store; last-level exit: bucket
+//! compare-and-swap, the monitor's release (one SeqCst fence), bucket release store; nested
+//! enter / exit: the bucket's compare-and-swap and release store each. Instructions per
+//! lock+unlock (callgrind, `examples/user_loop.rs` as above, 2026-11-25): 188 plain, 179
+//! nested (`cacao` 156 / 130 in the same build).
+//!
+//! Contended, both side by side (`cargo run --release -p objmon --example contended -- 5
+//! 2,4,8 cacao,cacao-seed,parking_lot`: one object, 2·10⁶ lock+unlock per configuration, 5
+//! interleaved rounds, medians; one run, 2026-11-25, the machine *loaded*: load average 7.8
+//! on 2 cores, other agents compiling), wall / thread CPU per lock+unlock as a ratio to
+//! `parking_lot::Mutex` of the same rounds: 2 threads `cacao` 1.40× / 1.25×, `cacao-seed`
+//! 2.50× / 2.54×; 4 threads 1.55× / 1.30×, 2.15× / 2.49×; 8 threads 1.05× / 1.39×, 2.71× /
+//! 5.49× (ns: 8 threads wall 25.5 / 65.9 / 24.3, CPU 24.6 / 97.4 / 17.7 for `cacao` /
+//! `cacao-seed` / `parking_lot`). The seed's scope costs about 2× `cacao` in wall time here,
+//! and its CPU grows with the threads that spin on the bucket's line.
 //!
 //! Only a full monitor table (`Config::monitor_capacity`) makes monitorenter fail with
 //! `MonitorTableFull`: the overflow pool grows as long as monitors are left; and an object
@@ -494,10 +534,10 @@ impl CacaoState {
     /// it is free (claimEntry, keeping its monitor), else a new overflow entry (allocEntry).
     /// `true` with it: the first entry was claimed with its monitor taken, which `t` now
     /// owns (it took it to claim, rule M of the module documentation).
-    fn entry_for<'s>(
+    fn entry_for<'s, const S: bool>(
         &'s self,
-        rt: &Runtime<Cacao>,
-        t: &ThreadContext<Cacao>,
+        rt: &Runtime<CacaoLocks<S>>,
+        t: &ThreadContext<CacaoLocks<S>>,
         b: &'s Bucket,
         o: usize,
     ) -> Result<(&'s Entry, bool), MonitorError> {
@@ -570,7 +610,7 @@ impl CacaoState {
     /// Gives a monitor nobody uses back to the table. A stale lock-free reader (see
     /// `Cacao::first_lock`) may still hold the monitor for the few instructions of its
     /// validation: wait for that to end.
-    fn free_monitor(rt: &Runtime<Cacao>, idx: MonitorIndex) {
+    fn free_monitor<const S: bool>(rt: &Runtime<CacaoLocks<S>>, idx: MonitorIndex) {
         while !rt.monitors().get(idx).is_idle() {
             yield_now();
         }
@@ -609,7 +649,7 @@ impl CacaoState {
     /// inside an operation on the dead object) the entry keeps the monitor and its pins with
     /// `obj` cleared — a value no validation accepts — and is claimed again once the monitor
     /// is free and unpinned (never, for a forgotten guard: then the monitor is leaked).
-    fn remove(&self, rt: &Runtime<Cacao>, b: &Bucket, o: usize) {
+    fn remove<const S: bool>(&self, rt: &Runtime<CacaoLocks<S>>, b: &Bucket, o: usize) {
         let Some(e) = self.find(b, o) else { return };
         rt.monitors().release(o);
         if !std::ptr::eq(e, &b.first) {
@@ -656,7 +696,7 @@ impl CacaoState {
 
     /// Under `b`'s lock: one user of `e` is gone; an overflow entry nobody uses is freed with
     /// its monitor (`freeEntry`), the first entry keeps its monitor.
-    fn unpin(&self, rt: &Runtime<Cacao>, b: &Bucket, e: &Entry) {
+    fn unpin<const S: bool>(&self, rt: &Runtime<CacaoLocks<S>>, b: &Bucket, e: &Entry) {
         let n = e.users() - 1;
         e.set_users(n);
         if n == 0 && !std::ptr::eq(e, &b.first) {
@@ -678,9 +718,31 @@ impl std::fmt::Debug for CacaoState {
     }
 }
 
-/// The `cacao` protocol (see the module documentation).
+/// The CACAO protocols (see the module documentation): [`Cacao`] (`SEED = false`, rule M:
+/// a first entry's monitor taken and released without the bucket lock) and [`CacaoSeed`]
+/// (`SEED = true`, the seed's scope: the bucket lock held over every monitorenter and
+/// monitorexit). Same table, entries, pool, claims and pins; only the bucket lock's scope in
+/// `enter`, `try_enter` and `exit` differs.
 #[derive(Debug)]
-pub enum Cacao {}
+pub enum CacaoLocks<const SEED: bool> {}
+
+/// `cacao`: seed 003's table with rule M (module documentation): a first entry's monitor is
+/// taken (compare-and-swap, bounded spin, check of the entry under it) and released without
+/// the bucket lock; the bucket lock only for the chain work and for pins.
+pub type Cacao = CacaoLocks<false>;
+
+/// `cacao-seed`: seed 003 (§'Object-Mutex relation', figures `monitorenter()`,
+/// `monitorexit()`, `lockMutexForObject()`, `unlockMutexForObject()`) with the seed's scope of
+/// `disablePreemption()`: every monitorenter and monitorexit, nested ones included, runs its
+/// look-up, the monitor's lock or unlock (`lockMutex` / `unlockMutex`, wake included) and the
+/// chain work inside the bucket's test-and-set lock, the multiprocessor stand-in for
+/// `disablePreemption()` that the seed names. Only a monitorenter that must block lets the
+/// lock go (the seed's `blockUntilMutexIsNotLocked` switches threads): it pins the entry,
+/// blocks in the monitor, and drops the pin under the bucket lock once it owns it. What
+/// [`Cacao`] was before rule M (issue 13 item 4), minus its lock-free nested and last-holder
+/// paths, which the seed's routines run under `disablePreemption()` too; its measured cost
+/// beside [`Cacao`] is in the module documentation ("`cacao-seed`").
+pub type CacaoSeed = CacaoLocks<true>;
 
 /// What a lock-free try of a first entry's monitor found (`Cacao::first_lock`).
 enum FirstLock {
@@ -692,7 +754,7 @@ enum FirstLock {
     Stale,
 }
 
-impl Cacao {
+impl<const S: bool> CacaoLocks<S> {
     /// The first chain entry's monitor if the entry is `o`'s, read without the bucket lock: a
     /// snapshot, to act on only once the current thread owns that monitor.
     ///
@@ -756,13 +818,27 @@ impl Cacao {
             .ok_or(MonitorError::IllegalMonitorState)
     }
 
-    /// `lockMutexForObject`, under the bucket lock: find or make `o`'s entry (a claimed first
-    /// entry comes with its monitor, ours), pin it, then take its monitor with the bucket lock
-    /// released; the owner of a first entry then drops its pin (it holds the monitor). With
-    /// `try_only`: one try under the bucket lock, no waiting. `spun`: the caller has just spun
-    /// on the monitor in vain, so go straight to the entry queue.
+    /// `lockMutexForObject`, out of line (`cacao`'s slow path): see `lock_in_bucket`.
     #[cold]
     fn lock_for_object(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+        try_only: bool,
+        spun: bool,
+    ) -> Result<bool, MonitorError> {
+        Self::lock_in_bucket(rt, t, o, try_only, spun)
+    }
+
+    /// `lockMutexForObject`, under the bucket lock: find or make `o`'s entry (a claimed first
+    /// entry comes with its monitor, ours); a nested lock counts up. With `try_only`, or in
+    /// `cacao-seed` (the seed's `lockMutex` inside `disablePreemption()`): one try of the
+    /// monitor under the bucket lock, and `try_only` stops there. Otherwise pin the entry,
+    /// take its monitor with the bucket lock released (blocking), and, owning a first entry,
+    /// drop the pin (the monitor keeps the entry). `spun`: the caller has just spun on the
+    /// monitor in vain, so go straight to the entry queue.
+    #[inline(always)]
+    fn lock_in_bucket(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         o: usize,
@@ -782,18 +858,21 @@ impl Cacao {
                 .get(e.index().expect("a used entry has a monitor"));
             let first = std::ptr::eq(e, &b.first);
             if m.is_owned_by(t.core()) {
-                // Nested lock of an object whose entry is not first in its chain.
+                // Nested lock (`cacao`: of an object whose entry is not first in its chain;
+                // `cacao-seed`: any, the seed's line 10 under `disablePreemption()`).
                 return m.enter(t.core_arc()).map(|()| true);
             }
-            if try_only {
+            if try_only || S {
                 // The bucket lock keeps the entry `o`'s for the try: no pin needed for it.
-                if !m.try_enter(t.core())? {
+                if m.try_enter(t.core())? {
+                    if !first {
+                        e.set_users(e.users() + 1); // an overflow entry's owner pins it
+                    }
+                    return Ok(true);
+                }
+                if try_only {
                     return Ok(false);
                 }
-                if !first {
-                    e.set_users(e.users() + 1); // an overflow entry's owner pins it
-                }
-                return Ok(true);
             }
             e.set_users(e.users() + 1);
             (m, first)
@@ -811,11 +890,23 @@ impl Cacao {
         Ok(true)
     }
 
-    /// `unlockMutexForObject`: an exit of an object whose entry is not first in its chain
-    /// (the pin goes with the last level; an overflow entry nobody pins is freed), or by a
-    /// thread that does not own `o`'s monitor (an error).
+    /// `unlockMutexForObject`, out of line (`cacao`'s slow path): see `unlock_in_bucket`.
     #[cold]
     fn unlock_for_object(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+    ) -> Result<(), MonitorError> {
+        Self::unlock_in_bucket(rt, t, o)
+    }
+
+    /// `unlockMutexForObject`, under the bucket lock: `o`'s monitor counts down (released, a
+    /// sleeper woken, at the last level); an overflow entry's pin goes with the last level and
+    /// an overflow entry nobody pins is freed. A thread that does not own `o`'s monitor gets
+    /// an error. `cacao` comes here for overflow entries and errors; `cacao-seed` for every
+    /// exit (the seed's `monitorexit()` inside `disablePreemption()`).
+    #[inline(always)]
+    fn unlock_in_bucket(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         o: usize,
@@ -836,10 +927,13 @@ impl Cacao {
     }
 }
 
-impl Protocol for Cacao {
-    const NAME: &'static str = "cacao";
-    const SUMMARY: &'static str =
-        "no header bits: address-hashed monitor table, first entry kept at count 0";
+impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
+    const NAME: &'static str = if SEED { "cacao-seed" } else { "cacao" };
+    const SUMMARY: &'static str = if SEED {
+        "no header bits: address-hashed monitor table, bucket lock held over every enter and exit (seed 003)"
+    } else {
+        "no header bits: address-hashed monitor table, first entry kept at count 0"
+    };
     const HEADER_LOCK_BITS: u32 = 0;
 
     type Header = HostWord;
@@ -853,7 +947,8 @@ impl Protocol for Cacao {
 
     /// Figure `monitorenter()`: first entry is `o`'s and held by us → count + 1; first entry
     /// is `o`'s and free → take its monitor and check the entry under it, no bucket lock
-    /// (`first_lock`); otherwise `lockMutexForObject`.
+    /// (`first_lock`); otherwise `lockMutexForObject`. `cacao-seed`: all of it under the
+    /// bucket lock (`lock_in_bucket`), as the seed's `disablePreemption()` brackets it.
     #[inline]
     unsafe fn enter(
         rt: &Runtime<Self>,
@@ -861,6 +956,9 @@ impl Protocol for Cacao {
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let o = h.addr();
+        if SEED {
+            return Self::lock_in_bucket(rt, t, o, false, false).map(|_| ());
+        }
         let mut spun = false;
         if let Some((f, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
@@ -882,6 +980,9 @@ impl Protocol for Cacao {
         h: &HostWord,
     ) -> Result<bool, MonitorError> {
         let o = h.addr();
+        if SEED {
+            return Self::lock_in_bucket(rt, t, o, true, false);
+        }
         if let Some((f, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
             if m.is_owned_by(t.core()) {
@@ -895,7 +996,8 @@ impl Protocol for Cacao {
     }
 
     /// Figure `monitorexit()`: first entry is `o`'s → count − 1, at any level (its owner
-    /// holds no pin to drop), no bucket lock; otherwise `unlockMutexForObject`.
+    /// holds no pin to drop), no bucket lock; otherwise `unlockMutexForObject`. `cacao-seed`:
+    /// all of it under the bucket lock (`unlock_in_bucket`).
     #[inline]
     unsafe fn exit(
         rt: &Runtime<Self>,
@@ -903,6 +1005,9 @@ impl Protocol for Cacao {
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let o = h.addr();
+        if SEED {
+            return Self::unlock_in_bucket(rt, t, o);
+        }
         if let Some((_, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
             // Owning the monitor, we read the pair as it is (rule M, `first_if`).
@@ -1016,9 +1121,8 @@ mod tests {
     }
 
     /// The header carries no lock state at all.
-    #[test]
-    fn header_is_left_to_the_host() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn header_is_left_to_the_host<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let me = rt.attach().unwrap();
         let h = HostWord::new(0xef);
         let g = me.enter(&h).unwrap();
@@ -1030,9 +1134,8 @@ mod tests {
 
     /// "Not destroying the associated mutex when the count goes down to zero": the first
     /// entry keeps its monitor, and relocking allocates nothing.
-    #[test]
-    fn first_entry_keeps_its_monitor() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn first_entry_keeps_its_monitor<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let me = rt.attach().unwrap();
         let h = HostWord::default();
         drop(me.enter(&h).unwrap());
@@ -1056,9 +1159,8 @@ mod tests {
 
     /// A collision while the first entry is busy takes an overflow entry from the pool,
     /// which is freed with its monitor when its count drops to zero.
-    #[test]
-    fn overflow_entries_come_from_the_pool_and_go_back() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn overflow_entries_come_from_the_pool_and_go_back<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let me = rt.attach().unwrap();
         let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
         let (i, j) = colliding(&hs);
@@ -1080,9 +1182,8 @@ mod tests {
 
     /// The seed's `lockMutexForObject` would claim a free first entry for an object that
     /// already has an overflow entry; we must find that entry instead (one mutex per object).
-    #[test]
-    fn an_object_in_the_chain_is_not_given_a_second_mutex() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn an_object_in_the_chain_is_not_given_a_second_mutex<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
         let (i, j) = colliding(&hs);
         let me = rt.attach().unwrap();
@@ -1102,9 +1203,8 @@ mod tests {
     /// The first entry keeps `o` and its monitor at count 0 with no pin on it: any thread
     /// relocks it by taking the monitor (no bucket lock, no pin), and a colliding object
     /// claims it, monitor and all, once the monitor is free (the seed's claimEntry).
-    #[test]
-    fn idle_first_entry_is_relocked_without_pins_and_claimed() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn idle_first_entry_is_relocked_without_pins_and_claimed<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let me = rt.attach().unwrap();
         let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
         let (i, j) = colliding(&hs);
@@ -1147,9 +1247,8 @@ mod tests {
 
     /// A waiter pins the first entry while others own its monitor: a colliding object
     /// cannot claim it meanwhile, and the pin goes when the waiter owns the monitor again.
-    #[test]
-    fn a_waiter_pins_the_first_entry() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn a_waiter_pins_the_first_entry<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
         let (i, j) = colliding(&hs);
         let f = &rt.state().bucket(hs[i].addr()).first;
@@ -1193,10 +1292,9 @@ mod tests {
     /// Issue 11 item 13: an address with an entry in runtime A's table is `ForeignHeader` to
     /// runtime B, which keeps no entry, monitor or claim from the attempt. A's first entry
     /// claimed for another object gives the old address's claim back.
-    #[test]
-    fn an_entry_claims_its_address() {
-        let ra = Runtime::<Cacao>::with_defaults();
-        let rb = Runtime::<Cacao>::with_defaults();
+    fn an_entry_claims_its_address<const S: bool>() {
+        let ra = Runtime::<CacaoLocks<S>>::with_defaults();
+        let rb = Runtime::<CacaoLocks<S>>::with_defaults();
         let (a, b) = (ra.attach().unwrap(), rb.attach().unwrap());
         let hs: Vec<HostWord> = (0..4096).map(HostWord::new).collect();
         let (i, j) = colliding(&hs);
@@ -1215,9 +1313,8 @@ mod tests {
 
     /// The GC hook drops the entry: a new object at the same address starts unlocked, even if
     /// the dead one was left locked (its monitor is leaked, not freed).
-    #[test]
-    fn reclaim_forgets_the_address() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn reclaim_forgets_the_address<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let me = rt.attach().unwrap();
         let mut h = HostWord::default();
         std::mem::forget(me.enter(&h).unwrap());
@@ -1230,9 +1327,8 @@ mod tests {
     }
 
     /// The hash goes into bits 31..8 of the host word; the host's 8 bits stay.
-    #[test]
-    fn hash_in_host_word() {
-        let rt = Runtime::<Cacao>::with_defaults();
+    fn hash_in_host_word<const S: bool>() {
+        let rt = Runtime::<CacaoLocks<S>>::with_defaults();
         let me = rt.attach().unwrap();
         let mut h = HostWord::new(0x3c);
         let g = me.enter(&h).unwrap();
@@ -1245,4 +1341,35 @@ mod tests {
         rt.reclaim(&mut h);
         assert_eq!(h.raw(), 0x3c);
     }
+
+    /// Each check above, once per flavor: the two share everything but the bucket lock's
+    /// scope in `enter`, `try_enter` and `exit`.
+    macro_rules! both_flavors {
+        ($($name:ident),* $(,)?) => {
+            mod cacao {
+                $(#[test]
+                fn $name() {
+                    super::$name::<false>();
+                })*
+            }
+            mod cacao_seed {
+                $(#[test]
+                fn $name() {
+                    super::$name::<true>();
+                })*
+            }
+        };
+    }
+
+    both_flavors!(
+        header_is_left_to_the_host,
+        first_entry_keeps_its_monitor,
+        overflow_entries_come_from_the_pool_and_go_back,
+        an_object_in_the_chain_is_not_given_a_second_mutex,
+        idle_first_entry_is_relocked_without_pins_and_claimed,
+        a_waiter_pins_the_first_entry,
+        an_entry_claims_its_address,
+        reclaim_forgets_the_address,
+        hash_in_host_word,
+    );
 }

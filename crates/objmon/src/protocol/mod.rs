@@ -307,6 +307,7 @@ pub fn visit_all(v: &mut impl ProtocolVisitor) {
     v.visit::<fat::Fat>();
     v.visit::<monitor_cache::MonitorCache>();
     v.visit::<cacao::Cacao>();
+    v.visit::<cacao::CacaoSeed>();
     v.visit::<thin::Thin>();
     v.visit::<thin::ThinSeed>();
     v.visit::<tasuki_bimodal::Tasuki>();
