@@ -176,7 +176,11 @@
 //!   (their shape test, their unlock's load; and in a real object the fields beside the
 //!   header) away from them. perf after the fix: 54% of `run_loop`'s samples (13% of all) sit
 //!   right after that `lock cmpxchg`. `thin` loads and tests the word first (issue 13 item 2)
-//!   and pays no RMW on the header once it is fat.
+//!   and pays no RMW on the header once it is fat. Experiment (not kept: it reorders §2.3.1):
+//!   `thin-seed` with a load and shape test before its CAS, interleaved 3× with the fixed
+//!   binary at load 5.0–5.2 (`examples/contended 5 2,4,8 thin,thin-seed,parking_lot`): 8
+//!   threads 0.82–1.37× `parking_lot` wall, 1.19–1.31× CPU, like `thin` (1.02–1.40×)
+//!   beside it; the fixed `thin-seed` 1.56–1.81× wall, 1.54–2.00× CPU.
 //! - `ThreadCore` (`thread.rs`) now keeps `id`, read by the monitor's enter and exit, off the
 //!   cache line of the parker and tasuki words a waker writes.
 //!
