@@ -68,9 +68,16 @@
 //! a line every thread writes, plus the binding's slot written under it) — seed 000 §1 / §3's
 //! design ("the monitor cache itself must be locked during lookups"), kept. No convoy: 0.002
 //! context switches per lock+unlock (`perf stat -e context-switches`, as `parking_lot`'s
-//! 0.0025). Tried and dropped (no gain measured): the state on its own 128-byte lines, and
-//! the table allocated at full size up front (worse: its slot and control bytes then sit
-//! 4 KiB apart, two lines per look-up instead of one).
+//! 0.0025). The map's own lines are not where it goes (its probe and slot: about 2–3% of
+//! the samples), nor is the lock's kind: a lock with a plain-store release would only move
+//! the unlocking exchange's stall to the monitor's next locked instruction (its try-lock
+//! CAS in `enter`, its release fence in `exit`), which drains the store buffer anyway.
+//! Tried and dropped (no gain measured): the state on its own 128-byte lines, and the
+//! table allocated at full size up front (worse: its slot and control bytes then sit 4 KiB
+//! apart, two lines per look-up instead of one). `objmon-bench run --bench threads --param
+//! 2 --param 4 --param 8 --reps 7 --no-java --protocol monitor-cache --protocol
+//! parking-lot-mutex` (8 runs at load 5.6–7.7): 2.5–4.6× / 3.2–5.0× / 3.8–6.7× at 2 / 4 /
+//! 8 threads, 108–148 ns (`parking_lot` 17–46 ns).
 //!
 //! **One runtime per address** (issue 11 item 13): the cache names nothing in the header, so
 //! a new binding first claims the object's address for this runtime in the process-wide set

@@ -332,8 +332,13 @@ pub type Thin = ThinLocks<false>;
 /// | 4       | 2.97–3.48× / 2.68–3.04×                  | 1.93–2.60× / 1.67–2.03×                  |
 /// | 8       | 3.23–4.15× / 2.48–2.76× (114–116 ns)     | 2.19–2.78× / 1.78–2.04× (72–76 ns)       |
 ///
-/// (`thin` in the same runs: 0.83–1.12× wall at 8 threads.) What is left above `thin` is the
-/// failed compare-and-swap on the header's line per enter (seed 000 §2.3.1, §2.3.3).
+/// (`thin` in the same runs: 0.83–1.12× wall at 8 threads.) `objmon-bench run --bench
+/// threads --param 2 --param 4 --param 8 --reps 7 --no-java --protocol thin --protocol
+/// thin-seed --protocol monitor-cache --protocol parking-lot-mutex`, the two binaries
+/// alternating 4× each at load 5.6–7.7: `thin-seed` 3.8–4.7× / 3.2–4.9× / 4.2–7.8× before
+/// (112–135 ns at 8 threads), 1.4–2.8× / 1.5–2.7× / 2.5–3.7× after (66–70 ns; `parking_lot`
+/// itself varied 17–29 ns); `thin` 0.75–1.16× at 8 threads. What is left above `thin` is
+/// the failed compare-and-swap on the header's line per enter (seed 000 §2.3.1, §2.3.3).
 pub type ThinSeed = ThinLocks<true>;
 
 #[inline]
