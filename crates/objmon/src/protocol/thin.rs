@@ -169,7 +169,8 @@
 //!   critical section) and at the monitor's line; 24% in the monitor's spin; 0.0002 context
 //!   switches per lock+unlock (no convoy; `perf stat -e context-switches`); callgrind, one
 //!   thread on an inflated lock (`contended inflated thin-seed N`): 167 instructions per
-//!   lock+unlock, now 117 (`thin` 123).
+//!   lock+unlock, now 121 (`thin` 123; 117 with the shape test before §2.3.3's nested
+//!   test, see `enter_slow`).
 //! - **The seed's own cost, kept** (`thin-seed`): §2.3.1 / §2.3.3 — every lock "will begin
 //!   by performing the compare-and-swap operation", which fails on an inflated word but still
 //!   takes the header's line exclusive, so each enter pulls the line every other thread reads
@@ -315,7 +316,7 @@ pub type Thin = ThinLocks<false>;
 /// 19.5× a bare load/compare/store pair. Contended: once inflated (§2.3.4) the same
 /// monitor path as [`Thin`] (`enter_fat`: `BLOCKED` only around a suspend), after the seed's
 /// compare-and-swap, which fails on the inflated word — the seed's own cost (module docs,
-/// "Contended path"): 117 instructions per inflated lock+unlock on one thread (`thin` 123).
+/// "Contended path"): 121 instructions per inflated lock+unlock on one thread (`thin` 123).
 /// Before issue 13 item 4 it was `BLOCKED` / unblocked (two SeqCst read-modify-writes, the
 /// second inside the critical section) around every inflated enter: 167 instructions,
 /// 4.4× / 6.8× / 6.6× `parking_lot::Mutex` wall at 2 / 4 / 8 threads in a run at load 1.4
@@ -400,13 +401,9 @@ impl<const SEED: bool> ThinLocks<SEED> {
         h: &LockWord,
     ) -> Result<(), MonitorError> {
         let w = h.0.load(Ordering::Relaxed);
-        if w & SHAPE != 0 {
+        if !SEED && w & SHAPE != 0 {
             // Inflated (contended before): straight to the monitor. Tested here, not in the
             // fast path, where the branch cost 2–3 instructions per uncontended lock+unlock.
-            // `thin-seed` too (issue 13 item 4): seed 000 §2.3.4 says only that "subsequent
-            // attempts to lock the object will use the fat lock"; the `BLOCKED` bracket it
-            // used to pay around every such enter is this crate's (the identity hash's), not
-            // the seed's, and cost it 5–6.5× `parking_lot` at 8 threads (module docs).
             return Self::enter_fat(rt, t, w);
         }
         // We may write `h` (nested, overflow): forget a record of it (`thin-seed` keeps none).
@@ -418,6 +415,17 @@ impl<const SEED: bool> ThinLocks<SEED> {
         if (w ^ me) < (255 << COUNT_SHIFT) {
             h.0.store(w + COUNT_ONE, Ordering::Relaxed);
             return Ok(());
+        }
+        if SEED && w & SHAPE != 0 {
+            // `thin-seed`, inflated: straight to the monitor as `thin` (issue 13 item 4).
+            // Seed 000 §2.3.4 says only that "subsequent attempts to lock the object will use
+            // the fat lock"; the `BLOCKED` bracket it used to pay around every such enter
+            // (`enter_contended`) is this crate's (the identity hash's), not the seed's, and
+            // cost it 5–6.5× `parking_lot` at 8 threads (module docs). Tested after §2.3.3's
+            // nested test, the seed's next case after the failed CAS: the nested lock+unlock
+            // stays at 65 instructions (`user_loop thin-seed nested`; 64 before the fix, 68
+            // with this test first), the inflated pair 121 (117 with it first).
+            return Self::enter_fat(rt, t, w);
         }
         Self::enter_contended(rt, t, h)
     }
