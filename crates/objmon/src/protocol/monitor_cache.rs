@@ -56,6 +56,29 @@
 //! 21 ns, 6 atomic instructions to 2), and on a loaded machine, where only one thread runs
 //! at a time, the contended ratio falls to that (2.6–2.8×).
 //!
+//! Where the time goes at 8 threads (issue 13 item 4 asks ≤ 2× `parking_lot`; this session:
+//! 3.4–4.1× wall, 6.1–7.9× thread CPU when both cores run the threads, 2.7–3.4× when one
+//! does). `perf record -g target/release/examples/contended 5 8 monitor-cache` (cpu-clock,
+//! load 3.4): `exit` 28% of the samples, `lookup_and_pin` 18%, `enter` 9%, the monitor's
+//! spin (`lock_contended`) 12%, the scheduler (yields, wake-ups) about 20%. Inside `exit`
+//! 31% of its samples follow the cache lock's `lock cmpxchg`, 16% its unlocking `xchg`, 22%
+//! the monitor's release fence; inside `lookup_and_pin` 36% and 30% follow the cache lock's
+//! two, and about 5% the monitor-line read for the pin test. So a quarter of all the time is
+//! the two acquisitions of the one cache lock per lock+unlock (each a CAS and an exchange on
+//! a line every thread writes, plus the binding's slot written under it) — seed 000 §1 / §3's
+//! design ("the monitor cache itself must be locked during lookups"), kept. No convoy: 0.002
+//! context switches per lock+unlock (`perf stat -e context-switches`, as `parking_lot`'s
+//! 0.0025). The map's own lines are not where it goes (its probe and slot: about 2–3% of
+//! the samples), nor is the lock's kind: a lock with a plain-store release would only move
+//! the unlocking exchange's stall to the monitor's next locked instruction (its try-lock
+//! CAS in `enter`, its release fence in `exit`), which drains the store buffer anyway.
+//! Tried and dropped (no gain measured): the state on its own 128-byte lines, and the
+//! table allocated at full size up front (worse: its slot and control bytes then sit 4 KiB
+//! apart, two lines per look-up instead of one). `objmon-bench run --bench threads --param
+//! 2 --param 4 --param 8 --reps 7 --no-java --protocol monitor-cache --protocol
+//! parking-lot-mutex` (8 runs at load 5.6–7.7): 2.5–4.6× / 3.2–5.0× / 3.8–6.7× at 2 / 4 /
+//! 8 threads, 108–148 ns (`parking_lot` 17–46 ns).
+//!
 //! **One runtime per address** (issue 11 item 13): the cache names nothing in the header, so
 //! a new binding first claims the object's address for this runtime in the process-wide set
 //! (`MonitorTable::claim`, `binding.rs`), and a sweep or reclaim releases it with the binding.

@@ -138,12 +138,13 @@
 //! inflation and no deflation per run at 2, 4 and 8 threads. From then on every enter and
 //! exit is the fat monitor's, and what `thin` adds to it decides the figure:
 //!
-//! - `thin-seed` (and `thin` before): fast path → `enter_slow` → `enter_contended`, which
-//!   becomes `BLOCKED` (a SeqCst swap) before the monitor's enter and leaves it (a SeqCst
-//!   CAS) *inside the critical section* after it — two locked instructions per acquisition on
-//!   top of the monitor's one. perf (cpu-clock; the VM has no cache-miss counters): 64% of
-//!   the samples in `enter_contended`, 41% of those at those two instructions.
-//! - `thin`: `enter_slow` sends an inflated word to `enter_fat` — the monitor's
+//! - before (both, `thin-seed` until its fix below): fast path → `enter_slow` →
+//!   `enter_contended`, which becomes `BLOCKED` (a SeqCst swap) before the monitor's enter
+//!   and leaves it (a SeqCst CAS) *inside the critical section* after it — two locked
+//!   instructions per acquisition on top of the monitor's one. perf (cpu-clock; the VM has
+//!   no cache-miss counters): 64% of the samples in `enter_contended`, 41% of those at those
+//!   two instructions.
+//! - `thin` and `thin-seed`: `enter_slow` sends an inflated word to `enter_fat` — the monitor's
 //!   `try_enter` inline, then (cold) its bounded spin, both `RUNNING`: they write none of our
 //!   thin words and wait for nothing unbounded, so a hasher or starving contender loses at
 //!   most that spin (a few µs) before it sees us `BLOCKED`; only the enter that may suspend
@@ -157,6 +158,30 @@
 //!   is the monitor's try-lock CAS and its Figure 7 release fence (perf: 67% and 72% of
 //!   `enter_fat` and `exit_slow` samples), as in `fat`; the fairness is the monitor's (`examples/fairness.rs`:
 //!   the long waits are the pre-inflation phase's, as in `thin-seed`).
+//! - `thin-seed` kept the `BLOCKED` bracket until this session's fix (issue 13 item 4,
+//!   "no protocol worse than 2× `parking_lot` at 8 threads"): nothing in seed 000 asks for
+//!   it — §2.3.4 says only that "subsequent attempts to lock the object will use the fat
+//!   lock, and if there is contention the fat lock discipline will handle the necessary
+//!   queuing"; the bracket is this crate's identity-hash protocol's. Diagnosis
+//!   (`examples/contended 7 8 thin-seed`, 2 cores both running it): perf, 32% of the samples
+//!   in `enter_contended`, half of them at the unblock CAS (after the owner's stores to the
+//!   monitor's line, which the spinners keep reading: the holder stalls there inside its
+//!   critical section) and at the monitor's line; 24% in the monitor's spin; 0.0002 context
+//!   switches per lock+unlock (no convoy; `perf stat -e context-switches`); callgrind, one
+//!   thread on an inflated lock (`contended inflated thin-seed N`): 167 instructions per
+//!   lock+unlock, now 121 (`thin` 123; 117 with the shape test before §2.3.3's nested
+//!   test, see `enter_slow`).
+//! - **The seed's own cost, kept** (`thin-seed`): §2.3.1 / §2.3.3 — every lock "will begin
+//!   by performing the compare-and-swap operation", which fails on an inflated word but still
+//!   takes the header's line exclusive, so each enter pulls the line every other thread reads
+//!   (their shape test, their unlock's load; and in a real object the fields beside the
+//!   header) away from them. perf after the fix: 54% of `run_loop`'s samples (13% of all) sit
+//!   right after that `lock cmpxchg`. `thin` loads and tests the word first (issue 13 item 2)
+//!   and pays no RMW on the header once it is fat. Experiment (not kept: it reorders §2.3.1):
+//!   `thin-seed` with a load and shape test before its CAS, interleaved 3× with the fixed
+//!   binary at load 5.0–5.2 (`examples/contended 5 2,4,8 thin,thin-seed,parking_lot`): 8
+//!   threads 0.82–1.37× `parking_lot` wall, 1.19–1.31× CPU, like `thin` (1.02–1.40×)
+//!   beside it; the fixed `thin-seed` 1.56–1.81× wall, 1.54–2.00× CPU.
 //! - `ThreadCore` (`thread.rs`) now keeps `id`, read by the monitor's enter and exit, off the
 //!   cache line of the parker and tasuki words a waker writes.
 //!
@@ -288,9 +313,33 @@ pub type Thin = ThinLocks<false>;
 /// out of line; the unlock a load, a compare and a store. Measured as for [`Thin`]:
 /// uncontended 23 instructions, one CAS then load / compare / release store, 1.42× a bare
 /// CAS + release store; nested 82 instructions (a failed CAS and two out-of-line calls),
-/// 19.5× a bare load/compare/store pair. Contended: `BLOCKED` / unblocked (two SeqCst
-/// read-modify-writes) around every enter of the inflated lock; 182 instructions per inflated
-/// lock+unlock, 3.4–4.2× `parking_lot::Mutex` in the same run as [`Thin`]'s figures.
+/// 19.5× a bare load/compare/store pair. Contended: once inflated (§2.3.4) the same
+/// monitor path as [`Thin`] (`enter_fat`: `BLOCKED` only around a suspend), after the seed's
+/// compare-and-swap, which fails on the inflated word — the seed's own cost (module docs,
+/// "Contended path"): 121 instructions per inflated lock+unlock on one thread (`thin` 123).
+/// Before issue 13 item 4 it was `BLOCKED` / unblocked (two SeqCst read-modify-writes, the
+/// second inside the critical section) around every inflated enter: 167 instructions,
+/// 4.4× / 6.8× / 6.6× `parking_lot::Mutex` wall at 2 / 4 / 8 threads in a run at load 1.4
+/// (`examples/contended 5 2,4,8 thin,thin-seed,monitor-cache,parking_lot`).
+///
+/// Measured, binaries before and after the fix interleaved (3 runs each, alternating, of
+/// `examples/contended 5 2,4,8 thin,thin-seed,monitor-cache,parking_lot`; 2-core Intel
+/// Xeon VM, load 5.6–6.4 from other builds, so both cores ran these threads only part of
+/// the time; ratios to `parking_lot::Mutex` in the same run, wall / thread CPU):
+///
+/// | threads | before                                   | after                                    |
+/// |---------|------------------------------------------|------------------------------------------|
+/// | 2       | 2.45–2.79× / 2.52–3.07×                  | 1.64–2.03× / 1.65–2.30×                  |
+/// | 4       | 2.97–3.48× / 2.68–3.04×                  | 1.93–2.60× / 1.67–2.03×                  |
+/// | 8       | 3.23–4.15× / 2.48–2.76× (114–116 ns)     | 2.19–2.78× / 1.78–2.04× (72–76 ns)       |
+///
+/// (`thin` in the same runs: 0.83–1.12× wall at 8 threads.) `objmon-bench run --bench
+/// threads --param 2 --param 4 --param 8 --reps 7 --no-java --protocol thin --protocol
+/// thin-seed --protocol monitor-cache --protocol parking-lot-mutex`, the two binaries
+/// alternating 4× each at load 5.6–7.7: `thin-seed` 3.8–4.7× / 3.2–4.9× / 4.2–7.8× before
+/// (112–135 ns at 8 threads), 1.4–2.8× / 1.5–2.7× / 2.5–3.7× after (66–70 ns; `parking_lot`
+/// itself varied 17–29 ns); `thin` 0.75–1.16× at 8 threads. What is left above `thin` is
+/// the failed compare-and-swap on the header's line per enter (seed 000 §2.3.1, §2.3.3).
 pub type ThinSeed = ThinLocks<true>;
 
 #[inline]
@@ -357,13 +406,26 @@ impl<const SEED: bool> ThinLocks<SEED> {
             // fast path, where the branch cost 2–3 instructions per uncontended lock+unlock.
             return Self::enter_fat(rt, t, w);
         }
-        // We may write `h` (nested, overflow): forget a record of it.
-        t.local().forget_last();
+        // We may write `h` (nested, overflow): forget a record of it (`thin-seed` keeps none).
+        if !SEED {
+            t.local().forget_last();
+        }
         let me = t.core().id_shifted16();
         // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
         if (w ^ me) < (255 << COUNT_SHIFT) {
             h.0.store(w + COUNT_ONE, Ordering::Relaxed);
             return Ok(());
+        }
+        if SEED && w & SHAPE != 0 {
+            // `thin-seed`, inflated: straight to the monitor as `thin` (issue 13 item 4).
+            // Seed 000 §2.3.4 says only that "subsequent attempts to lock the object will use
+            // the fat lock"; the `BLOCKED` bracket it used to pay around every such enter
+            // (`enter_contended`) is this crate's (the identity hash's), not the seed's, and
+            // cost it 5–6.5× `parking_lot` at 8 threads (module docs). Tested after §2.3.3's
+            // nested test, the seed's next case after the failed CAS: the nested lock+unlock
+            // stays at 65 instructions (`user_loop thin-seed nested`; 64 before the fix, 68
+            // with this test first), the inflated pair 121 (117 with it first).
+            return Self::enter_fat(rt, t, w);
         }
         Self::enter_contended(rt, t, h)
     }
@@ -437,13 +499,14 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
-    /// `thin` (not `thin-seed`): the lock word `w` is inflated. Enter its monitor, and
+    /// The lock word `w` is inflated (`thin` and `thin-seed`). Enter its monitor, and
     /// become `BLOCKED` only if that means suspending: re-entering, taking a free monitor
     /// and the monitor's bounded spin (`TasukiLock::spin`, a few µs) write none of our thin
-    /// words and wait for nothing unbounded, so they stay `RUNNING` (and keep the record of
-    /// the last fast lock: nobody else may write our words while we run). `thin-seed` (and
-    /// `enter_contended`) pay `block` / `unblock`, two SeqCst read-modify-writes, around
-    /// every inflated enter, the second inside the critical section.
+    /// words and wait for nothing unbounded, so they stay `RUNNING` (and, `thin`, keep the
+    /// record of the last fast lock: nobody else may write our words while we run).
+    /// `enter_contended` (a thread that spun on the thin word when it was inflated) pays
+    /// `block` / `unblock`, two SeqCst read-modify-writes, around its one inflated enter, as
+    /// `thin-seed` did around every one before issue 13 item 4 (module docs).
     #[inline]
     fn enter_fat(rt: &Runtime<Self>, t: &ThreadContext<Self>, w: u32) -> Result<(), MonitorError> {
         // Acquire: the fast path's load was Relaxed; the inflater's Release store of `w`
