@@ -44,7 +44,7 @@ monitor_tests!(30;
 
 #[test]
 fn every_protocol_is_covered() {
-    // `cacao` and `monitor-cache` find a monitor by the header's address, so a `Monitor` (whose
+    // `cacao`, `cacao-seed` and `monitor-cache` find a monitor by the header's address, so a `Monitor` (whose
     // header moves with its value) cannot use them: not `MonitorProtocol`s (a compile-fail
     // doc-test on `MonitorProtocol`).
     let names: Vec<_> = objmon::vm::names()

@@ -23,9 +23,9 @@ use std::ptr::NonNull;
 /// use: its header carries the lock state with it, so the value and its header may move
 /// together while unlocked (into a `Vec` that grows, through `into_inner` or `drop(m)`, which
 /// move), and it has a process-wide runtime, so that `Monitor::with_protocol` needs none.
-/// Every protocol of this crate but `cacao` and `monitor-cache`, which find an object's
+/// Every protocol of this crate but `cacao`, `cacao-seed` and `monitor-cache`, which find an object's
 /// monitor by its header's *address* (a moved header would leave its fat monitor behind: a
-/// leak per move). Those two remain available to hosts through [`objmon::vm`](crate::vm),
+/// leak per move). Those three remain available to hosts through [`objmon::vm`](crate::vm),
 /// where the host reports moves ([`Runtime::relocate`](crate::vm::Runtime::relocate)).
 /// Sealed.
 ///
