@@ -69,8 +69,19 @@
 //! failed section (its load, subtract, compare each way, and the header loaded again after
 //! it) and, in a user's loop, two spilled registers each way around the paths that call.
 //! A learn object held around the loop (`user_loop fable-signal nested`) pays for the
-//! inline tests before its call: 108 → 118. What is left above the pair on the owner's
-//! path: the handle's two loads and the records line's address, per step.
+//! inline tests before its call: 108 → 118. In time (`objmon-bench run --bench alloc-lock
+//! --quick --reps 9 --protocol thin --protocol fable-signal --protocol fable`, the old and
+//! new binaries interleaved, three rounds each, a quiet spell on the 2-core VM): the
+//! learn-limit sweep's worst `fable-signal[…]` ÷ thin (medians) 1.48 / 1.48 / 1.50 before,
+//! 1.39 / 1.46 / 1.45 after, its geometric mean over N and k 1.10–1.12 → 1.08–1.10; `fable`'s
+//! (unchanged code, the control) 1.26–1.31 and 0.91–0.95 in both. The worst cells are at
+//! k = 8 with N ≥ 6; the CI's 1.82× was a loaded run. The bias owner's rows, same spell:
+//! `sync` `fable-signal` 0.818–0.831 ns before, 0.818 after; `user-loop-fable-signal` and
+//! its nested row, minima 0.71–0.74 ns before and 0.73–0.78 after (medians 0.74–0.82 and
+//! 0.76–0.98, noisy) — perhaps 2–4% slower although `biased_fastpath`, `user_loop` and the
+//! bench's own loop (`handle_costs_nothing_over_its_context`: 16) count the same
+//! instructions as before (code layout?; not settled). What is left above the pair on the
+//! owner's path: the handle's two loads and the records line's address, per step.
 //!
 //! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
 //! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of
@@ -1371,8 +1382,10 @@ impl<F: Flavor> Protocol for Biasing<F> {
             // is one call away. With all of `enter_word` inline, `fable-signal`'s enter was
             // too big for the harness's `sync` loop, which then called it (2.5 ns against
             // 1.2, one run; `Subject::lock` out of line in the bench binary again when tried
-            // for issue 13 item 6); with nothing inline but the section, a thin lock + unlock
-            // took 66 instructions and a learn-mode one 82 (`fable`: 25, 41).
+            // for issue 13 item 6, and so with FABLE's clear → learn CAS inline too, which
+            // took AllocLock k = 1 from 104 to 80 instructions per object); with nothing
+            // inline but the section, a thin lock + unlock took 66 instructions and a
+            // learn-mode one 82 (`fable`: 25, 41).
             if Self::signal_done(t, h, true) {
                 return Ok(());
             }
