@@ -1383,7 +1383,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
             // too big for the harness's `sync` loop, which then called it (2.5 ns against
             // 1.2, one run; `Subject::lock` out of line in the bench binary again when tried
             // for issue 13 item 6, and so with FABLE's clear → learn CAS inline too, which
-            // took AllocLock k = 1 from 104 to 80 instructions per object); with nothing
+            // took AllocLock k = 1 from 104 to 80 instructions per object; one CAS site for
+            // the counted step and clear → learn: k = 1 90, but the learn step 56 → 58, thin
+            // 45 → 46, not kept); with nothing
             // inline but the section, a thin lock + unlock took 66 instructions and a
             // learn-mode one 82 (`fable`: 25, 41).
             if Self::signal_done(t, h, true) {
