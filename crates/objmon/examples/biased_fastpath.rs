@@ -8,7 +8,8 @@
 //! around the loop), `raw` (plain, but calling the protocol's `unsafe` entry points
 //! directly: `plain − raw` is what the handle and guard add), `thin` (the CAS path: the
 //! object was revoked once) or `alloc` (§5.3's AllocLock with k = 2: a fresh object locked
-//! twice). Valgrind refuses the `rseq` system call, so for the rseq flavors (`biased`,
+//! twice; `allocK`: K times, so `alloc3 − alloc2` is one learn-mode lock + unlock).
+//! Valgrind refuses the `rseq` system call, so for the rseq flavors (`biased`,
 //! `fable`) the thread runs its owner step in a section the kernel does not know
 //! (`Biasing::count_without_rseq`: sound here, one thread, no revocation) — the same
 //! instructions.
@@ -148,10 +149,12 @@ fn count<F: Flavor>(bench: &str, n: u64) {
     unsafe { Biasing::<F>::count_without_rseq(me.context()) };
     // Warm up (FABLE learns, then biases; a thin object is revoked once).
     user_loop(&me, &h, 16);
-    if bench == "alloc" {
+    if let Some(k) = bench.strip_prefix("alloc") {
+        // `allocK`: k locks per object (default 2).
+        let k = k.parse().unwrap_or(2);
         for _ in 0..n {
             let o = black_box(BiasWord::default());
-            user_loop(&me, &o, 2);
+            user_loop(&me, &o, k);
             black_box(&o);
         }
         return;

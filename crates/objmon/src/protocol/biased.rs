@@ -51,11 +51,37 @@
 //! time` beside `biased-rseq`'s 4.7, a loaded machine) but the second load of the header:
 //! the section's load is the only one (32 → 27 instructions), and everything but the
 //! section is one call away (27 → 24; inline, `fable-signal`'s enter was too big for the
-//! harness's `sync` loop, which called it: 2.53 ns there). The price is the thin and learn
-//! paths: 83 instructions per thin lock + unlock against 32 for `biased-rseq`
-//! (`biased_fastpath biased-signal thin`: two failed sections, two calls). What is left
-//! above the pair on the owner's path: the handle's two loads and the records line's
-//! address, per step.
+//! harness's `sync` loop, which called it: 2.53 ns there). The price was the thin and learn
+//! paths: 69 instructions per thin lock + unlock against 31 for `biased-rseq` (83 before the
+//! thin record), 66 for `fable-signal` and 82 per learn-mode lock + unlock (`fable`: 25 and
+//! 41), which made `fable-signal` the one FABLE whose AllocLock sweep left seed 002 §5.3's
+//! 1.5× of thin (1.82× at learn-limit 7, k = 5, in a CI `report --quick`; issue 13 item 6).
+//! Now, after the failed section, the thin CAS and the counted learn step are inline in
+//! `enter` (`enter_signal_rest`) and the thin record's blind store and the combined unlock
+//! in `exit`, as in `fable`; nested holds, clear → learn / biased and the slow paths stay one
+//! call away, which keeps `enter` small enough for the harness's loops to inline
+//! (`Subject::lock` of `fable-signal` is not out of line in the bench binary; with all of
+//! `enter_word` inline it was). Callgrind, `biased_fastpath` (before → after): thin lock +
+//! unlock `fable-signal` 66 → 45, `biased-signal` 69 → 44; a learn-mode lock + unlock
+//! (`alloc3 − alloc2`) 82 → 56; AllocLock k = 2 per object 187 → 160 (`biased-signal` 113 →
+//! 116, k = 1 105 → 104: clear → learn / biased is still a call); the bias owner 18 / 18
+//! plain / nested, unchanged (`user_loop` 16). What is left above `fable`'s thin path: the
+//! failed section (its load, subtract, compare each way, and the header loaded again after
+//! it) and, in a user's loop, two spilled registers each way around the paths that call.
+//! A learn object held around the loop (`user_loop fable-signal nested`) pays for the
+//! inline tests before its call: 108 → 118. In time (`objmon-bench run --bench alloc-lock
+//! --quick --reps 9 --protocol thin --protocol fable-signal --protocol fable`, the old and
+//! new binaries interleaved, three rounds each, a quiet spell on the 2-core VM): the
+//! learn-limit sweep's worst `fable-signal[…]` ÷ thin (medians) 1.48 / 1.48 / 1.50 before,
+//! 1.39 / 1.46 / 1.45 after, its geometric mean over N and k 1.10–1.12 → 1.08–1.10; `fable`'s
+//! (unchanged code, the control) 1.26–1.31 and 0.91–0.95 in both. The worst cells are at
+//! k = 8 with N ≥ 6; the CI's 1.82× was a loaded run. The bias owner's rows, same spell:
+//! `sync` `fable-signal` 0.818–0.831 ns before, 0.818 after; `user-loop-fable-signal` and
+//! its nested row, minima 0.71–0.74 ns before and 0.73–0.78 after (medians 0.74–0.82 and
+//! 0.76–0.98, noisy) — perhaps 2–4% slower although `biased_fastpath`, `user_loop` and the
+//! bench's own loop (`handle_costs_nothing_over_its_context`: 16) count the same
+//! instructions as before (code layout?; not settled). What is left above the pair on the
+//! owner's path: the handle's two loads and the records line's address, per step.
 //!
 //! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
 //! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of
@@ -533,8 +559,10 @@ impl Flavor for KkoRseq {
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
 /// **18** plain, 18 nested; 2 plain stores (the header, each way), no atomic
-/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 69 — the section's
-/// failed test, a second load and a call each way. Time: `user-loop-biased-signal` 0.787
+/// read-modify-write, no fence. Thin lock + unlock (after a revocation): 44 — the section's
+/// failed test and a second load each way, then the thin CAS / the blind unlock store inline
+/// (69 when they were one call away); AllocLock k = 2: 116 per object (clear → biased one
+/// call away). Time: `user-loop-biased-signal` 0.787
 /// ns against 0.502 for the plain pair and 1.78 for `biased-rseq`; `sync` 0.769 against
 /// `hotspot17-biased` 1.055 (module docs).
 #[derive(Debug)]
@@ -1055,20 +1083,121 @@ impl<F: Flavor> Biasing<F> {
 }
 
 impl<F: Flavor> Biasing<F> {
-    /// `enter` after the signal flavors' failed step (`w`: the header now), out of line.
+    /// `enter`'s thin acquisition (Figure 4: thin and free, owner 0; Figure 7: thin, rc 0,
+    /// last owner = me; the non-seed variants take any free thin word, one more AND: see
+    /// `fresh_enter`): `None` when `w` (a learn or thin word) is not one this thread may
+    /// take so; else the CAS's outcome (`Err`: the word now). The expected bits are read
+    /// from the thread's line (`free_thin`), poisoned in native: the compare takes a memory
+    /// operand instead of an immediate, the same one instruction.
+    #[inline(always)]
+    fn thin_free_step(t: &Cx<F>, h: &BiasWord, w: u64) -> Option<Result<(), u64>> {
+        let ignore = if F::STICKY && !Self::SEED {
+            OWNER_MASK
+        } else {
+            0
+        };
+        let rec = &t.local().rec;
+        if (w ^ rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore != 0 {
+            return None;
+        }
+        let new = (w & HOST) | rec.thin_once;
+        if !Self::SEED {
+            // Record the word *before* the CAS makes it `new` (only we write it then): the
+            // unlock stores `last_word` blind instead of loading the header right after the
+            // locked instruction (`LockRecords::last`; as `thin`, whose record stores after
+            // the CAS delayed the next CAS). A failed CAS forgets it. Only this thread's
+            // unlock reads it, after this returns.
+            let back = if F::STICKY {
+                new - RC_ONE
+            } else {
+                (w & HOST) | THIN
+            };
+            rec.last.store(addr(h), Ordering::Relaxed);
+            rec.last_word.store(back, Ordering::Relaxed);
+        }
+        match h
+            .0
+            .compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => Some(Ok(())),
+            Err(now) => {
+                if !Self::SEED {
+                    rec.forget_last();
+                }
+                Some(Err(now))
+            }
+        }
+    }
+
+    /// Nested (non-seed flavors): a learn or thin word `w` this thread holds 1..=254 times
+    /// (state bit 17, which tells learn from thin, masked out; `nest_once` is poisoned in
+    /// native, where the slow path refuses) is held once more. Only the holder writes a held
+    /// word: a store (seed 000 §2.3.3's nested path: a load, a compare, a store). `false`
+    /// (nothing written) otherwise.
+    #[inline(always)]
+    fn nested_step(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
+        let x = (w & !(HOST | THIN ^ LEARN))
+            .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
+        if x < 254 << RC_SHIFT {
+            h.0.store(w + RC_ONE, Ordering::Relaxed);
+            // The word is no longer held once: it may be `last`, forget it.
+            t.local().rec.forget_last();
+            return true;
+        }
+        false
+    }
+
+    /// The signal flavors' `enter` after the owner's section failed, from a load `w` of the
+    /// header: the two steps of a thin or learning object that AllocLock and Cloud (seed 002
+    /// §5.1, §5.3) take most — the thin CAS and FABLE's counted learn re-acquisition — inline
+    /// as `fable`'s `enter` has them; everything else (nested holds, clear → learn, learn →
+    /// thin, biasing, the slow path) one call away, in [`enter_after_step`](Self::enter_after_step),
+    /// so that `enter` stays small enough for a user's loop to inline (see `enter`).
     ///
     /// # Safety
     ///
     /// As [`Protocol::enter`].
-    #[inline(never)]
-    unsafe fn enter_after_step(
+    #[inline(always)]
+    unsafe fn enter_signal_rest(
         rt: &Rt<F>,
         t: &Cx<F>,
         h: &BiasWord,
         w: u64,
     ) -> Result<(), MonitorError> {
+        if w & STATE_LOW != 0 {
+            match Self::thin_free_step(t, h, w) {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(_)) => {}
+                None => {
+                    if F::LEARN && Self::learn_counted(rt, t.local(), h, w) == Some(true) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
         // SAFETY: the caller's contract, passed on.
-        unsafe { Self::enter_word(rt, t, h, w) }
+        unsafe { Self::enter_after_step(rt, t, h) }
+    }
+
+    /// The rest of the signal flavors' `enter` (see [`enter_signal_rest`](Self::enter_signal_rest)),
+    /// out of line, from a fresh load of the header: what [`enter_word`](Self::enter_word)
+    /// does after its thin CAS — the nested step, then `fresh_enter` (whose counted step
+    /// the caller's failed too: a rare path repeats its test) and the slow path. A thin
+    /// word the caller's CAS lost is not tried again here, as in `enter_word`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Protocol::enter`].
+    #[inline(never)]
+    unsafe fn enter_after_step(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
+        let w = h.0.load(Ordering::Relaxed);
+        if w & STATE_LOW != 0 && Self::nested_step(t, h, w) {
+            return Ok(());
+        }
+        if Self::fresh_enter(rt, t, h, w) {
+            return Ok(());
+        }
+        Self::enter_slow(rt, t, h, false).map(|_| ())
     }
 
     /// `enter` from a load `w` of the header: the thin and learn fast paths, the bias
@@ -1085,59 +1214,16 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         mut w: u64,
     ) -> Result<(), MonitorError> {
-        // Figure 4: thin and free (owner 0). Figure 7: thin, rc 0, last owner = me. The
-        // rseq and records variants take any free thin word here (one more AND): see `fresh_enter`.
-        // Read from the thread's line (`free_thin`), poisoned in native: the compare takes a
-        // memory operand instead of an immediate, the same one instruction.
-        let ignore = if F::STICKY && !Self::SEED {
-            OWNER_MASK
-        } else {
-            0
-        };
         if w & STATE_LOW != 0 {
             // Learn or thin.
-            if (w ^ t.local().rec.thin_free.load(Ordering::Relaxed)) & !HOST & !ignore == 0 {
-                let rec = &t.local().rec;
-                let new = (w & HOST) | rec.thin_once;
-                if !Self::SEED {
-                    // Record the word *before* the CAS makes it `new` (only we write it then):
-                    // the unlock stores `last_word` blind instead of loading the header
-                    // right after the locked instruction (`LockRecords::last`; as `thin`,
-                    // whose record stores after the CAS delayed the next CAS). A failed CAS
-                    // forgets it. Only this thread's unlock reads it, after this returns.
-                    let back = if F::STICKY {
-                        new - RC_ONE
-                    } else {
-                        (w & HOST) | THIN
-                    };
-                    rec.last.store(addr(h), Ordering::Relaxed);
-                    rec.last_word.store(back, Ordering::Relaxed);
-                }
-                match h
-                    .0
-                    .compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
-                {
-                    Ok(_) => return Ok(()),
-                    // Taken, or a host bit changed: look again below.
-                    Err(now) => {
-                        if !Self::SEED {
-                            rec.forget_last();
-                        }
-                        w = now;
+            match Self::thin_free_step(t, h, w) {
+                Some(Ok(())) => return Ok(()),
+                // Taken, or a host bit changed: look again below.
+                Some(Err(now)) => w = now,
+                None => {
+                    if !Self::SEED && Self::nested_step(t, h, w) {
+                        return Ok(());
                     }
-                }
-            } else if !Self::SEED {
-                // Nested: a learn or thin word this thread holds 1..=254 times (state bit 17,
-                // which tells learn from thin, masked out; `nest_once` is poisoned in native,
-                // where the slow path refuses). Only the holder writes a held word: a store
-                // (seed 000 §2.3.3's nested path: a load, a compare, a store).
-                let x = (w & !(HOST | THIN ^ LEARN))
-                    .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
-                if x < 254 << RC_SHIFT {
-                    h.0.store(w + RC_ONE, Ordering::Relaxed);
-                    // The word is no longer held once: it may be `last`, forget it.
-                    t.local().rec.forget_last();
-                    return Ok(());
                 }
             }
         } else if !F::SIGNAL {
@@ -1151,26 +1237,6 @@ impl<F: Flavor> Biasing<F> {
             return Ok(());
         }
         Self::enter_slow(rt, t, h, false).map(|_| ())
-    }
-
-    /// `exit` after the signal flavors' failed step, out of line (see `enter`).
-    ///
-    /// # Safety
-    ///
-    /// As [`Protocol::exit`].
-    #[inline(never)]
-    unsafe fn exit_after_step(
-        rt: &Rt<F>,
-        t: &Cx<F>,
-        h: &BiasWord,
-        w: u64,
-    ) -> Result<(), MonitorError> {
-        // The owner's section ran first and failed; then the record, as in `exit`.
-        if !Self::SEED && Self::exit_recorded(t, h) {
-            return Ok(());
-        }
-        // SAFETY: the caller's contract, passed on.
-        unsafe { Self::exit_word(rt, t, h, w) }
     }
 
     /// The unlock of the word of `enter`'s last inline thin CAS (non-seed flavors): if `h`
@@ -1311,14 +1377,21 @@ impl<F: Flavor> Protocol for Biasing<F> {
             // words. A second load of the header on the bias owner's path (the dispatch's,
             // then the section's) cost more than the rseq flavors' arming store:
             // `biased_fastpath time`, one run, `biased-signal` 3.2 ns this way against 4.5
-            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). Everything else
-            // is one call away, so that what a user's loop inlines is the section alone
-            // (inline, the thin and learn paths made `fable-signal`'s enter too big for the
-            // harness's `sync` loop, which then called it: 2.5 ns against 1.2).
-            return match Self::rseq_step(t, h, true) {
-                None => Ok(()),
-                Some(w) => Self::enter_after_step(rt, t, h, w),
-            };
+            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). After it, inline,
+            // only the thin CAS and FABLE's counted learn step (`enter_signal_rest`); the rest
+            // is one call away. With all of `enter_word` inline, `fable-signal`'s enter was
+            // too big for the harness's `sync` loop, which then called it (2.5 ns against
+            // 1.2, one run; `Subject::lock` out of line in the bench binary again when tried
+            // for issue 13 item 6, and so with FABLE's clear → learn CAS inline too, which
+            // took AllocLock k = 1 from 104 to 80 instructions per object; one CAS site for
+            // the counted step and clear → learn: k = 1 90, but the learn step 56 → 58, thin
+            // 45 → 46, not kept); with nothing
+            // inline but the section, a thin lock + unlock took 66 instructions and a
+            // learn-mode one 82 (`fable`: 25, 41).
+            if Self::signal_done(t, h, true) {
+                return Ok(());
+            }
+            return Self::enter_signal_rest(rt, t, h, h.0.load(Ordering::Relaxed));
         }
         Self::enter_word(rt, t, h, h.0.load(Ordering::Relaxed))
     }
@@ -1332,11 +1405,15 @@ impl<F: Flavor> Protocol for Biasing<F> {
     #[inline(always)]
     unsafe fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
         if F::SIGNAL {
-            // The owner's step first, the rest one call away, as in `enter`.
-            return match Self::rseq_step(t, h, false) {
-                None => Ok(()),
-                Some(w) => Self::exit_after_step(rt, t, h, w),
-            };
+            // The owner's step first; then, inline, the record of the last thin / learn CAS
+            // (a blind store) and `exit_word`'s combined unlock, as `fable`'s `exit` has
+            // them (the nested unlock is one call away there too, `exit_nested`). The guard's
+            // drop still inlines into the harness's loops (its out-of-line copies are called
+            // from the same places as before).
+            if Self::signal_done(t, h, false) || Self::exit_recorded(t, h) {
+                return Ok(());
+            }
+            return Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed));
         }
         // The record first (one load and compare on the bias owner's path), so that a thin
         // unlock does not load the header after its CAS.

@@ -123,7 +123,11 @@ impl<F: Flavor> Biasing<F> {
         {
             let line = r as *const LockRecords;
             if F::SIGNAL {
-                return Self::signal_step(h, line, lock);
+                return if Self::signal_step(h, line, lock) {
+                    None
+                } else {
+                    Some(h.0.load(Ordering::Relaxed))
+                };
             }
             // The lock and unlock sections differ in the test's adjustment (unlock: rc ≥ 1,
             // so 256 less) and the commit's sign.
@@ -207,10 +211,12 @@ impl<F: Flavor> Biasing<F> {
     /// unmarked word either stored before the handler ran (the revoker's re-read, after the
     /// handler's acknowledgement, sees the store: over the mark, which is gone, so it tries
     /// again) or never stores; one that starts after the handler reads the mark and fails.
-    /// `None` when done; else the word now.
+    /// `true` when done; `false` when the test failed or the section was aborted (the
+    /// caller loads the header again if it needs it: an unlock that finds its thin record
+    /// does not).
     #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
     #[inline(always)]
-    fn signal_step(h: &BiasWord, line: *const LockRecords, lock: bool) -> Option<u64> {
+    fn signal_step(h: &BiasWord, line: *const LockRecords, lock: bool) -> bool {
         // The lock and unlock sections differ in two instructions: the test's adjustment
         // (unlock: rc ≥ 1, so 256 less) and the commit's sign.
         macro_rules! section {
@@ -238,7 +244,7 @@ impl<F: Flavor> Biasing<F> {
                     boff = const std::mem::offset_of!(LockRecords, bias),
                     t = out(reg) _,
                     w = out(reg) _,
-                    fail = label { return Some(h.0.load(Ordering::Relaxed)); },
+                    fail = label { return false; },
                     options(att_syntax, nostack),
                 )
             };
@@ -258,7 +264,24 @@ impl<F: Flavor> Biasing<F> {
                 section!("lea -0x100({w}), {t}", "sub $0x100, {w}");
             }
         }
-        None
+        true
+    }
+
+    /// The signal flavors' owner step as `enter` / `exit` run it first: `true` when done;
+    /// `false` otherwise, with nothing loaded after the failed test (the caller loads the
+    /// header if it needs it). Elsewhere than x86-64 Linux (and under loom) the rseq step's
+    /// model or refusal.
+    #[inline(always)]
+    pub(super) fn signal_done(t: &Cx<F>, h: &BiasWord, lock: bool) -> bool {
+        #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+        {
+            let line = &t.local().rec as *const LockRecords;
+            Self::signal_step(h, line, lock)
+        }
+        #[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux")))]
+        {
+            Self::rseq_step(t, h, lock).is_none()
+        }
     }
 
     /// Header variant (Figures 3 and 4): store the header ± 256, bracketed by `in_op`.

@@ -417,22 +417,12 @@ impl<F: Flavor> Biasing<F> {
             return w & !HOST == 0 && Self::bias_fresh(t.local(), h, w);
         }
         let local = t.local();
+        if let Some(taken) = Self::learn_counted(rt, local, h, w) {
+            return taken;
+        }
         // This thread's learn word held once, count 0 (`NO_BIAS` in native).
         let key = local.learn_key.load(Ordering::Relaxed);
-        // The guess re-acquires a free learn word, counted below the limit (`PerObject`):
-        // `w` + rc 1 is `key` but for its count (bits 41..34) and host bits. Rotated so that
-        // the count is the low byte and every other bit lies above it — the learn tag right
-        // above (a recycled id's word fails here), bit 63 at 29 (`NO_BIAS`: in native every
-        // word fails), the state, owner and rc at 30 and up — `y` is the count exactly when
-        // all else matches, and one compare with the runtime's bound (below `LEARN_COUNT_MAX`,
-        // 0 under `PerThread`) tests it all. Not for rc 255: its + 1 carries into the state.
         let held = w.wrapping_add(RC_ONE);
-        let y = ((held ^ key) & !HOST).rotate_left(64 - LEARN_COUNT_SHIFT);
-        if y < rt.state().learn_inline.load(Ordering::Relaxed) {
-            // Count and hold at once; the count stays below the limit (no bias yet) and
-            // below `LEARN_COUNT_MAX`, so it never reaches the tag.
-            return Self::recorded_cas(local, h, w, held + LEARN_COUNT_ONE);
-        }
         let lock = w & !HOST;
         if lock == 0 {
             // Clear → learn, guess = this thread (id and learn tag), held once. In native
@@ -464,6 +454,36 @@ impl<F: Flavor> Biasing<F> {
             return false; // thin (held by another thread) or fat
         }
         Self::learn_free(rt, t, h, w)
+    }
+
+    /// [`fresh_enter`](Self::fresh_enter)'s first step, FABLE's counted re-acquisition of a
+    /// free learn word by its guess below the learn limit: `None` when `w` is not such a
+    /// word (or the rule is `PerThread`, or in native); else the CAS's outcome. Also the
+    /// signal flavors' `enter` inline (`enter_signal_rest`).
+    #[inline(always)]
+    pub(super) fn learn_counted(
+        rt: &Rt<F>,
+        local: &BiasThread,
+        h: &BiasWord,
+        w: u64,
+    ) -> Option<bool> {
+        // This thread's learn word held once, count 0 (`NO_BIAS` in native).
+        let key = local.learn_key.load(Ordering::Relaxed);
+        // The guess re-acquires a free learn word, counted below the limit (`PerObject`):
+        // `w` + rc 1 is `key` but for its count (bits 41..34) and host bits. Rotated so that
+        // the count is the low byte and every other bit lies above it — the learn tag right
+        // above (a recycled id's word fails here), bit 63 at 29 (`NO_BIAS`: in native every
+        // word fails), the state, owner and rc at 30 and up — `y` is the count exactly when
+        // all else matches, and one compare with the runtime's bound (below `LEARN_COUNT_MAX`,
+        // 0 under `PerThread`) tests it all. Not for rc 255: its + 1 carries into the state.
+        let held = w.wrapping_add(RC_ONE);
+        let y = ((held ^ key) & !HOST).rotate_left(64 - LEARN_COUNT_SHIFT);
+        if y < rt.state().learn_inline.load(Ordering::Relaxed) {
+            // Count and hold at once; the count stays below the limit (no bias yet) and
+            // below `LEARN_COUNT_MAX`, so it never reaches the tag.
+            return Some(Self::recorded_cas(local, h, w, held + LEARN_COUNT_ONE));
+        }
+        None
     }
 
     /// `fresh_enter`'s learn CAS from `w` to `new` (this thread's learn word held once), the
