@@ -114,15 +114,18 @@
 //! (`perf record`, 8 threads): `locate` and `names`, 18% of samples, four cached look-ups
 //! (thread-local scan, version load) where `lightweight` tests bits of the word.
 //!
-//! **On a quiet machine the ratios above do not hold.** They were measured at load 5–10,
+//! **On a quiet machine the ratios above did not hold.** They were measured at load 5–10,
 //! where only one thread runs at a time and a contended ratio falls toward the uncontended
-//! one. In a quiet run of the same session (load ≈ 1; docs/benchmarks.md, "Contended"),
-//! wall time as a ratio to `parking_lot::Mutex` at 2 / 4 / 8 threads: `lightweight` 3.2 /
-//! 4.1 / 4.6, `lightweight-seed` 3.4 / 4.2 / 4.6, `lightweight-table` 4.5 / 5.6 / 6.6, `stack`
-//! 3.5 / 4.4 / 4.8 (`thin` 0.96 / 1.17 / 1.18). The monitor's line still takes three
-//! read-modify-writes per contended lock+unlock (the deflation announcement) where `thin`'s
-//! takes one; HotSpot's asynchronous deflation (an entering thread CASes the owner field and
-//! checks for the deflater's marker afterwards) is the known way out, not built.
+//! one. Quiet, the three read-modify-writes on the monitor's line per contended lock+unlock
+//! cost 3.2–6.6× `parking_lot::Mutex` at 2–8 threads. **The system lock first**
+//! (`deflate.rs`; HotSpot's `TryLock` before its `ContentionMark`) takes them to one: an
+//! enterer tries the monitor's system lock unannounced and checks the header after; only a
+//! thread that must wait announces itself. Quiet run, old and new binaries alternating
+//! (`examples/contended.rs 5 2,4,8 …`, docs/benchmarks.md "Contended"), wall ratio to
+//! `parking_lot` at 8 threads: `lightweight` 4.39 / 3.83 → 1.53 / 1.48, `lightweight-seed`
+//! 4.32 / 4.26 → 1.57 / 1.33, `lightweight-table` 5.39 / 4.98 → 2.35 / 1.89; a later run of
+//! all protocols: 1.20, 1.20 and 1.93. What `lightweight-table` still pays over the others
+//! is its two side-table look-ups per enter (`locate`, then `names` after the lock).
 //!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a

@@ -78,8 +78,12 @@
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
 //! 76 uncontended, 79 nested.
 //!
-//! Contended: the fat path and its cost are `lightweight`'s (the deflation module's announce
-//! and exit-time deflation attempt); see the paragraph "Contended" there.
+//! Contended: the fat path is `lightweight`'s (`deflate.rs`: the system lock first, an
+//! announcement only for a thread that must wait, the exit-time deflation attempt); see the
+//! paragraph "Contended" there. Quiet, 8 threads on one object, wall ratio to
+//! `parking_lot::Mutex` (`examples/contended.rs`): 4.19 / 3.81 before the system lock came
+//! first, 1.53 / 1.35 after (two runs, old and new binaries alternating), 1.34 in a later
+//! run of all protocols (docs/benchmarks.md, "Contended").
 //!
 //! GC: records hold header addresses used only for identity, never dereferenced; the header
 //! points at a record, which moves never. See [`Stack::locked_objects`], [`Runtime::relocate`].
