@@ -311,6 +311,26 @@ fn lightweight_owner_query_vs_reshuffle() {
     });
 }
 
+/// A runtime that deflates on request only, and two objects: `a` with an idle monitor
+/// installed (inflated for `wait`, which needs one), `b` never locked.
+#[allow(clippy::type_complexity)]
+fn idle_monitor_on_a<P: Protocol>() -> (std::sync::Arc<Runtime<P>>, Arc<P::Header>, Arc<P::Header>)
+where
+    P::Header: 'static,
+{
+    let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+    let (a, b) = (
+        Arc::new(P::Header::default()),
+        Arc::new(P::Header::default()),
+    );
+    {
+        let me = rt.attach().unwrap();
+        let g = me.enter(&a).unwrap();
+        assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
+    }
+    (rt, a, b)
+}
+
 /// Bug (stress: `stack` "wait: IllegalMonitorState", `lightweight-seed` "enter:
 /// IllegalMonitorState"): a deflater whose index went stale took the system lock of the
 /// monitor that another inflation had just allocated (the same index: the free list is last in,
@@ -322,16 +342,7 @@ where
     P::Header: 'static,
 {
     model(move || {
-        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
-        let (a, b) = (
-            Arc::new(P::Header::default()),
-            Arc::new(P::Header::default()),
-        );
-        {
-            let me = rt.attach().unwrap();
-            let g = me.enter(&a).unwrap();
-            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
-        }
+        let (rt, a, b) = idle_monitor_on_a::<P>();
         let (rt2, a2) = (rt.clone(), a.clone());
         let deflater = thread::spawn(move || deflate_idle(&rt2, &a2));
         let mine = deflate_idle(&rt, &a);
@@ -376,16 +387,7 @@ where
     P::Header: 'static,
 {
     model(move || {
-        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
-        let (a, b) = (
-            Arc::new(P::Header::default()),
-            Arc::new(P::Header::default()),
-        );
-        {
-            let me = rt.attach().unwrap();
-            let g = me.enter(&a).unwrap();
-            assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
-        }
+        let (rt, a, b) = idle_monitor_on_a::<P>();
         let (rt2, a2) = (rt.clone(), a.clone());
         let enterer = thread::spawn(move || {
             let me = rt2.attach().unwrap();

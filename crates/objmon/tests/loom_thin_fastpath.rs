@@ -4,7 +4,8 @@
 //! `reclaim` (or `relocate`) clearing another thread's record with a CAS while that thread
 //! writes its record with plain stores. And `thin`'s inflated enter (`ThinLocks::enter_fat`),
 //! which stays `RUNNING` (keeping its record) unless it must suspend on the monitor, against
-//! a hasher of a word it holds once and a contender on the monitor.
+//! a hasher of a word it holds once and a contender on the monitor; the same two models for
+//! `thin-seed`, whose inflated enter now takes the same way (issue 13 item 4).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_thin_fastpath`.
@@ -15,6 +16,7 @@ mod common;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use objmon::protocol::thin::ThinSeed;
 use objmon::vm::{
     Config, LockWord, MonitorError, Protocol, Runtime, SystemLockConfig, SystemLockVariant, Thin,
 };
@@ -24,6 +26,20 @@ fn config() -> Config {
         max_threads: 4,
         monitor_capacity: 2,
         ..Config::default()
+    }
+}
+
+/// [`config`] with monitors that spin once, so that the inflated-enter models cover both the
+/// `RUNNING` spin and the `BLOCKED` suspend.
+fn spinning_once() -> Config {
+    Config {
+        system_lock: SystemLockConfig {
+            variant: SystemLockVariant::Figure7,
+            spin_limit: 1,
+            spin_yields: 0,
+            fair_handoff: None,
+        },
+        ..config()
     }
 }
 
@@ -157,20 +173,24 @@ fn thin_reclaim_vs_the_owners_next_fast_lock() {
 /// hash stays `x`'s; nothing is left held.
 #[test]
 fn thin_inflated_enter_vs_hasher_and_contender() {
+    inflated_enter_vs_hasher_and_contender::<Thin>();
+}
+
+/// [`thin_inflated_enter_vs_hasher_and_contender`] for `thin-seed`: A holds `x` by seed 000
+/// §2.3.1's CAS (no record), and every enter of `y` first fails the seed's CAS on the
+/// inflated word.
+#[test]
+fn thin_seed_inflated_enter_vs_hasher_and_contender() {
+    inflated_enter_vs_hasher_and_contender::<ThinSeed>();
+}
+
+fn inflated_enter_vs_hasher_and_contender<P: Protocol<Header = LockWord>>() {
     // Bound 1: at 2 this four-thread model did not finish in 40 minutes; the two-thread
     // model below explores the hasher against the suspending enter at bound 3.
     let mut b = common::builder(1);
     b.max_branches = 1_000_000;
     b.check(|| {
-        let rt = Runtime::<Thin>::new(Config {
-            system_lock: SystemLockConfig {
-                variant: SystemLockVariant::Figure7,
-                spin_limit: 1,
-                spin_yields: 0,
-                fair_handoff: None,
-            },
-            ..config()
-        });
+        let rt = Runtime::<P>::new(spinning_once());
         let x = Arc::new(LockWord::new(0x11));
         let y = Arc::new(LockWord::new(0x22));
         let inside = Arc::new(AtomicBool::new(false));
@@ -229,18 +249,26 @@ fn thin_inflated_enter_vs_hasher_and_contender() {
 /// releases `y`. A's exit of `x` goes through the monitor inflated for it; the hash stays.
 #[test]
 fn thin_suspending_inflated_enter_vs_hasher() {
+    suspending_inflated_enter_vs_hasher::<Thin>();
+}
+
+/// [`thin_suspending_inflated_enter_vs_hasher`] for `thin-seed` (issue 13 item 4: its
+/// inflated enter goes straight to the monitor as `thin`'s, `BLOCKED` only around the
+/// suspend; before, `BLOCKED` and unblocked inside the critical section around every enter of
+/// an inflated lock). A holds `x` by the seed's CAS (no record), so the hasher must wait while
+/// A runs or spins — A may unlock `x` with §2.3.2's load / compare / store at any moment — and
+/// may inflate `x` for it only once it is `BLOCKED`. A's exit of `x` goes through the seed's
+/// store or the monitor inflated for it.
+#[test]
+fn thin_seed_suspending_inflated_enter_vs_hasher() {
+    suspending_inflated_enter_vs_hasher::<ThinSeed>();
+}
+
+fn suspending_inflated_enter_vs_hasher<P: Protocol<Header = LockWord>>() {
     let mut b = common::builder(3);
     b.max_branches = 1_000_000;
     b.check(|| {
-        let rt = Runtime::<Thin>::new(Config {
-            system_lock: SystemLockConfig {
-                variant: SystemLockVariant::Figure7,
-                spin_limit: 1,
-                spin_yields: 0,
-                fair_handoff: None,
-            },
-            ..config()
-        });
+        let rt = Runtime::<P>::new(spinning_once());
         let x = Arc::new(LockWord::new(0x11));
         let y = Arc::new(LockWord::new(0x22));
         let me = rt.attach().unwrap();
