@@ -55,7 +55,10 @@
 //! is announced then (read after the system lock's SeqCst fence; the claim checks exactly).
 //! Every announced thread is an enterer or a waiter, which owns the monitor and exits after
 //! us, or a deflater, which retries when it leaves last and finds the owner field empty
-//! ([`try_deflate`], the `Busy` and `Contended` arms); so the last one out still deflates.
+//! ([`try_deflate`], the `Busy` and `Contended` arms), or an owner query or a `try_enter`
+//! that found the monitor busy, which does the same when it leaves (`end_pin`); so the last
+//! one out still deflates. (Only an announcement whose header check failed — the monitor is
+//! another object's by then — ends without asking: it cannot deflate that object.)
 //! (Earlier the owners stayed announced to their last exit, one read-modify-write instead of
 //! two per contended lock+unlock; the system lock first made that one unnecessary as well.)
 //!
@@ -286,8 +289,12 @@ pub(crate) fn enter_monitor<P: Locate>(
     } else {
         m.try_enter(t.core())
     };
-    // Owners are not announced: once in, the system lock keeps deflaters out.
-    m.remove_contention();
+    if r == Ok(true) {
+        // Owners are not announced: once in, the system lock keeps deflaters out.
+        m.remove_contention();
+    } else {
+        end_pin(rt, h, m, idx);
+    }
     match r {
         Ok(true) => Ok(Via::Entered),
         Ok(false) => Ok(Via::Busy),
@@ -378,8 +385,24 @@ pub(crate) fn monitor_owner<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -
         return None;
     }
     let r = P::names(rt, h, h.load(Ordering::SeqCst), idx).then(|| m.owner_raw());
-    m.remove_contention();
+    if r.is_some() {
+        end_pin(rt, h, m, idx);
+    } else {
+        // Another object's monitor by now: not ours to deflate.
+        m.remove_contention();
+    }
     r
+}
+
+/// Ends the announcement of a thread that pinned `m` (index `idx`, checked to be `h`'s)
+/// without owning it: an owner query, a `try_enter` that found it busy. An owner's last exit
+/// that read this announcement as company left the deflation attempt to us ("The last one
+/// out"), so if ours was the last and the owner field is empty by now, the eager policy runs
+/// here, as in `try_deflate`'s `Busy` arm (the same fence against the exit's fence).
+fn end_pin<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, m: &FatMonitor, idx: MonitorIndex) {
+    if m.remove_contention_was_last() && m.owner_raw_sc() == 0 {
+        after_release(rt, h, idx);
+    }
 }
 
 #[cfg(all(test, not(loom)))]

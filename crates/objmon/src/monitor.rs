@@ -278,6 +278,18 @@ impl FatMonitor {
             && self.waiters.is_empty()
     }
 
+    /// [`is_idle`](Self::is_idle), but for the system lock itself, which a first try may hold
+    /// for a moment with no owner (`deflate.rs`, "A stale first try"): no ownership, and the
+    /// next [`enter_inflated_for`](Self::enter_inflated_for) waits such a holder out. For the
+    /// protocols that deflate (`stack`, `lightweight*`): their `reclaim` and the table's
+    /// `free`, which would otherwise leak (or, with debug assertions, refuse) a monitor whose
+    /// lock a stale first try holds (`tests/loom_deflate_review.rs`).
+    pub(crate) fn is_idle_but_for_a_first_try(&self) -> bool {
+        self.owner.load(Ordering::Relaxed) == 0
+            && !self.lock.has_waiters()
+            && self.waiters.is_empty()
+    }
+
     /// Number of threads in the wait set.
     pub fn waiter_count(&self) -> usize {
         self.waiters.lock().len()

@@ -1043,7 +1043,11 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         if let Some(idx) = idx {
             // `&mut`: nobody else reaches this header, hence its monitor; still owned only
             // through a forgotten guard, and then it leaks.
-            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
+            if rt
+                .monitors()
+                .try_get(idx)
+                .is_some_and(FatMonitor::is_idle_but_for_a_first_try)
+            {
                 rt.monitors().free(idx);
             }
         }

@@ -878,7 +878,11 @@ impl Protocol for Stack {
         let w = h.0.load(Ordering::Relaxed);
         let host = if w & LOCK_BITS == MONITOR {
             let idx = index_of(w);
-            if rt.monitors().try_get(idx).is_some_and(FatMonitor::is_idle) {
+            if rt
+                .monitors()
+                .try_get(idx)
+                .is_some_and(FatMonitor::is_idle_but_for_a_first_try)
+            {
                 rt.monitors().free(idx);
             }
             w
