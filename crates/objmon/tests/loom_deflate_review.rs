@@ -69,7 +69,8 @@ fn eager_exit_vs_deflater_vs_enterer<P: Protocol>(
     // code before 5a40ef0 fails the "last one out" assertion (its deflater gave up on `Busy`
     // and the owner's exit read the deflater's pin as company), while the current code makes
     // loom stop with "Model exceeded maximum number of branches" (default 1,000) within 6 s,
-    // for both protocols and also with a `yield_now` added to `try_deflate`'s retry; whether
+    // for both protocols (`LOOM_MAX_BRANCHES=5000`: the same after 80 s), and also with a
+    // `yield_now` added to `try_deflate`'s retry; whether
     // that is a livelock or only a long execution through the yield loops (the claim's and the
     // inflation's waits for a lock held with no owner) is not settled here.
     model(2, move || {
