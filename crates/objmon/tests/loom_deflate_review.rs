@@ -4,17 +4,18 @@
 //! finds the monitor owned and leaves last.
 //!
 //! Two kinds of model here:
-//! - models that pass and cover schedules `tests/loom_hotspot.rs` does not: an owner's eager
-//!   exit against a deflater's `Busy` retry and a first-try enterer at once;
-//! - models marked `#[ignore]` that fail, each with what it shows and the fix it asks for:
-//!   a stale first try that holds a monitor's lock when `reclaim` looks (a leak), and an
-//!   announcement that is not an enterer's, a waiter's or a deflater's (an owner query, a
-//!   failed `try_enter`) absorbing the last owner's deflation (an idle monitor left behind),
-//!   and (with debug assertions only) `MonitorTable::free`'s idleness assertion tripping on a
-//!   first try's lock.
+//! - models that cover schedules `tests/loom_hotspot.rs` does not: an owner's eager exit
+//!   against a deflater's `Busy` retry and a first-try enterer at once;
+//! - regression models of the holes the review found, each failing on the commit it names
+//!   and passing since f471dea (`deflate.rs`, `monitor.rs`): a stale first try that holds a
+//!   monitor's lock when `reclaim` looks (a leak), an announcement that is not an enterer's,
+//!   a waiter's or a deflater's (an owner query, a failed `try_enter`) absorbing the last
+//!   owner's deflation (an idle monitor left behind), and (with debug assertions only)
+//!   `MonitorTable::free`'s idleness assertion tripping on a first try's lock (`.ci/run`
+//!   runs this file with debug assertions too).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
-//! --test loom_deflate_review` (add `-- --ignored` for the failing ones).
+//! --test loom_deflate_review`.
 #![cfg(loom)]
 
 mod common;
@@ -115,7 +116,7 @@ fn stack_eager_exit_vs_deflater_vs_enterer() {
     eager_exit_vs_deflater_vs_enterer::<Stack>(Stack::deflate_idle, |h| h.raw());
 }
 
-/// FAILS (a leak; new with the system lock first). `reclaim` (the GC's "this object is dead",
+/// Failed before f471dea (a leak; new with the system lock first). `reclaim` (the GC's "this object is dead",
 /// `&mut` header) frees the header's monitor only if `FatMonitor::is_idle`, which asks that
 /// the system lock be free. Before 5a40ef0 nobody took the lock of a monitor it had not pinned
 /// to its object, so with `&mut` the lock was free unless a forgotten guard owned it. Now a
@@ -132,7 +133,7 @@ fn stack_eager_exit_vs_deflater_vs_enterer() {
 /// lost inflation; `tests/loom_hotspot.rs`'s `*_deflate_vs_enter` reach it when run with
 /// debug assertions (the loom command builds `--release`, so nothing catches it).
 ///
-/// Fix: a lock held with the owner field empty, no suspended thread and an empty wait set is
+/// The fix (f471dea): a lock held with the owner field empty, no suspended thread and an empty wait set is
 /// no ownership (`soundness.md`, `lightweight*`), so `reclaim` / `free_if_bound` and the
 /// debug assertion in `free` should use a predicate that ignores the lock word (owner 0, no
 /// `wcount`, empty wait set): the next `enter_inflated_for` waits such a holder out already.
@@ -176,19 +177,17 @@ fn stale_first_try_vs_reclaim<P: Protocol>(
 }
 
 #[test]
-#[ignore = "fails: reclaim leaks a monitor whose lock a stale first try holds (see the doc)"]
 fn lightweight_stale_first_try_vs_reclaim() {
     stale_first_try_vs_reclaim::<Lightweight>(Lightweight::deflate_idle, MarkWord::raw);
 }
 
 #[test]
-#[ignore = "fails: reclaim leaks a monitor whose lock a stale first try holds (see the doc)"]
 fn stack_stale_first_try_vs_reclaim() {
     stale_first_try_vs_reclaim::<Stack>(Stack::deflate_idle, |h| h.raw());
 }
 
-/// FAILS (an idle monitor left behind by the eager policy; older than 5a40ef0, which kept
-/// it). "The last one out" counts on every announced thread being an enterer or a waiter
+/// Failed before f471dea (an idle monitor left behind by the eager policy; older than
+/// 5a40ef0, which kept it). "The last one out" counts on every announced thread being an enterer or a waiter
 /// (which will own the monitor and exit after the owner) or a deflater (which retries when it
 /// leaves last). An owner query (`deflate::monitor_owner`) announces itself too, to pin the
 /// monitor while it reads the owner field, and ends with a plain `remove_contention`: if the
@@ -196,7 +195,7 @@ fn stack_stale_first_try_vs_reclaim() {
 /// never tries. Here the owner holds the object inflated (after a zero wait) and exits while
 /// another thread asks who owns it: the monitor stays installed and idle.
 ///
-/// Fix: whoever ends an announcement without owning the monitor, while the header still
+/// The fix (f471dea): whoever ends an announcement without owning the monitor, while the header still
 /// names it, does what `try_deflate`'s `Busy` arm does: `remove_contention_was_last()`, and
 /// if last and `owner_raw_sc() == 0`, `after_release` (a deflation attempt under the eager
 /// policy). That is `monitor_owner`, `enter_monitor`'s `try_enter` that found the monitor
@@ -228,18 +227,16 @@ where
 }
 
 #[test]
-#[ignore = "fails: an owner query's announcement absorbs the last exit's deflation (see the doc)"]
 fn lightweight_owner_query_vs_last_exit() {
     owner_query_vs_last_exit::<Lightweight>(MarkWord::raw);
 }
 
 #[test]
-#[ignore = "fails: an owner query's announcement absorbs the last exit's deflation (see the doc)"]
 fn stack_owner_query_vs_last_exit() {
     owner_query_vs_last_exit::<Stack>(|h| h.raw());
 }
 
-/// FAILS (as the previous model; older than 5a40ef0). A `try_enter` whose first try fails
+/// Failed before f471dea (as the previous model; older than 5a40ef0). A `try_enter` whose first try fails
 /// announces itself, finds the monitor still held and leaves with a plain
 /// `remove_contention`; the owner's last exit in between read the announcement and left the
 /// deflation to it. Fix: as above.
@@ -270,18 +267,16 @@ where
 }
 
 #[test]
-#[ignore = "fails: a failed try_enter's announcement absorbs the last exit's deflation (see the doc)"]
 fn lightweight_try_enter_vs_last_exit() {
     try_enter_vs_last_exit::<Lightweight>(MarkWord::raw);
 }
 
 #[test]
-#[ignore = "fails: a failed try_enter's announcement absorbs the last exit's deflation (see the doc)"]
 fn stack_try_enter_vs_last_exit() {
     try_enter_vs_last_exit::<Stack>(|h| h.raw());
 }
 
-/// FAILS WITH DEBUG ASSERTIONS ONLY (new with 5a40ef0; the loom command builds `--release`,
+/// Failed before f471dea with debug assertions only (new with 5a40ef0; the loom command builds `--release`,
 /// where it passes). A deflation on request against an enterer: the enterer reads the
 /// monitor's index, the deflater claims the monitor, restores the header and unlocks
 /// (`finish_deflation`); the enterer's first try takes the lock for its header check just
@@ -295,7 +290,7 @@ fn stack_try_enter_vs_last_exit() {
 /// CARGO_TARGET_DIR=target/loom-da cargo test -p objmon --release --test loom_deflate_review
 /// -- --ignored first_try_vs_free`.
 ///
-/// Fix: as for `reclaim` above, an idleness test that ignores a lock held with no owner.
+/// The fix (f471dea): as for `reclaim` above, an idleness test that ignores a lock held with no owner.
 fn first_try_vs_free<P: Protocol>(deflate_idle: fn(&Runtime<P>, &P::Header) -> bool)
 where
     P::Header: 'static,
@@ -320,13 +315,11 @@ where
 }
 
 #[test]
-#[ignore = "fails with debug assertions: free's is_idle() sees a first try's lock (see the doc)"]
 fn lightweight_first_try_vs_free() {
     first_try_vs_free::<Lightweight>(Lightweight::deflate_idle);
 }
 
 #[test]
-#[ignore = "fails with debug assertions: free's is_idle() sees a first try's lock (see the doc)"]
 fn stack_first_try_vs_free() {
     first_try_vs_free::<Stack>(Stack::deflate_idle);
 }
