@@ -181,12 +181,9 @@ pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: Monito
             // Owned (or waited on, entered). An owner is not announced, so at its exit it
             // reads our pin as company and leaves the attempt to us ("The last one out"):
             // if ours was the last announcement and the owner field is empty by now, try
-            // again. Dekker with `exit_owned`: there the owner's clearing store and its
-            // read of the count are separated by the system lock's SeqCst fence (`exit`),
-            // here our SeqCst decrement comes before our SeqCst read of the owner; so
-            // either it sees our decrement and tries itself, or we see it gone.
+            // again.
             PinnedClaim::Busy => {
-                if !m.remove_contention_was_last() || m.owner_raw_sc() != 0 {
+                if !m.remove_contention_leaves_it_unowned() {
                     return false;
                 }
             }
@@ -398,9 +395,9 @@ pub(crate) fn monitor_owner<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, w: u64) -
 /// without owning it: an owner query, a `try_enter` that found it busy. An owner's last exit
 /// that read this announcement as company left the deflation attempt to us ("The last one
 /// out"), so if ours was the last and the owner field is empty by now, the eager policy runs
-/// here, as in `try_deflate`'s `Busy` arm (the same fence against the exit's fence).
+/// here, as in `try_deflate`'s `Busy` arm.
 fn end_pin<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, m: &FatMonitor, idx: MonitorIndex) {
-    if m.remove_contention_was_last() && m.owner_raw_sc() == 0 {
+    if m.remove_contention_leaves_it_unowned() {
         after_release(rt, h, idx);
     }
 }

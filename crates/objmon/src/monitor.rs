@@ -425,16 +425,6 @@ impl FatMonitor {
         Ok(())
     }
 
-    /// [`owner_raw`](Self::owner_raw) read after a SeqCst fence: a deflater that leaves last
-    /// reads it after its decrement, against an exit's clearing store, the system lock's
-    /// SeqCst fence and the exit's read of the count ([`deflate`](crate::deflate), "The last
-    /// one out"): fence against fence, so that one of the two sees the other's write.
-    #[inline]
-    pub(crate) fn owner_raw_sc(&self) -> u32 {
-        fence(Ordering::SeqCst);
-        self.owner.load(Ordering::Relaxed)
-    }
-
     /// The raw owner field: 0 for none, a thread's raw id, or [`ANONYMOUS_OWNER`] (racy).
     #[inline]
     pub fn owner_raw(&self) -> u32 {
@@ -545,12 +535,30 @@ impl FatMonitor {
     }
 
     /// Whether nobody is announced. Relaxed: the owner's exit asks after the system lock's
-    /// SeqCst fence (which orders it against a deflater's decrement, see `deflate.rs`, "The
-    /// last one out"), and a deflation attempt checks again, exactly, in
+    /// SeqCst fence (which orders it against a deflater's decrement,
+    /// [`remove_contention_leaves_it_unowned`](Self::remove_contention_leaves_it_unowned)), and a deflation attempt checks again, exactly, in
     /// [`try_begin_deflation_pinned`](Self::try_begin_deflation_pinned).
     #[inline]
     pub(crate) fn no_contention(&self) -> bool {
         self.contentions.load(Ordering::Relaxed) == 0
+    }
+
+    /// Ends an [`add_contention`](Self::add_contention) of a thread that does not own the
+    /// monitor, and tells whether it was the last announcement *and* the owner field is empty
+    /// after it: then an owner's last exit may have read this announcement as company and
+    /// left the deflation attempt to the caller ([`deflate`](crate::deflate), "The last one
+    /// out"). Dekker with the exit: there the owner's clearing store and its read of the count
+    /// are separated by the system lock's SeqCst fence; here our decrement and our read of the
+    /// owner by a SeqCst fence (fence against fence, which loom models; SeqCst accesses it
+    /// treats as AcqRel), so either the exit sees our decrement and tries itself, or we see
+    /// the owner gone.
+    #[inline]
+    pub(crate) fn remove_contention_leaves_it_unowned(&self) -> bool {
+        if !self.remove_contention_was_last() {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        self.owner.load(Ordering::Relaxed) == 0
     }
 
     /// [`remove_contention`](Self::remove_contention) that tells whether it was the last

@@ -24,7 +24,7 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use objmon::vm::{
-    Config, DeflationPolicy, Lightweight, MarkWord, Protocol, Runtime, Stack, WaitOutcome,
+    Config, DeflationPolicy, Lightweight, MarkWord, Protocol, Runtime, Stack, ThreadId, WaitOutcome,
 };
 use std::time::Duration;
 
@@ -187,23 +187,52 @@ fn stack_stale_first_try_vs_reclaim() {
 }
 
 /// Failed before f471dea (an idle monitor left behind by the eager policy; older than
-/// 5a40ef0, which kept it). "The last one out" counts on every announced thread being an enterer or a waiter
-/// (which will own the monitor and exit after the owner) or a deflater (which retries when it
-/// leaves last). An owner query (`deflate::monitor_owner`) announces itself too, to pin the
+/// 5a40ef0, which kept it). "The last one out" counts on every announced thread being an
+/// enterer or a waiter (which will own the monitor and exit after the owner) or a deflater
+/// (which retries when it leaves last). An owner query (`deflate::monitor_owner`) announces itself too, to pin the
 /// monitor while it reads the owner field, and ends with a plain `remove_contention`: if the
 /// owner's last exit reads its announcement, the owner leaves the deflation to a thread that
 /// never tries. Here the owner holds the object inflated (after a zero wait) and exits while
 /// another thread asks who owns it: the monitor stays installed and idle.
 ///
-/// The fix (f471dea): whoever ends an announcement without owning the monitor, while the header still
-/// names it, does what `try_deflate`'s `Busy` arm does: `remove_contention_was_last()`, and
-/// if last and `owner_raw_sc() == 0`, `after_release` (a deflation attempt under the eager
-/// policy). That is `monitor_owner`, `enter_monitor`'s `try_enter` that found the monitor
-/// busy (next model), and `retire_stale`. A stale announcement (the header check failed: the
-/// monitor is another object's now) cannot deflate that object and leaves the same hole,
-/// narrower (see the report).
-fn owner_query_vs_last_exit<P: Protocol>(raw: fn(&P::Header) -> u64)
-where
+/// The fix (f471dea): whoever ends an announcement without owning the monitor, while the
+/// header still names it, does what `try_deflate`'s `Busy` arm does
+/// (`FatMonitor::remove_contention_leaves_it_unowned`, then `after_release`: a deflation
+/// attempt under the eager policy): `monitor_owner`, and `enter_monitor`'s `try_enter` that
+/// found the monitor busy (next model). Not `retire_stale` (`lightweight-table`), which still
+/// gives up on such an announcement; nor a stale announcement (the header check failed: the
+/// monitor is another object's now), which cannot deflate that object.
+#[test]
+fn lightweight_owner_query_vs_last_exit() {
+    vs_last_exit::<Lightweight>(MarkWord::raw, owner_query);
+}
+
+#[test]
+fn stack_owner_query_vs_last_exit() {
+    vs_last_exit::<Stack>(|h| h.raw(), owner_query);
+}
+
+/// Failed before f471dea (as the previous model; older than 5a40ef0). A `try_enter` whose
+/// first try fails announces itself, finds the monitor still held and left with a plain
+/// `remove_contention`; the owner's last exit in between read the announcement and left the
+/// deflation to it. The fix: as above.
+#[test]
+fn lightweight_try_enter_vs_last_exit() {
+    vs_last_exit::<Lightweight>(MarkWord::raw, try_enter);
+}
+
+#[test]
+fn stack_try_enter_vs_last_exit() {
+    vs_last_exit::<Stack>(|h| h.raw(), try_enter);
+}
+
+/// The owner holds the object inflated (after a zero wait) and exits while another thread
+/// runs `other` on it (given the owner's id): once both are done, the eager policy has given
+/// the monitor back.
+fn vs_last_exit<P: Protocol>(
+    raw: fn(&P::Header) -> u64,
+    other: fn(&std::sync::Arc<Runtime<P>>, &P::Header, ThreadId),
+) where
     P::Header: 'static,
 {
     model(3, move || {
@@ -214,66 +243,28 @@ where
         assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
         let (rt2, obj2) = (rt.clone(), obj.clone());
         let id = me.id();
-        let q = thread::spawn(move || {
-            let o = rt2.owner_of(&obj2);
-            assert!(o.is_none() || o == Some(id));
-        });
+        let t = thread::spawn(move || other(&rt2, &obj2, id));
         drop(g);
-        q.join().unwrap();
+        t.join().unwrap();
         let s = rt.stats_snapshot();
         assert_eq!(s.live_monitors, 0, "idle monitor left behind: {s:?}");
         assert!(!inflated(raw(&obj)));
     });
 }
 
-#[test]
-fn lightweight_owner_query_vs_last_exit() {
-    owner_query_vs_last_exit::<Lightweight>(MarkWord::raw);
+/// Asks who owns `h`: nobody or `owner`.
+fn owner_query<P: Protocol>(rt: &std::sync::Arc<Runtime<P>>, h: &P::Header, owner: ThreadId) {
+    let o = rt.owner_of(h);
+    assert!(o.is_none() || o == Some(owner));
 }
 
-#[test]
-fn stack_owner_query_vs_last_exit() {
-    owner_query_vs_last_exit::<Stack>(|h| h.raw());
-}
-
-/// Failed before f471dea (as the previous model; older than 5a40ef0). A `try_enter` whose first try fails
-/// announces itself, finds the monitor still held and leaves with a plain
-/// `remove_contention`; the owner's last exit in between read the announcement and left the
-/// deflation to it. Fix: as above.
-fn try_enter_vs_last_exit<P: Protocol>(raw: fn(&P::Header) -> u64)
-where
-    P::Header: 'static,
-{
-    model(3, move || {
-        let rt = Runtime::<P>::new(config(EAGER));
-        let obj = Arc::new(P::Header::default());
-        let me = rt.attach().unwrap();
-        let g = me.enter(&obj).unwrap();
-        assert_eq!(g.wait(Some(Duration::ZERO)).unwrap(), WaitOutcome::TimedOut);
-        let (rt2, obj2) = (rt.clone(), obj.clone());
-        let tr = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            if let Some(g) = me.try_enter(&obj2).unwrap() {
-                assert_eq!(me.lock_count(&obj2), 1);
-                drop(g);
-            };
-        });
+/// Tries to lock `h` once, without waiting.
+fn try_enter<P: Protocol>(rt: &std::sync::Arc<Runtime<P>>, h: &P::Header, _: ThreadId) {
+    let me = rt.attach().unwrap();
+    if let Some(g) = me.try_enter(h).unwrap() {
+        assert_eq!(me.lock_count(h), 1);
         drop(g);
-        tr.join().unwrap();
-        let s = rt.stats_snapshot();
-        assert_eq!(s.live_monitors, 0, "idle monitor left behind: {s:?}");
-        assert!(!inflated(raw(&obj)));
-    });
-}
-
-#[test]
-fn lightweight_try_enter_vs_last_exit() {
-    try_enter_vs_last_exit::<Lightweight>(MarkWord::raw);
-}
-
-#[test]
-fn stack_try_enter_vs_last_exit() {
-    try_enter_vs_last_exit::<Stack>(|h| h.raw());
+    };
 }
 
 /// Failed before f471dea with debug assertions only (new with 5a40ef0; the loom command builds `--release`,
