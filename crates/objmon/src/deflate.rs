@@ -341,18 +341,6 @@ pub(crate) fn exit_owned<P: Locate>(
     Ok(())
 }
 
-/// Takes a fresh monitor for `owner_raw` with `count` locks
-/// ([`FatMonitor::enter_inflated_for`]): every inflation of `stack` and `lightweight*` goes
-/// through here.
-pub(crate) fn enter_fresh(m: &FatMonitor, owner_raw: u32, count: u32) -> Result<(), MonitorError> {
-    m.enter_inflated_for(owner_raw, count)
-}
-
-/// Undoes [`enter_fresh`] of a monitor that was never published.
-pub(crate) fn abandon_fresh(m: &FatMonitor) {
-    m.abandon_fresh();
-}
-
 /// Object.wait through the monitor `m` that `t` owns: announced for the whole wait, so that no
 /// deflater takes the monitor while `t` is between notification and re-entry.
 pub(crate) fn wait_owned<S>(

@@ -626,7 +626,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
-            deflate::enter_fresh(m, t.core().raw_id(), (hi - lo) as u32)?;
+            m.enter_inflated_for(t.core().raw_id(), (hi - lo) as u32)?;
             if Self::install(rt, &h.0, w, idx) {
                 ls.remove(lo, hi);
                 rt.stats().inflated(cause);
@@ -634,7 +634,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             }
             // The host changed its bits, or a contender inflated first (or, `TABLE`, another
             // runtime holds the address): look again.
-            deflate::abandon_fresh(m);
+            m.abandon_fresh();
             rt.monitors().free(idx);
             Self::check_foreign(rt, h)?;
         }
@@ -648,12 +648,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         };
         rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
-        deflate::enter_fresh(m, ANONYMOUS_OWNER, 0)?;
+        m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::Contention);
             return Ok(true);
         }
-        deflate::abandon_fresh(m);
+        m.abandon_fresh();
         rt.monitors().free(idx);
         Self::check_foreign(rt, h).map(|()| false)
     }
@@ -670,12 +670,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         let idx = rt.monitors().allocate()?;
         rt.monitors().bind(idx, addr(h));
         let m = rt.monitors().get(idx);
-        deflate::enter_fresh(m, t.core().raw_id(), 1)?;
+        m.enter_inflated_for(t.core().raw_id(), 1)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::RecursionOverflow);
             return Ok(true);
         }
-        deflate::abandon_fresh(m);
+        m.abandon_fresh();
         rt.monitors().free(idx);
         Self::check_foreign(rt, h).map(|()| false)
     }

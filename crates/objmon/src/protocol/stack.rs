@@ -452,12 +452,12 @@ impl Stack {
         // Locked before the header becomes INFLATING: nothing may fail between that and
         // publishing the monitor, or every thread would wait for the header forever. The real
         // owner is filled in once the record has been read.
-        deflate::enter_fresh(m, ANONYMOUS_OWNER, 1)?;
+        m.enter_inflated_for(ANONYMOUS_OWNER, 1)?;
         if h.0
             .compare_exchange(w, INFLATING, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            deflate::abandon_fresh(m);
+            m.abandon_fresh();
             rt.monitors().free(idx);
             return Ok(());
         }
@@ -514,7 +514,7 @@ impl Stack {
             let idx = rt.monitors().allocate()?;
             rt.monitors().bind(idx, addr(h));
             let m = rt.monitors().get(idx);
-            deflate::enter_fresh(m, t.core().raw_id(), 1)?;
+            m.enter_inflated_for(t.core().raw_id(), 1)?;
             if h.0
                 .compare_exchange(
                     w,
@@ -530,7 +530,7 @@ impl Stack {
                 return Ok(m);
             }
             // A contender got INFLATING in first; its monitor will name us as owner.
-            deflate::abandon_fresh(m);
+            m.abandon_fresh();
             rt.monitors().free(idx);
         }
     }
@@ -602,7 +602,7 @@ impl Stack {
                 let idx = rt.monitors().allocate()?;
                 rt.monitors().bind(idx, a);
                 let m = rt.monitors().get(idx);
-                deflate::enter_fresh(m, t.core().raw_id(), 1)?;
+                m.enter_inflated_for(t.core().raw_id(), 1)?;
                 if h.0
                     .compare_exchange(w, monitor_word(w, idx), Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
@@ -610,7 +610,7 @@ impl Stack {
                     rt.stats().inflated(InflationCause::RecursionOverflow);
                     return Ok(true);
                 }
-                deflate::abandon_fresh(m);
+                m.abandon_fresh();
                 rt.monitors().free(idx);
             }
         }
