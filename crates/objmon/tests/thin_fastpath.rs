@@ -20,7 +20,11 @@ fn as_mine(raw: u32, me: u16) -> u32 {
     if raw & (1 << 31) != 0 || raw & OWNER_FIELD == 0 {
         return raw;
     }
-    assert_eq!((raw & OWNER_FIELD) >> 16, u32::from(me), "{raw:#x} names another thread");
+    assert_eq!(
+        (raw & OWNER_FIELD) >> 16,
+        u32::from(me),
+        "{raw:#x} names another thread"
+    );
     (raw & !OWNER_FIELD) | (1 << 16)
 }
 
