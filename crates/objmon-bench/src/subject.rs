@@ -76,14 +76,22 @@ pub trait Subject: 'static {
     fn attach(rt: &Self::Rt) -> Self::Thread;
     /// monitorenter; the guard's drop is monitorexit.
     fn lock<'a>(t: &'a Self::Thread, o: &'a Self::Obj) -> Self::Guard<'a>;
-    /// Object.wait with a timeout (depth 1).
-    fn wait(g: &mut Self::Guard<'_>, timeout: Duration);
-    /// Object.notifyAll.
-    fn notify_all(g: &Self::Guard<'_>);
-    /// The object is dead (GC hook): give back whatever it holds.
-    fn retire(rt: &Self::Rt, o: &mut Self::Obj);
-    /// Fat monitors alive now, where the subject has such a thing.
-    fn live_monitors(rt: &Self::Rt) -> Option<usize>;
+    /// Object.wait with a timeout (depth 1). Only called where [`WAIT`](Self::WAIT) is true;
+    /// the default (for subjects without it) panics.
+    fn wait(_g: &mut Self::Guard<'_>, _timeout: Duration) {
+        unreachable!("{} has no wait", Self::NAME)
+    }
+    /// Object.notifyAll. As [`wait`](Self::wait): the default panics.
+    fn notify_all(_g: &Self::Guard<'_>) {
+        unreachable!("{} has no notify", Self::NAME)
+    }
+    /// The object is dead (GC hook): give back whatever it holds. The default gives back
+    /// nothing (an object that holds nothing outside itself).
+    fn retire(_rt: &Self::Rt, _o: &mut Self::Obj) {}
+    /// Fat monitors alive now, where the subject has such a thing (default: it has not).
+    fn live_monitors(_rt: &Self::Rt) -> Option<usize> {
+        None
+    }
     /// Bias revocations so far, where the subject biases (Cloud's per-repetition table).
     fn revocations(_rt: &Self::Rt) -> Option<u64> {
         None
@@ -332,10 +340,6 @@ impl Subject for StdMutex {
     fn notify_all(g: &StdGuard<'_>) {
         g.cv.notify_all();
     }
-    fn retire(_: &(), _: &mut StdMonitor) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
-    }
 }
 
 /// `parking-lot`: `parking_lot::ReentrantMutex<()>`. parking_lot's `Condvar` pairs only with
@@ -391,10 +395,6 @@ impl Subject for ParkingLot {
         let _side = g.o.side.lock();
         g.o.cv.notify_all();
     }
-    fn retire(_: &(), _: &mut PlMonitor) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
-    }
 }
 
 /// `parking-lot-mutex`: `parking_lot::Mutex<()>` with its `Condvar` — the fastest lock a Rust
@@ -444,10 +444,6 @@ impl Subject for ParkingLotMutex {
     fn notify_all(g: &PlMutexGuard<'_>) {
         g.cv.notify_all();
     }
-    fn retire(_: &(), _: &mut PlMutexMonitor) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -475,16 +471,6 @@ impl Subject for SolEmpty {
     #[inline]
     fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> &'a AtomicU32 {
         std::hint::black_box(o)
-    }
-    fn wait(_: &mut &AtomicU32, _: Duration) {
-        unreachable!("sol-empty has no wait")
-    }
-    fn notify_all(_: &&AtomicU32) {
-        unreachable!("sol-empty has no notify")
-    }
-    fn retire(_: &(), _: &mut AtomicU32) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
     }
 }
 
@@ -553,16 +539,6 @@ impl Subject for SolCasStore {
         spin_acquire(o);
         StoreRelease(o)
     }
-    fn wait(_: &mut StoreRelease<'_>, _: Duration) {
-        unreachable!("sol-cas-store has no wait")
-    }
-    fn notify_all(_: &StoreRelease<'_>) {
-        unreachable!("sol-cas-store has no notify")
-    }
-    fn retire(_: &(), _: &mut AtomicU32) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
-    }
 }
 
 /// `sol-cas-cas`: compare-and-swap to lock and again to unlock — the double-atomic floor
@@ -602,16 +578,6 @@ impl Subject for SolCasCas {
     fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> CasRelease<'a> {
         spin_acquire(o);
         CasRelease(o)
-    }
-    fn wait(_: &mut CasRelease<'_>, _: Duration) {
-        unreachable!("sol-cas-cas has no wait")
-    }
-    fn notify_all(_: &CasRelease<'_>) {
-        unreachable!("sol-cas-cas has no notify")
-    }
-    fn retire(_: &(), _: &mut AtomicU32) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
     }
 }
 
@@ -663,16 +629,6 @@ impl Subject for SolPlainPair {
         }
         o.store(PLAIN_OWNER, Ordering::Relaxed);
         PlainRelease(o)
-    }
-    fn wait(_: &mut PlainRelease<'_>, _: Duration) {
-        unreachable!("sol-plain-pair has no wait")
-    }
-    fn notify_all(_: &PlainRelease<'_>) {
-        unreachable!("sol-plain-pair has no notify")
-    }
-    fn retire(_: &(), _: &mut AtomicU32) {}
-    fn live_monitors(_: &()) -> Option<usize> {
-        None
     }
 }
 
