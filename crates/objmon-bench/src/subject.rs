@@ -449,19 +449,45 @@ impl Subject for ParkingLotMutex {
 // ---------------------------------------------------------------------------------------------
 // Speed of light
 
-/// `sol-empty`: locking does nothing — the benchmark's own loop, the floor of every row.
-pub enum SolEmpty {}
+/// A speed-of-light lock: one word, no runtime, no thread state; what [`acquire`](Self::acquire)
+/// and [`release`](Self::release) do is the whole cost the row measures. [`Bare`] makes it a
+/// [`Subject`].
+pub trait BareLock: 'static {
+    /// Row name.
+    const NAME: &'static str;
+    /// As [`Subject::REENTRANT`].
+    const REENTRANT: bool;
+    /// As [`Subject::EXCLUSIVE`].
+    const EXCLUSIVE: bool;
+    /// Takes the word.
+    fn acquire(o: &AtomicU32);
+    /// Gives the word back (the guard's drop).
+    fn release(o: &AtomicU32);
+}
 
-impl Subject for SolEmpty {
-    const NAME: &'static str = "sol-empty";
+/// The [`Subject`] of a [`BareLock`] `L`: no runtime, no thread state, no wait.
+pub struct Bare<L>(PhantomData<L>);
+
+/// A held [`Bare`] word: its drop is `L::release`.
+pub struct BareGuard<'a, L: BareLock>(&'a AtomicU32, PhantomData<L>);
+
+impl<L: BareLock> Drop for BareGuard<'_, L> {
+    #[inline]
+    fn drop(&mut self) {
+        L::release(self.0);
+    }
+}
+
+impl<L: BareLock> Subject for Bare<L> {
+    const NAME: &'static str = L::NAME;
     const KIND: Kind = Kind::SpeedOfLight;
-    const REENTRANT: bool = true;
-    const EXCLUSIVE: bool = false;
+    const REENTRANT: bool = L::REENTRANT;
+    const EXCLUSIVE: bool = L::EXCLUSIVE;
     const WAIT: bool = false;
     type Rt = ();
     type Obj = AtomicU32;
     type Thread = ();
-    type Guard<'a> = &'a AtomicU32;
+    type Guard<'a> = BareGuard<'a, L>;
 
     fn runtime() {}
     fn new_obj() -> AtomicU32 {
@@ -469,9 +495,28 @@ impl Subject for SolEmpty {
     }
     fn attach(_: &()) {}
     #[inline]
-    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> &'a AtomicU32 {
-        std::hint::black_box(o)
+    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> BareGuard<'a, L> {
+        L::acquire(o);
+        BareGuard(o, PhantomData)
     }
+}
+
+/// `sol-empty`: locking does nothing — the benchmark's own loop, the floor of every row.
+pub type SolEmpty = Bare<Empty>;
+
+/// [`SolEmpty`]'s lock: the word's reference through `black_box`, nothing else.
+pub enum Empty {}
+
+impl BareLock for Empty {
+    const NAME: &'static str = "sol-empty";
+    const REENTRANT: bool = true;
+    const EXCLUSIVE: bool = false;
+    #[inline]
+    fn acquire(o: &AtomicU32) {
+        std::hint::black_box(o);
+    }
+    #[inline]
+    fn release(_: &AtomicU32) {}
 }
 
 /// Spins until `o` goes 0 → 1 (a test-and-test-and-set lock that yields when it waits long).
@@ -506,78 +551,44 @@ fn spin_acquire_slow(o: &AtomicU32) {
 
 /// `sol-cas-store`: a bare compare-and-swap to lock and a release store to unlock — the
 /// single-atomic floor (thin locks, tasuki's uncontended path). Not reentrant.
-pub enum SolCasStore {}
+pub type SolCasStore = Bare<CasStore>;
 
-/// A held bare spin lock that unlocks with a release store.
-pub struct StoreRelease<'a>(&'a AtomicU32);
+/// [`SolCasStore`]'s lock.
+pub enum CasStore {}
 
-impl Drop for StoreRelease<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        self.0.store(0, Ordering::Release);
-    }
-}
-
-impl Subject for SolCasStore {
+impl BareLock for CasStore {
     const NAME: &'static str = "sol-cas-store";
-    const KIND: Kind = Kind::SpeedOfLight;
     const REENTRANT: bool = false;
     const EXCLUSIVE: bool = true;
-    const WAIT: bool = false;
-    type Rt = ();
-    type Obj = AtomicU32;
-    type Thread = ();
-    type Guard<'a> = StoreRelease<'a>;
-
-    fn runtime() {}
-    fn new_obj() -> AtomicU32 {
-        AtomicU32::new(0)
-    }
-    fn attach(_: &()) {}
     #[inline]
-    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> StoreRelease<'a> {
+    fn acquire(o: &AtomicU32) {
         spin_acquire(o);
-        StoreRelease(o)
+    }
+    #[inline]
+    fn release(o: &AtomicU32) {
+        o.store(0, Ordering::Release);
     }
 }
 
 /// `sol-cas-cas`: compare-and-swap to lock and again to unlock — the double-atomic floor
 /// (Jikes RVM's thin-lock unlock of seed 002 Figure 2, and most pthread mutexes).
-pub enum SolCasCas {}
+pub type SolCasCas = Bare<CasCas>;
 
-/// A held bare spin lock that unlocks with a compare-and-swap.
-pub struct CasRelease<'a>(&'a AtomicU32);
+/// [`SolCasCas`]'s lock.
+pub enum CasCas {}
 
-impl Drop for CasRelease<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        let r = self
-            .0
-            .compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed);
-        debug_assert!(r.is_ok());
-    }
-}
-
-impl Subject for SolCasCas {
+impl BareLock for CasCas {
     const NAME: &'static str = "sol-cas-cas";
-    const KIND: Kind = Kind::SpeedOfLight;
     const REENTRANT: bool = false;
     const EXCLUSIVE: bool = true;
-    const WAIT: bool = false;
-    type Rt = ();
-    type Obj = AtomicU32;
-    type Thread = ();
-    type Guard<'a> = CasRelease<'a>;
-
-    fn runtime() {}
-    fn new_obj() -> AtomicU32 {
-        AtomicU32::new(0)
-    }
-    fn attach(_: &()) {}
     #[inline]
-    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> CasRelease<'a> {
+    fn acquire(o: &AtomicU32) {
         spin_acquire(o);
-        CasRelease(o)
+    }
+    #[inline]
+    fn release(o: &AtomicU32) {
+        let r = o.compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed);
+        debug_assert!(r.is_ok());
     }
 }
 
@@ -589,46 +600,30 @@ const PLAIN_OWNER: u32 = 1;
 /// owner's lock+unlock, thin's nested path (load, xor-compare, store). Lock checks the word is
 /// free and stores the owner; unlock checks the owner and stores 0 (release). It excludes no
 /// other thread, so the multi-threaded benches skip it.
-pub enum SolPlainPair {}
+pub type SolPlainPair = Bare<PlainPair>;
 
-/// A held [`SolPlainPair`] word.
-pub struct PlainRelease<'a>(&'a AtomicU32);
+/// [`SolPlainPair`]'s lock.
+pub enum PlainPair {}
 
-impl Drop for PlainRelease<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.0.load(Ordering::Relaxed) != PLAIN_OWNER {
-            failed(SolPlainPair::NAME, "unlock");
-        }
-        self.0.store(0, Ordering::Release);
-    }
-}
-
-impl Subject for SolPlainPair {
+impl BareLock for PlainPair {
     const NAME: &'static str = "sol-plain-pair";
-    const KIND: Kind = Kind::SpeedOfLight;
     const REENTRANT: bool = false;
     const EXCLUSIVE: bool = false;
-    const WAIT: bool = false;
-    type Rt = ();
-    type Obj = AtomicU32;
-    type Thread = ();
-    type Guard<'a> = PlainRelease<'a>;
-
-    fn runtime() {}
-    fn new_obj() -> AtomicU32 {
-        AtomicU32::new(0)
-    }
-    fn attach(_: &()) {}
     #[inline]
-    fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> PlainRelease<'a> {
+    fn acquire(o: &AtomicU32) {
         // Relaxed, and a plain store: this row is the cost of the instructions alone; it is
         // not a lock between threads (EXCLUSIVE is false).
         if o.load(Ordering::Relaxed) != 0 {
-            failed(SolPlainPair::NAME, "lock");
+            failed(Self::NAME, "lock");
         }
         o.store(PLAIN_OWNER, Ordering::Relaxed);
-        PlainRelease(o)
+    }
+    #[inline]
+    fn release(o: &AtomicU32) {
+        if o.load(Ordering::Relaxed) != PLAIN_OWNER {
+            failed(Self::NAME, "unlock");
+        }
+        o.store(0, Ordering::Release);
     }
 }
 
