@@ -22,6 +22,8 @@
 
 mod common;
 
+use common::critical;
+
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -29,7 +31,7 @@ use objmon::protocol::biased::{
     BiasMode, Biasing, Flavor, Kko, KkoRseq, KkoSeed, KkoSignal, LOCK_RECORDS,
 };
 use objmon::protocol::fable::{FableRseqHeuristics, FableSignalHeuristics};
-use objmon::vm::{BiasConfig, BiasWord, Config, Revocation, Runtime};
+use objmon::vm::{BiasConfig, BiasWord, Config, Revocation, Runtime, ThreadHandle};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     model_with(3, f)
@@ -48,12 +50,82 @@ fn config() -> Config {
     common::config(2)
 }
 
-/// The critical section: a non-atomic-style increment; two owners at once is a failure.
-fn critical(inside: &AtomicBool, count: &AtomicUsize) {
-    assert!(!inside.swap(true, Ordering::Relaxed), "two owners at once");
-    let c = count.load(Ordering::Relaxed);
-    count.store(c + 1, Ordering::Relaxed);
-    inside.store(false, Ordering::Relaxed);
+/// What the threads' critical sections share: who is inside, how many ran, and how many of
+/// the other threads (revokers, which lock the owner's biased object) are done.
+#[derive(Clone)]
+struct Race {
+    inside: Arc<AtomicBool>,
+    count: Arc<AtomicUsize>,
+    done: Arc<AtomicUsize>,
+}
+
+impl Race {
+    fn new() -> Self {
+        Race {
+            inside: Arc::new(AtomicBool::new(false)),
+            count: Arc::new(AtomicUsize::new(0)),
+            done: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// One critical section of the calling thread.
+    fn critical(&self) {
+        critical(&self.inside, &self.count);
+    }
+
+    /// Critical sections run so far.
+    fn ran(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Another thread: it attaches, locks `h` `times` times (the first revokes whatever bias
+    /// it meets), each with a critical section, and then (if `says_done`) counts itself done
+    /// with Release. Models that never wait for it pass `false`, which keeps that write out
+    /// of their interleavings.
+    fn spawn_locker<F: Flavor, H>(
+        &self,
+        rt: &std::sync::Arc<Runtime<Biasing<F>>>,
+        h: H,
+        times: usize,
+        says_done: bool,
+    ) -> thread::JoinHandle<()>
+    where
+        H: std::ops::Deref<Target = BiasWord> + Send + 'static,
+    {
+        let (rt, race) = (rt.clone(), self.clone());
+        thread::spawn(move || {
+            let me = rt.attach().unwrap();
+            for _ in 0..times {
+                let g = me.enter(&h).unwrap();
+                race.critical();
+                drop(g);
+            }
+            if says_done {
+                race.done.fetch_add(1, Ordering::Release);
+            }
+        })
+    }
+
+    /// The owner cooperates with handshake revokers until `n` of them are done: polls,
+    /// yielding between (nothing to wait for under the barrier, which needs no poll).
+    fn poll_until_done<F: Flavor>(
+        &self,
+        me: &ThreadHandle<'_, Biasing<F>>,
+        mode: Revocation,
+        n: usize,
+    ) {
+        if mode != Revocation::Membarrier {
+            self.poll_until_done_always(me, n);
+        }
+    }
+
+    /// As [`poll_until_done`](Self::poll_until_done), whatever the revocation.
+    fn poll_until_done_always<F: Flavor>(&self, me: &ThreadHandle<'_, Biasing<F>>, n: usize) {
+        while self.done.load(Ordering::Acquire) < n {
+            me.poll();
+            thread::yield_now();
+        }
+    }
 }
 
 /// The owner (main thread) holds a bias on `h`; it locks and unlocks once more through the
@@ -63,41 +135,21 @@ fn owner_vs_revoker<F: Flavor>(mode: Revocation) {
     model(move || {
         let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicBool::new(false));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         // Learn limit 1: two acquisitions bias a FABLE lock; one a KKO lock.
         drop(me.enter(&h).unwrap());
         drop(me.enter(&h).unwrap());
         assert_eq!(h.mode(), BiasMode::Biased);
 
-        let (rt2, h2, inside2, count2, done2) = (
-            rt.clone(),
-            h.clone(),
-            inside.clone(),
-            count.clone(),
-            done.clone(),
-        );
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let g = me.enter(&h2).unwrap();
-            critical(&inside2, &count2);
-            drop(g);
-            done2.store(true, Ordering::Release);
-        });
+        let revoker = race.spawn_locker(&rt, h.clone(), 1, true);
 
         let g = me.enter(&h).unwrap();
-        critical(&inside, &count);
+        race.critical();
         drop(g);
-        if mode != Revocation::Membarrier {
-            while !done.load(Ordering::Acquire) {
-                me.poll();
-                thread::yield_now();
-            }
-        }
+        race.poll_until_done(&me, mode, 1);
         revoker.join().unwrap();
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         assert_eq!(rt.owner_of(&h), None);
         assert_eq!(me.lock_count(&h), 0);
         assert_eq!(rt.state().revocations().total(), 1);
@@ -180,40 +232,18 @@ fn two_revokers<F: Flavor>(mode: Revocation) {
     model_with(2, move || {
         let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicUsize::new(0));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         drop(me.enter(&h).unwrap());
         drop(me.enter(&h).unwrap());
         let revokers: Vec<_> = (0..2)
-            .map(|_| {
-                let (rt, h, inside, count, done) = (
-                    rt.clone(),
-                    h.clone(),
-                    inside.clone(),
-                    count.clone(),
-                    done.clone(),
-                );
-                thread::spawn(move || {
-                    let me = rt.attach().unwrap();
-                    let g = me.enter(&h).unwrap();
-                    critical(&inside, &count);
-                    drop(g);
-                    done.fetch_add(1, Ordering::Release);
-                })
-            })
+            .map(|_| race.spawn_locker(&rt, h.clone(), 1, true))
             .collect();
-        if mode != Revocation::Membarrier {
-            while done.load(Ordering::Acquire) < 2 {
-                me.poll();
-                thread::yield_now();
-            }
-        }
+        race.poll_until_done(&me, mode, 2);
         for r in revokers {
             r.join().unwrap();
         }
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         assert_eq!(rt.owner_of(&h), None);
         assert_eq!(rt.state().revocations().total(), 1);
     });
@@ -245,25 +275,16 @@ fn fable_learn_mode_contention() {
             },
         );
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let (rt2, h2, inside2, count2) = (rt.clone(), h.clone(), inside.clone(), count.clone());
-        let other = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            for _ in 0..2 {
-                let g = me.enter(&h2).unwrap();
-                critical(&inside2, &count2);
-                drop(g);
-            }
-        });
+        let race = Race::new();
+        let other = race.spawn_locker(&rt, h.clone(), 2, false);
         let me = rt.attach().unwrap();
         for _ in 0..2 {
             let g = me.enter(&h).unwrap();
-            critical(&inside, &count);
+            race.critical();
             drop(g);
         }
         other.join().unwrap();
-        assert_eq!(count.load(Ordering::Relaxed), 4);
+        assert_eq!(race.ran(), 4);
         assert_eq!(rt.owner_of(&h), None);
     });
 }
@@ -301,41 +322,21 @@ fn nested_vs_revoker<F: Flavor>(mode: Revocation) {
     model(move || {
         let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicBool::new(false));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         drop(me.enter(&h).unwrap());
         drop(me.enter(&h).unwrap());
         let outer = me.enter(&h).unwrap();
-        let (rt2, h2, inside2, count2, done2) = (
-            rt.clone(),
-            h.clone(),
-            inside.clone(),
-            count.clone(),
-            done.clone(),
-        );
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let g = me.enter(&h2).unwrap();
-            critical(&inside2, &count2);
-            drop(g);
-            done2.store(true, Ordering::Release);
-        });
+        let revoker = race.spawn_locker(&rt, h.clone(), 1, true);
         let inner = me.enter(&h).unwrap();
         assert_eq!(me.lock_count(&h), 2);
         drop(inner);
         assert_eq!(me.lock_count(&h), 1);
-        critical(&inside, &count);
+        race.critical();
         drop(outer);
-        if mode != Revocation::Membarrier {
-            while !done.load(Ordering::Acquire) {
-                me.poll();
-                thread::yield_now();
-            }
-        }
+        race.poll_until_done(&me, mode, 1);
         revoker.join().unwrap();
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         assert_eq!(rt.owner_of(&h), None);
         assert_eq!(me.lock_count(&h), 0);
     });
@@ -364,9 +365,7 @@ fn out_of_order_vs_revoker<F: Flavor>(mode: Revocation) {
         let rt = runtime::<F>(mode);
         let h = Box::leak(Box::new(BiasWord::default()));
         let g = Box::leak(Box::new(BiasWord::default()));
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicBool::new(false));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         for o in [&*h, &*g] {
             drop(me.enter(o).unwrap());
@@ -374,28 +373,15 @@ fn out_of_order_vs_revoker<F: Flavor>(mode: Revocation) {
         }
         me.monitor_enter(h).unwrap();
         me.monitor_enter(g).unwrap();
-        let (rt2, h2, inside2, count2, done2) =
-            (rt.clone(), &*h, inside.clone(), count.clone(), done.clone());
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let guard = me.enter(h2).unwrap();
-            critical(&inside2, &count2);
-            drop(guard);
-            done2.store(true, Ordering::Release);
-        });
-        critical(&inside, &count);
+        let revoker = race.spawn_locker(&rt, &*h, 1, true);
+        race.critical();
         me.monitor_exit(h).unwrap();
         assert_eq!(me.lock_count(h), 0);
         assert_eq!(g.mode(), BiasMode::Biased, "g keeps its bias");
         me.monitor_exit(g).unwrap();
-        if mode != Revocation::Membarrier {
-            while !done.load(Ordering::Acquire) {
-                me.poll();
-                thread::yield_now();
-            }
-        }
+        race.poll_until_done(&me, mode, 1);
         revoker.join().unwrap();
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         assert_eq!(rt.owner_of(h), None);
     });
 }
@@ -420,28 +406,21 @@ fn records_overflow_vs_membarrier_revocation() {
         let h: &'static BiasWord = Box::leak(Box::new(BiasWord::default()));
         let others: &'static [BiasWord] =
             Box::leak((0..LOCK_RECORDS - 1).map(|_| BiasWord::default()).collect());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         drop(me.enter(h).unwrap());
         let outer = me.enter(h).unwrap();
         let held: Vec<_> = others.iter().map(|o| me.enter(o).unwrap()).collect();
-        let (rt2, inside2, count2) = (rt.clone(), inside.clone(), count.clone());
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let guard = me.enter(h).unwrap();
-            critical(&inside2, &count2);
-            drop(guard);
-        });
+        let revoker = race.spawn_locker(&rt, h, 1, false);
         let inner = me.enter(h).unwrap();
         assert_eq!(h.mode(), BiasMode::Thin);
         assert_eq!(me.lock_count(h), 2);
-        critical(&inside, &count);
+        race.critical();
         drop(inner);
         drop(outer);
         revoker.join().unwrap();
         drop(held);
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         assert_eq!(rt.owner_of(h), None);
     });
 }
@@ -556,30 +535,15 @@ fn native_lock_vs_in_place_revocation<F: Flavor>(mode: Revocation) {
     model(move || {
         let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicBool::new(false));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         drop(me.enter(&h).unwrap());
         drop(me.enter(&h).unwrap());
         assert_eq!(h.mode(), BiasMode::Biased);
-        let (rt2, h2, inside2, count2, done2) = (
-            rt.clone(),
-            h.clone(),
-            inside.clone(),
-            count.clone(),
-            done.clone(),
-        );
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let g = me.enter(&h2).unwrap();
-            critical(&inside2, &count2);
-            drop(g);
-            done2.store(true, Ordering::Release);
-        });
+        let revoker = race.spawn_locker(&rt, h.clone(), 1, true);
         let refused = me.in_native(|| match me.enter(&h) {
             Ok(g) => {
-                critical(&inside, &count);
+                race.critical();
                 drop(g);
                 false
             }
@@ -589,13 +553,10 @@ fn native_lock_vs_in_place_revocation<F: Flavor>(mode: Revocation) {
             }
         });
         // Back from native: cooperate with a handshake revoker that posted before we left.
-        while !done.load(Ordering::Acquire) {
-            me.poll();
-            thread::yield_now();
-        }
+        race.poll_until_done_always(&me, 1);
         revoker.join().unwrap();
         assert!(refused, "a lock made in native was granted");
-        assert_eq!(count.load(Ordering::Relaxed), 1);
+        assert_eq!(race.ran(), 1);
         assert_eq!(rt.owner_of(&h), None);
     });
 }
@@ -630,37 +591,17 @@ fn owner_goes_native_with_request_posted<F: Flavor>(mode: Revocation) {
     model(move || {
         let rt = runtime::<F>(mode);
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
-        let done = Arc::new(AtomicBool::new(false));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         drop(me.enter(&h).unwrap());
         drop(me.enter(&h).unwrap());
-        let (rt2, h2, inside2, count2, done2) = (
-            rt.clone(),
-            h.clone(),
-            inside.clone(),
-            count.clone(),
-            done.clone(),
-        );
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let g = me.enter(&h2).unwrap();
-            critical(&inside2, &count2);
-            drop(g);
-            done2.store(true, Ordering::Release);
-        });
-        me.in_native(|| {
-            while !done.load(Ordering::Acquire) {
-                me.poll();
-                thread::yield_now();
-            }
-        });
+        let revoker = race.spawn_locker(&rt, h.clone(), 1, true);
+        me.in_native(|| race.poll_until_done_always(&me, 1));
         revoker.join().unwrap();
         let g = me.enter(&h).unwrap();
-        critical(&inside, &count);
+        race.critical();
         drop(g);
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         let rv = rt.state().revocations();
         assert_eq!(
             rv.count(objmon::vm::RevocationKind::OwnerSafe),
@@ -702,19 +643,12 @@ fn detached_owner_vs_id_reuse<F: Flavor>(mode: Revocation) {
             mode,
         );
         let h = Arc::new(BiasWord::default());
-        let inside = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicUsize::new(0));
+        let race = Race::new();
         let me = rt.attach().unwrap();
         let old = me.id();
         drop(me.enter(&h).unwrap());
         drop(me.enter(&h).unwrap());
-        let (rt2, h2, inside2, count2) = (rt.clone(), h.clone(), inside.clone(), count.clone());
-        let revoker = thread::spawn(move || {
-            let me = rt2.attach().unwrap();
-            let g = me.enter(&h2).unwrap();
-            critical(&inside2, &count2);
-            drop(g);
-        });
+        let revoker = race.spawn_locker(&rt, h.clone(), 1, false);
         drop(me); // detach: EXITED, then the id is free
         let again = rt.attach().unwrap();
         if again.id() == old {
@@ -725,10 +659,10 @@ fn detached_owner_vs_id_reuse<F: Flavor>(mode: Revocation) {
             );
         }
         let g = again.enter(&h).unwrap();
-        critical(&inside, &count);
+        race.critical();
         drop(g);
         revoker.join().unwrap();
-        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert_eq!(race.ran(), 2);
         assert_eq!(rt.owner_of(&h), None);
         assert_eq!(
             rt.state().revocations().total(),

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::critical;
+
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -20,14 +22,6 @@ use objmon::protocol::biased::{BiasMode, Biasing, Kko};
 use objmon::vm::{
     BiasConfig, BiasWord, Config, Revocation, Runtime, SystemLockConfig, SystemLockVariant,
 };
-
-/// The critical section: a non-atomic-style increment; two owners at once is a failure.
-fn critical(inside: &AtomicBool, count: &AtomicUsize) {
-    assert!(!inside.swap(true, Ordering::Relaxed), "two owners at once");
-    let c = count.load(Ordering::Relaxed);
-    count.store(c + 1, Ordering::Relaxed);
-    inside.store(false, Ordering::Relaxed);
-}
 
 /// Main biases `y` to itself, makes `x` fat, then enters `x` while the other thread holds
 /// it (or is about to) and, holding `x`, locks `y`: a revocation of main's bias by a

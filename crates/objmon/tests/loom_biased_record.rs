@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::critical;
+
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -37,14 +39,6 @@ fn runtime<F: Flavor>() -> std::sync::Arc<Runtime<Biasing<F>>> {
         mode
     );
     rt
-}
-
-/// The critical section: two owners at once is a failure.
-fn critical(inside: &AtomicBool, count: &AtomicUsize) {
-    assert!(!inside.swap(true, Ordering::Relaxed), "two owners at once");
-    let c = count.load(Ordering::Relaxed);
-    count.store(c + 1, Ordering::Relaxed);
-    inside.store(false, Ordering::Relaxed);
 }
 
 /// Single-threaded set-up: `h` biased to `me` (learn limit 1: two acquisitions bias a FABLE

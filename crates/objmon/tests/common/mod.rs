@@ -35,3 +35,14 @@ pub fn config(monitor_capacity: u32) -> objmon::vm::Config {
         ..objmon::vm::Config::default()
     }
 }
+
+/// The models' critical section: a non-atomic-style increment of `count`; two owners at once
+/// (`inside` already set) is a failure.
+#[allow(dead_code)] // not every model file uses it
+pub fn critical(inside: &loom::sync::atomic::AtomicBool, count: &loom::sync::atomic::AtomicUsize) {
+    use loom::sync::atomic::Ordering;
+    assert!(!inside.swap(true, Ordering::Relaxed), "two owners at once");
+    let c = count.load(Ordering::Relaxed);
+    count.store(c + 1, Ordering::Relaxed);
+    inside.store(false, Ordering::Relaxed);
+}
