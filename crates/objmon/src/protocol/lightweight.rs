@@ -499,20 +499,45 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
     }
 
     /// `TABLE`: gives back the monitor of a stale entry (replaced or removed; no header names
-    /// it any more) if it can be claimed idle, exactly as a deflater claims one; else (still
-    /// owned through a forgotten guard) it leaks. Not counted as a deflation: like
+    /// it any more) once it can be claimed idle, exactly as a deflater claims one; if it is
+    /// still owned through a forgotten guard, it leaks. Not counted as a deflation: like
     /// [`reclaim`](Protocol::reclaim), it ends a monitor whose object is gone from here.
+    ///
+    /// Nobody can come to hold the monitor for good any more (no header names it, so every
+    /// header check fails), but a thread that read its index earlier — from the header of
+    /// the object it served before a deflation freed it and an inflation reused it — may
+    /// hold it for a moment: a first try of its system lock (the claim waits that out, as
+    /// for any deflater), or an announcement of an enterer, an owner query or a deflater,
+    /// each about to fail its header check and leave (`Contended`: wait for it here, or the
+    /// monitor stays allocated with no way back; `tests/loom_retire_stale.rs`). Such a
+    /// thread never waits for this one (its header check takes a slot lock that the callers
+    /// have released), and it cannot re-read this index once it leaves, so the wait ends.
+    /// `Busy` is an owner (a forgotten guard: no header check is left to fail) or a suspended
+    /// or waiting thread, which only an owner's object could have: nothing to wait for.
     #[cold]
     fn retire_stale(rt: &Runtime<Self>, idx: MonitorIndex) {
         let m = rt.monitors().get(idx);
-        if !m.add_contention() {
-            return;
-        }
-        if m.try_begin_deflation_pinned() == PinnedClaim::Claimed {
-            m.finish_deflation();
-            rt.monitors().free(idx);
-        } else {
-            m.remove_contention();
+        loop {
+            // `DEFLATING` set: another thread has claimed it (nobody can, as no header names
+            // it; kept as the deflater's rule).
+            if !m.add_contention() {
+                return;
+            }
+            match m.try_begin_deflation_pinned() {
+                PinnedClaim::Claimed => {
+                    m.finish_deflation();
+                    rt.monitors().free(idx);
+                    return;
+                }
+                PinnedClaim::Busy => {
+                    m.remove_contention();
+                    return;
+                }
+                PinnedClaim::Contended => {
+                    m.remove_contention();
+                    yield_now();
+                }
+            }
         }
     }
 
