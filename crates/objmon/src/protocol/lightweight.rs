@@ -1449,6 +1449,46 @@ mod tests {
         assert_eq!(rt.stats_snapshot().live_monitors, 2);
     }
 
+    /// `lightweight-table`, the contended exit's one cached look-up (`owned_cached`): a
+    /// thread whose cache holds `h`'s monitor while another thread owns it is refused
+    /// (`IllegalMonitorState`), and the owner's exit through its own cached pair releases
+    /// it; the monitor stays installed (`OnRequest`) and the next owner's exit works too.
+    #[test]
+    fn table_cached_exit_only_for_the_owner() {
+        let rt = Runtime::<LightweightTable>::new(Config {
+            deflation: DeflationPolicy::OnRequest,
+            ..Config::default()
+        });
+        let h = MarkWord::new(HOST);
+        let me = rt.attach().unwrap();
+        me.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
+        drop(me.enter(&h).unwrap()); // through the monitor: the pair is cached
+        let idx = rt.state().cached(addr(&h)).expect("cached");
+        let held = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let other = rt.attach().unwrap();
+                other.monitor_enter(&h).unwrap();
+                assert!(rt.state().cached(addr(&h)).is_some(), "its own pair");
+                held.wait();
+                held.wait();
+                other.monitor_exit(&h).unwrap();
+                assert_eq!(other.lock_count(&h), 0);
+            });
+            held.wait();
+            assert_eq!(rt.state().cached(addr(&h)), Some(idx), "still installed");
+            assert_eq!(me.monitor_exit(&h), Err(MonitorError::IllegalMonitorState));
+            assert_ne!(rt.owner_of(&h), Some(me.id()));
+            held.wait();
+        });
+        assert_eq!(rt.owner_of(&h), None);
+        let g = me.enter(&h).unwrap();
+        assert_eq!(rt.owner_of(&h), Some(me.id()));
+        drop(g);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(h.raw() & LOCK_BITS, MONITOR);
+    }
+
     /// `lightweight-table`, the per-thread cache against a stale entry (issue 11 finding 15):
     /// this thread caches the monitor of the object at an address; the object is dropped
     /// without `reclaim` (its entry stays, stale, and no shard change tells the cache), a new
