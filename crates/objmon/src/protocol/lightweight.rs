@@ -124,8 +124,20 @@
 //! (`examples/contended.rs 5 2,4,8 …`, docs/benchmarks.md "Contended"), wall ratio to
 //! `parking_lot` at 8 threads: `lightweight` 4.39 / 3.83 → 1.53 / 1.48, `lightweight-seed`
 //! 4.32 / 4.26 → 1.57 / 1.33, `lightweight-table` 5.39 / 4.98 → 2.35 / 1.89; a later run of
-//! all protocols: 1.20, 1.20 and 1.93. What `lightweight-table` still pays over the others
-//! is its two side-table look-ups per enter (`locate`, then `names` after the lock).
+//! all protocols: 1.20, 1.20 and 1.93. What `lightweight-table` still paid over the others
+//! was its cached side-table look-ups: two per enter (`locate`, then `names` after the
+//! lock) and two per exit, each behind the full register save of the table's slow path
+//! inlined beside it: 439 instructions per inflated lock+unlock on one thread against
+//! `lightweight`'s 258 (callgrind). The slow paths are out of line now (`table_locate`,
+//! `table_names`: 420) and the owner's exit takes its monitor from the cache once
+//! (`owned_cached`: 353). Old and new binaries alternating, 6 × 5 rounds, medians of the
+//! per-run medians (`contended 5 2,4,8 lightweight,lightweight-table,parking_lot`, load
+//! 3.2–4.0 on 2 cores, 2026-11-25), wall ratio to `parking_lot`: 2 threads 1.64 → 1.33,
+//! 4 threads 1.63 → 1.46, 8 threads 1.77 → 1.33 (CPU 1.73 → 1.27), `lightweight` 1.36 /
+//! 1.33 at 8 in the same runs; `objmon-bench run --bench threads --param 8 --reps 7` (10
+//! alternating pairs, load ≈ 5): 1.81 → 1.54, `lightweight` 1.41 / 1.44. The enter's
+//! second look-up stays: after the first try's lock it must see any deflation since
+//! `locate` (`deflate.rs`, "Enter: the system lock first").
 //!
 //! GC: lock-stack entries are header addresses used only for identity, never dereferenced;
 //! see [`Lightweight::locked_objects`] and [`Runtime::relocate`] (which also moves a
