@@ -199,9 +199,9 @@ fn stack_stale_first_try_vs_reclaim() {
 /// header still names it, does what `try_deflate`'s `Busy` arm does
 /// (`FatMonitor::remove_contention_leaves_it_unowned`, then `after_release`: a deflation
 /// attempt under the eager policy): `monitor_owner`, and `enter_monitor`'s `try_enter` that
-/// found the monitor busy (next model). Not `retire_stale` (`lightweight-table`), which still
-/// gives up on such an announcement; nor a stale announcement (the header check failed: the
-/// monitor is another object's now), which cannot deflate that object.
+/// found the monitor busy (next model). Not a stale announcement (the header check failed:
+/// the monitor is another object's now), which cannot deflate that object; `retire_stale`
+/// (`lightweight-table`) waits such an announcement out instead (`tests/loom_retire_stale.rs`).
 #[test]
 fn lightweight_owner_query_vs_last_exit() {
     vs_last_exit::<Lightweight>(MarkWord::raw, owner_query);
