@@ -409,6 +409,13 @@ const REVOKING: u64 = 1 << 18;
 const STALE: u64 = REVOKING;
 const OWNER_SHIFT: u32 = 19;
 pub(crate) const OWNER_MASK: u64 = 0x7fff << OWNER_SHIFT;
+/// What the nested lock and unlock tests read of a learn or thin word (bits 33..8 but 17):
+/// owner, stale, the state's low bit and rc — not a learn word's tag and count, nor the
+/// state bit that tells learn from thin (`nested_step`, `exit_nested`).
+const NEST_MASK: u64 = STATE_LOW | REVOKING | OWNER_MASK | RC_MASK;
+/// No header word (a thin word has bits 63..34 clear): what `exit` passes `exit_nested`
+/// after its inline nested unlock when the parked-hash check must run out of line.
+const SETTLE: u64 = u64::MAX;
 const GEN_SHIFT: u32 = 34;
 const GEN_BITS: u64 = (1 << 30) - 1;
 const GEN_MASK: u64 = GEN_BITS << GEN_SHIFT;
@@ -1130,18 +1137,30 @@ impl<F: Flavor> Biasing<F> {
     }
 
     /// Nested (non-seed flavors): a learn or thin word `w` this thread holds 1..=254 times
-    /// (state bit 17, which tells learn from thin, masked out; `nest_once` is poisoned in
-    /// native, where the slow path refuses) is held once more. Only the holder writes a held
-    /// word: a store (seed 000 §2.3.3's nested path: a load, a compare, a store). `false`
-    /// (nothing written) otherwise.
+    /// is held once more. Only the holder writes a held word: a store (seed 000 §2.3.3's
+    /// nested path: a load, a compare, a store). `false` (nothing written) otherwise.
+    ///
+    /// The test reads bits 33..8 only ([`NEST_MASK`]: owner, stale, the state's low bit,
+    /// rc), as `exit_nested`'s does: state bit 17, which tells learn from thin, is masked out,
+    /// and so are a learn word's tag and count (bits 62..34; zero in thin words). The holder
+    /// of a held word is alive, so its id alone names it (ids are reused only after a
+    /// detach, never while the lock is held). A biased or fat word has the state's low bit
+    /// clear and fails; so does every word in native, where `nest_once` is poisoned
+    /// (`NO_NEST`: bit 63, outside the mask) and the slow path refuses. Until the mask
+    /// left the tag and count out, every held learn word failed here and went on to
+    /// `fresh_enter` (a second test of its own, out of line in the signal flavors; module
+    /// documentation, "Nested learn and thin holds").
     #[inline(always)]
     fn nested_step(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
-        let x = (w & !(HOST | THIN ^ LEARN))
-            .wrapping_sub(t.local().rec.nest_once.load(Ordering::Relaxed));
+        let rec = &t.local().rec;
+        let x = (w & NEST_MASK).wrapping_sub(rec.nest_once.load(Ordering::Relaxed));
         if x < 254 << RC_SHIFT {
             h.0.store(w + RC_ONE, Ordering::Relaxed);
-            // The word is no longer held once: it may be `last`, forget it.
-            t.local().rec.forget_last();
+            // The word is no longer held once: if it is `last`, forget it — only then (a
+            // load and a branch): a store to the record on every nested lock, reloaded by
+            // the unlock right after, was a third store per nested lock + unlock (`thin`'s
+            // `forget_if_last`, main a8286f0). A record of another word stays true.
+            rec.forget_if_last(addr(h));
             return true;
         }
         false
@@ -1172,6 +1191,9 @@ impl<F: Flavor> Biasing<F> {
                     if F::LEARN && Self::learn_counted(rt, t.local(), h, w) == Some(true) {
                         return Ok(());
                     }
+                    if Self::nested_step(t, h, w) {
+                        return Ok(());
+                    }
                 }
             }
         }
@@ -1194,6 +1216,21 @@ impl<F: Flavor> Biasing<F> {
         if w & STATE_LOW != 0 && Self::nested_step(t, h, w) {
             return Ok(());
         }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { Self::enter_fresh(rt, t, h, w) }
+    }
+
+    /// [`enter_after_step`](Self::enter_after_step) past its nested step: `fresh_enter`, then
+    /// the slow path. A call of its own (a jump), so that the nested step above saves no
+    /// registers: with these paths in the same function, every nested lock of the signal
+    /// flavors pushed and popped three (`user_loop fable-signal nested`: 88 → 82
+    /// instructions).
+    ///
+    /// # Safety
+    ///
+    /// As [`Protocol::enter`].
+    #[inline(never)]
+    unsafe fn enter_fresh(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> Result<(), MonitorError> {
         if Self::fresh_enter(rt, t, h, w) {
             return Ok(());
         }
@@ -1256,20 +1293,41 @@ impl<F: Flavor> Biasing<F> {
         true
     }
 
+    /// After a nested unlock's store of `new` (non-seed flavors): the owner's half of the
+    /// parked-hash Dekker (hash.rs, `SideHashes::owner_must_look`; `settle_parked_hash_after`
+    /// in `biased_hash.rs`), on this thread's cached mode (`LockRecords::hash_fence`): a
+    /// compiler barrier, then one load of the side table's count and a branch, out of line
+    /// only when the table may hold an entry (or the thread's barrier is a fence). At every
+    /// level, not only from two to one (the out-of-line check tests that): a compare fewer.
+    /// Asked of `revoke::init` here, as before, the possible call (its registration) made
+    /// this path save and restore four registers on every nested unlock.
+    #[inline(always)]
+    fn unnest_look(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, new: u64) {
+        crate::revoke::owner_barrier();
+        if t.local().rec.hash_fence || rt.side_hashes().may_hold_any() {
+            Self::settle_nested(rt, t, h, new);
+        }
+    }
+
     /// `exit` from a load `w` of the header (see [`enter_word`](Self::enter_word)).
     ///
     /// # Safety
     ///
     /// As [`Protocol::exit`].
     #[inline(always)]
-    unsafe fn exit_word(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, w: u64) -> Result<(), MonitorError> {
+    unsafe fn exit_word(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        h: &BiasWord,
+        mut w: u64,
+    ) -> Result<(), MonitorError> {
         if w & STATE_LOW == 0 {
             // Biased (to us, unless misused), clear or fat.
             if !F::SIGNAL && Self::biased_step(t, h, w, false).is_none() {
                 return Ok(());
             }
             // Out of line below (a biased `w` fails `exit_nested`'s test: on to `exit_slow`).
-        } else if w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK) == t.local().rec.unlock_once {
+        } else if w & NEST_MASK == t.local().rec.unlock_once {
             // Figure 7's combined learn / thin unlock of the last level (Figure 4: thin only,
             // clearing the owner).
             let new = if F::STICKY {
@@ -1281,6 +1339,18 @@ impl<F: Flavor> Biasing<F> {
             // inflates), so seed 000 §2.3.2's releasing store does what Figure 7's CAS does.
             h.0.store(new, Ordering::Release);
             return Ok(());
+        } else if F::RSEQ
+            && (w & NEST_MASK)
+                .wrapping_sub(t.local().rec.unlock_once)
+                .wrapping_sub(RC_ONE)
+                < 254 << RC_SHIFT
+        {
+            h.0.store(w - RC_ONE, Ordering::Release);
+            crate::revoke::owner_barrier();
+            if !t.local().rec.hash_fence && !rt.side_hashes().may_hold_any() {
+                return Ok(());
+            }
+            w = SETTLE;
         }
         if !Self::SEED {
             // Nested (rc 2..=255) or out of line: one call site, so that the guard's drop
