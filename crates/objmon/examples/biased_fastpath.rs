@@ -8,7 +8,8 @@
 //! around the loop), `raw` (plain, but calling the protocol's `unsafe` entry points
 //! directly: `plain − raw` is what the handle and guard add), `thin` (the CAS path: the
 //! object was revoked once) or `alloc` (§5.3's AllocLock with k = 2: a fresh object locked
-//! twice; `allocK`: K times, so `alloc3 − alloc2` is one learn-mode lock + unlock).
+//! twice; `allocK`: K times, so `alloc3 − alloc2` is one learn-mode lock + unlock) or
+//! `thin-nested` (the thin word held once around the loop).
 //! Valgrind refuses the `rseq` system call, so for the rseq flavors (`biased`,
 //! `fable`) the thread runs its owner step in a section the kernel does not know
 //! (`Biasing::count_without_rseq`: sound here, one thread, no revocation) — the same
@@ -27,6 +28,10 @@
 //! same way: `black_box`'d header, one loop), 7 interleaved rounds of `N` iterations in one
 //! process, and prints the median ns per lock + unlock and its ratio to the pair (and the
 //! minimum, steadier where other work shares the cores).
+//!
+//! **Nested time**: `biased_fastpath time-nested N` times the nested lock + unlock of a thin
+//! word (every non-seed flavor) and of a learn word (a fresh FABLE object held once) the
+//! thread holds, beside the same pair, 7 interleaved rounds.
 //!
 //! **Probe**: `biased_fastpath probe N` (x86-64 Linux) times hand-written assembly replicas
 //! of the owner's loops — the pair, a HotSpot-like owner, the rseq step with and without its
@@ -132,7 +137,7 @@ fn runtime<F: Flavor>() -> std::sync::Arc<Runtime<Biasing<F>>> {
 fn count<F: Flavor>(bench: &str, n: u64) {
     let rt = runtime::<F>();
     let h = Box::new(BiasWord::default());
-    if bench == "thin" {
+    if bench == "thin" || bench == "thin-nested" {
         // BiasedRseq to a thread that has gone: the next enter revokes it to thin for good.
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -159,7 +164,7 @@ fn count<F: Flavor>(bench: &str, n: u64) {
         }
         return;
     }
-    let nested = bench == "nested";
+    let nested = bench == "nested" || bench == "thin-nested";
     if nested {
         hold(&me, &h, true);
     }
@@ -197,6 +202,104 @@ fn time_one<F: Flavor>(nested: bool, n: u64) -> f64 {
         hold(&me, &h, false);
     }
     ns
+}
+
+/// Makes `h` a thin word (biased to a thread that has gone, then revoked by our first
+/// acquisition: `count`'s `thin` set-up).
+fn make_thin<F: Flavor>(rt: &std::sync::Arc<Runtime<Biasing<F>>>, h: &BiasWord) {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let other = rt.attach().unwrap();
+            user_loop(&other, h, 8);
+        });
+    });
+}
+
+/// One timed run of a nested hold of a thin word (`thin`) or a learn one (a fresh FABLE
+/// object held once: recursion does not count towards biasing, seed 002 §3.1), the hold
+/// taken outside the loop: ns per lock + unlock. `None` where the word is not in that mode
+/// (KKO has no learn mode).
+fn time_nested_one<F: Flavor>(thin: bool, n: u64) -> Option<f64> {
+    use objmon::protocol::biased::BiasMode;
+    let rt = runtime::<F>();
+    let h = Box::new(BiasWord::default());
+    let me = rt.attach().unwrap();
+    if thin {
+        make_thin(&rt, &h);
+        user_loop(&me, &h, 16);
+    }
+    hold(&me, &h, true);
+    let mode = h.mode();
+    let want = if thin {
+        BiasMode::Thin
+    } else {
+        BiasMode::Learn
+    };
+    let ns = (mode == want).then(|| {
+        let t = Instant::now();
+        user_loop(&me, &h, n);
+        t.elapsed().as_nanos() as f64 / n as f64
+    });
+    hold(&me, &h, false);
+    ns
+}
+
+/// `time-nested N`: the nested lock + unlock of a thin and of a learn word the thread holds,
+/// every non-seed flavor, beside the pair, 7 interleaved rounds of `N` iterations; median
+/// and minimum ns per lock + unlock and their ratios to the pair's.
+fn time_nested(n: u64) {
+    type Row = (&'static str, fn(u64) -> Option<f64>);
+    let rows: Vec<Row> = vec![
+        ("pair (load/compare/store x2)", |n| Some(time_pair(n))),
+        ("biased thin nested", |n| time_nested_one::<Kko>(true, n)),
+        ("biased-rseq thin nested", |n| {
+            time_nested_one::<KkoRseq>(true, n)
+        }),
+        ("biased-signal thin nested", |n| {
+            time_nested_one::<KkoSignal>(true, n)
+        }),
+        ("fable thin nested", |n| {
+            time_nested_one::<FableHeuristics>(true, n)
+        }),
+        ("fable learn nested", |n| {
+            time_nested_one::<FableHeuristics>(false, n)
+        }),
+        ("fable-rseq thin nested", |n| {
+            time_nested_one::<FableRseqHeuristics>(true, n)
+        }),
+        ("fable-rseq learn nested", |n| {
+            time_nested_one::<FableRseqHeuristics>(false, n)
+        }),
+        ("fable-signal thin nested", |n| {
+            time_nested_one::<FableSignalHeuristics>(true, n)
+        }),
+        ("fable-signal learn nested", |n| {
+            time_nested_one::<FableSignalHeuristics>(false, n)
+        }),
+    ];
+    let mut t = vec![Vec::new(); rows.len()];
+    for _ in 0..7 {
+        for (i, (_, f)) in rows.iter().enumerate() {
+            if let Some(ns) = f(n) {
+                t[i].push(ns);
+            }
+        }
+    }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let (pair, pair_min) = (median(t[0].clone()), min(&t[0]));
+    println!("7 interleaved rounds of {n} nested lock+unlock: median ns, ratio to the pair's; min");
+    for ((name, _), v) in rows.iter().zip(t) {
+        if v.is_empty() {
+            println!("{name:<30} (not in that mode here)");
+            continue;
+        }
+        let (m, lo) = (median(v.clone()), min(&v));
+        println!(
+            "{name:<30} {m:6.2} ns {:5.2}x   min {lo:6.2} ns {:5.2}x",
+            m / pair,
+            lo / pair_min
+        );
+    }
 }
 
 fn time_pair(n: u64) -> f64 {
@@ -390,11 +493,15 @@ mod probe {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: biased_fastpath PROTOCOL plain|nested|raw|thin|alloc N | time N | probe N";
+    let usage = "usage: biased_fastpath PROTOCOL plain|nested|raw|thin|thin-nested|alloc N | time N | time-nested N | probe N";
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     if a.get(1).map(String::as_str) == Some("probe") {
         let n = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
         return probe::run(n);
+    }
+    if a.get(1).map(String::as_str) == Some("time-nested") {
+        let n = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
+        return time_nested(n);
     }
     if a.get(1).map(String::as_str) == Some("time") {
         let n = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000_000);

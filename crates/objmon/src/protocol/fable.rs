@@ -72,10 +72,11 @@ use super::Knob;
 /// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 125 per object (158 with the
 /// guess's counted learn step one call away). An object held around the loop before it
 /// biased (learn mode: recursions do not count, §3.1) takes the nested learn path, its
-/// unlock one call away since `exit_nested` (`user_loop fable nested` 246 → 67, 65; 81 since
-/// learn words carry their guess's learn tag, whose bits `enter`'s nested test does not
-/// expect: the nested learn test is in `fresh_enter` now, after the counted step's). Time (an earlier run; the engine's module docs have the latest): `user-loop-fable-rseq` 2.03 ns against 0.51 for the plain pair (3.73
-/// before `exit_nested`; see the engine's documentation).
+/// unlock inline (`user_loop fable-rseq nested` 41 instructions, 2.1 ns; 80 and 4.7 ns while
+/// `enter`'s nested test expected no learn tag and `fresh_enter` took the learn word: the
+/// engine's documentation, "Nested learn and thin holds"). Time (an earlier run; the
+/// engine's module docs have the latest): `user-loop-fable-rseq` 2.03 ns against 0.51 for
+/// the plain pair (3.73 before `exit_nested`; see the engine's documentation).
 #[derive(Debug)]
 pub enum FableRseqHeuristics {}
 
@@ -100,13 +101,15 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 ///
 /// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
 /// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **18** plain, 18 nested; 2 plain stores. Thin: 45; a learn-mode lock + unlock (the
-/// guess's counted step and the blind unlock, `alloc3 − alloc2`): 56; AllocLock k = 2: 160
-/// per object, k = 1: 104 (`fable`: 25, 41, 112, 72). Until the thin CAS, the counted learn
-/// step and the unlock's record and combined test were inline after the failed section
-/// (issue 13 item 6): 66, 82, 187, 105 — the AllocLock learn-limit sweep's 1.82× thin.
-/// Nested holds and clear → learn stay one call away (`user_loop fable-signal nested`, a
-/// learn object held around the loop: 118, 108 before; `fable` 80). Time:
+/// **18** plain, 18 nested; 2 plain stores. Thin: 47; a learn-mode lock + unlock (the
+/// guess's counted step and the blind unlock, `alloc3 − alloc2`): 58; AllocLock k = 2: 164
+/// per object, k = 1: 104 (`fable`: 25, 41, 112, 72; 45, 56, 160 before the nested unlock
+/// went inline). Until the thin CAS, the counted learn step and the unlock's record and
+/// combined test were inline after the failed section (issue 13 item 6): 66, 82, 187, 105 —
+/// the AllocLock learn-limit sweep's 1.82× thin. The nested lock and clear → learn stay one
+/// call away (`user_loop fable-signal nested`, a learn object held around the loop: 75,
+/// 5.8 ns; 118 and 7.7 ns before the engine's "Nested learn and thin holds"; `fable` 50).
+/// Time:
 /// `user-loop-fable-signal` 0.823 ns against 0.502 for the plain pair and 1.88
 /// for `fable-rseq`; `sync` 0.765 against `hotspot17-biased` 1.055 (the engine's
 /// documentation).

@@ -350,15 +350,28 @@ impl<F: Flavor> Biasing<F> {
         h: &BiasWord,
         w: u64,
     ) -> Result<(), MonitorError> {
-        let x = (w & (STATE_LOW | REVOKING | OWNER_MASK | RC_MASK))
-            .wrapping_sub(t.local().rec.unlock_once);
+        if F::RSEQ && w == SETTLE {
+            Self::settle_nested(rt, t, h, h.0.load(Ordering::Relaxed));
+            return Ok(());
+        }
+        let rec = &t.local().rec;
+        let x = (w & NEST_MASK).wrapping_sub(rec.unlock_once);
         if x.wrapping_sub(RC_ONE) < 254 << RC_SHIFT {
             let new = w - RC_ONE;
             // Nobody else writes a held thin or learn word (see `exit`).
             h.0.store(new, Ordering::Release);
-            Self::settle_parked_hash_after(rt, t, h, new);
+            Self::unnest_look(rt, t, h, new);
             return Ok(());
         }
         Self::exit_slow(rt, t, h)
+    }
+
+    /// The nested unlock's parked-hash check (`unnest_look`) when it may find something (or
+    /// the thread's side of the Dekker is a fence): the full check, which settles a hash
+    /// parked for `h` if `new` is one level.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn settle_nested(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, new: u64) {
+        Self::settle_parked_hash_after(rt, t, h, new);
     }
 }

@@ -64,6 +64,13 @@ pub(crate) struct LockRecords {
     /// What the unlock of `last` stores: the word `enter`'s CAS left, with rc 0 (the host
     /// bits, thin, and — sticky, `fable` — this thread as the last owner).
     pub(super) last_word: AtomicU64,
+    /// The process had no `membarrier` when this thread attached (`revoke::init`): the
+    /// owner's side of the parked-hash Dekker (hash.rs) is a fence, paid out of line, so the
+    /// nested unlock (`exit_nested`) takes the slow check. `revoke::init` answers `false`
+    /// for good once it has, so a thread made asymmetric may later meet a symmetric
+    /// hasher (as `thin`'s `LOOK_SYMMETRIC`, and as a hasher whose barrier fails after the
+    /// registration: `SideHashes::hasher_barrier`), never the reverse. Immutable.
+    pub(super) hash_fence: bool,
     /// rseq flavors: the address of this thread's `rseq.rseq_cs` (its thread pointer plus
     /// `__rseq_offset + 8`), where the owner step arms its section, set on the thread itself
     /// at attach (`revoke::rseq::initial_cs_field`: a scratch word of the thread where glibc
@@ -115,6 +122,7 @@ impl LockRecords {
             nest_once: AtomicU64::new(STATE_LOW | owner | RC_ONE),
             last: AtomicUsize::new(0),
             last_word: AtomicU64::new(0),
+            hash_fence: !crate::revoke::init(),
             #[cfg(not(loom))]
             rseq_cs: AtomicUsize::new(rseq_cs),
             #[cfg(loom)]
@@ -128,6 +136,18 @@ impl LockRecords {
     #[inline(always)]
     pub(super) fn forget_last(&self) {
         self.last.store(0, Ordering::Relaxed);
+    }
+
+    /// Forgets the last inline thin lock if it was the word at `a` (the one this thread is
+    /// about to write); a record of another word stays true (its word is not written). A
+    /// load and a branch, no store once the record is gone (`thin`'s `forget_if_last`).
+    /// Only this thread stores a non-zero `last`, so the load sees `a` if the record names
+    /// `a` (or 0, if `forget_record`'s CAS cleared it meanwhile: nothing left to forget).
+    #[inline(always)]
+    pub(super) fn forget_if_last(&self, a: usize) {
+        if self.last.load(Ordering::Relaxed) == a {
+            self.forget_last();
+        }
     }
 
     /// Owner only: the records naming `a` below the top (all committed: the owner is not in a

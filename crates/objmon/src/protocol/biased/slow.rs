@@ -392,9 +392,10 @@ impl<F: Flavor> Biasing<F> {
 
     /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep
     /// Figures 4 and 7's fast paths exactly): FABLE's counted re-acquisition by the bias
-    /// guess below the learn limit (§3.1, [`LearnRule::PerObject`]), clear → learn, a nested
-    /// acquisition of a learn word the caller holds, and a second thread turning a free learn
-    /// lock thin (Figure 5), one CAS (or, nested, one store) each, as a thin acquisition;
+    /// guess below the learn limit (§3.1, [`LearnRule::PerObject`]), clear → learn, and a
+    /// second thread turning a free learn lock thin (Figure 5), one CAS each, as a thin
+    /// acquisition (a nested acquisition of a learn word the caller holds is `enter`'s
+    /// nested step, run before this);
     /// biasing (KKO's clear → biased, FABLE's learn → biased at the limit) and §3.1's
     /// per-thread count are one call away. Figure 7 leaves learn mode to the slow path, and
     /// its thin fast path takes only a lock whose sticky last owner is the caller (§3.2 found
@@ -422,9 +423,7 @@ impl<F: Flavor> Biasing<F> {
         }
         // This thread's learn word held once, count 0 (`NO_BIAS` in native).
         let key = local.learn_key.load(Ordering::Relaxed);
-        let held = w.wrapping_add(RC_ONE);
-        let lock = w & !HOST;
-        if lock == 0 {
+        if w & !HOST == 0 {
             // Clear → learn, guess = this thread (id and learn tag), held once. In native
             // `key` is poisoned (bit 63): `enter_slow` refuses.
             if (key as i64) < 0 || !Self::recorded_cas(local, h, w, w | key) {
@@ -433,23 +432,9 @@ impl<F: Flavor> Biasing<F> {
             local.count(Transition::ClearToLearn);
             return true;
         }
-        // Nested: a learn word this thread holds 1..=254 times. `enter`'s nested test compares
-        // the whole word, and a learn word's tag and count lie above what it expects; the
-        // holder of a held word is alive, so its id alone names it (ids are reused only
-        // after a detach, never while the lock is held: a thread that detaches holding one
-        // retires its id). So compare bits 33..8 only: `w − key` there is rc − 1 when the
-        // owner and state are ours (the shifts drop the tag and count above, the host bits
-        // below; a smaller word wraps to a large value). In native `key`'s bits there are
-        // owner 0, which no held word has. Only the holder writes a held word: a store, as
-        // `enter`'s nested path.
-        if (w.wrapping_sub(key) << (64 - LEARN_COUNT_SHIFT)) >> (64 - LEARN_COUNT_SHIFT + RC_SHIFT)
-            < 254
-        {
-            h.0.store(held, Ordering::Relaxed);
-            // No longer held once: it may be `last`, forget it.
-            local.rec.forget_last();
-            return true;
-        }
+        // A learn word this thread holds is not nested here: `enter`'s nested step, which
+        // every caller ran first, takes it (its test reads bits 33..8 only, as this one
+        // did until it went; `nested_step`).
         if w & STATE_MASK != LEARN {
             return false; // thin (held by another thread) or fat
         }

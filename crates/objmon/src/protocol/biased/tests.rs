@@ -785,3 +785,75 @@ fn fable_learn_record_blind_unlock() {
     rt.reclaim(&mut x);
     assert_eq!(last_of(&me), 0);
 }
+
+/// The nested lock of a learn or thin word the thread holds forgets the record of its last
+/// inline thin / learn lock only when the record names that word (`forget_if_last`): a
+/// record of another word stays true, and that word's unlock is still the blind store.
+/// (Every nested lock stored 0 to the record before — a third store per nested lock +
+/// unlock —, and a held learn word's nested lock failed `enter`'s nested test, whose mask
+/// kept the word's learn tag and count, and took `fresh_enter`'s instead.)
+fn nested_keeps_another_words_record<F: Flavor>() {
+    let rt = Runtime::<Biasing<F>>::with_defaults();
+    let me = rt.attach().unwrap();
+    let held = if F::LEARN {
+        BiasWord::new(0x33)
+    } else {
+        free_thin_word()
+    };
+    let g1 = me.enter(&held).unwrap();
+    let mode = if F::LEARN {
+        BiasMode::Learn
+    } else {
+        BiasMode::Thin
+    };
+    assert_eq!(held.mode(), mode, "{}", F::NAME);
+    assert_eq!(last_of(&me), addr(&held));
+    let a = free_thin_word();
+    let ga = me.enter(&a).unwrap();
+    assert_eq!(last_of(&me), addr(&a));
+    let g2 = me.enter(&held).unwrap();
+    assert_eq!(
+        last_of(&me),
+        addr(&a),
+        "{}: another word's record kept",
+        F::NAME
+    );
+    assert_eq!(me.lock_count(&held), 2);
+    assert_eq!(held.mode(), mode);
+    drop(g2);
+    assert_eq!(me.lock_count(&held), 1);
+    assert_eq!(last_of(&me), addr(&a));
+    drop(ga);
+    assert_eq!(last_of(&me), 0);
+    assert_eq!(rt.owner_of(&a), None);
+    assert_eq!(a.mode(), BiasMode::Thin);
+    assert_eq!(a.host_bits(), 0x5a);
+    // The record naming the word itself is forgotten by its nested lock.
+    drop(g1);
+    let g1 = me.enter(&held).unwrap();
+    assert_eq!(last_of(&me), addr(&held));
+    let g2 = me.enter(&held).unwrap();
+    assert_eq!(
+        last_of(&me),
+        0,
+        "{}: the word's own record forgotten",
+        F::NAME
+    );
+    drop(g2);
+    assert_eq!(me.lock_count(&held), 1);
+    assert_eq!(held.mode(), mode);
+    drop(g1);
+    assert_eq!(me.lock_count(&held), 0);
+    assert_eq!(rt.owner_of(&held), None);
+    assert_eq!(held.host_bits(), if F::LEARN { 0x33 } else { 0x5a });
+}
+
+#[test]
+fn nested_lock_keeps_another_words_record() {
+    nested_keeps_another_words_record::<Kko>();
+    nested_keeps_another_words_record::<FableHeuristics>();
+    nested_keeps_another_words_record::<KkoRseq>();
+    nested_keeps_another_words_record::<FableRseqHeuristics>();
+    nested_keeps_another_words_record::<KkoSignal>();
+    nested_keeps_another_words_record::<crate::protocol::fable::FableSignalHeuristics>();
+}
