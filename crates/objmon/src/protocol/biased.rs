@@ -325,11 +325,10 @@
 //! iterations, before this change): 7.6 7.1 7.1 6.8 7.6 | 0.81 0.82 0.84 0.84 ns; the
 //! rows' max, the slowest learn rep, in the runs above: `fable-signal` 8.9 → 6.2 ns,
 //! `fable` 4.4–4.8 → 2.9–3.0, `fable-rseq` 4.5 → 2.1–2.2 (`fable-seed`, unchanged, 12–17).
-//! A fix
-//! belongs to `objmon-bench` (not this module): time the learn path in a row of its own
-//! (`-nested-learn`: a fresh header per rep, or the learn limit above the reps), and take
-//! the `-nested` row's outer holds until the object leaves learn mode before its first
-//! timed rep (warm up with learn-limit + 1 holds), so that each row times one path.
+//! Fixed in `objmon-bench` since: every protocol row's object gets `userloop::WARM_UP`
+//! (256) plain lock+unlock pairs before its first round, so the `-nested` rows time the
+//! bias owner's nested step in every round (test `warm_up_biases_a_fable_object`). The
+//! learn path has no row of its own there; `biased_fastpath time-nested` times it.
 //!
 //! Out of line (records variant): an unlock whose record is not the innermost (unstructured
 //! exits in any order) marks that record releasing, re-checks the header and buries it (a
