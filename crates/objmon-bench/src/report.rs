@@ -261,6 +261,7 @@ pub fn write(
 
     claims(&mut d, &res);
     user_loop_section(&mut d, &res);
+    targets_section(&mut d, &res);
     seed000(&mut d, &res, out_dir);
     seed002(&mut d, &res, out_dir);
     growth(&mut d, &res, out_dir);
@@ -803,7 +804,10 @@ fn figure(d: &mut Vec<Block>, out: &Path, file: &str, caption: &str, res: plot::
 }
 
 /// Issue 13's targets on the user-loop rows: (numerator row, denominator row, bound, what).
-const USER_LOOP_TARGETS: [(&str, &str, f64, &str); 4] = [
+/// `biased` and `fable` keep the count in lock records (HotSpot 17's scheme, portable: no
+/// signal, no rseq); their `-signal` flavors run Figure 4's owner step alone (`biased.rs`),
+/// so both are held to the target.
+const USER_LOOP_TARGETS: [(&str, &str, f64, &str); 6] = [
     (
         "user-loop-thin",
         userloop::CAS_STORE,
@@ -827,6 +831,18 @@ const USER_LOOP_TARGETS: [(&str, &str, f64, &str); 4] = [
         userloop::PLAIN_PAIR,
         1.5,
         "fable (bias owner) ≤ 1.5× the plain pair",
+    ),
+    (
+        "user-loop-biased-signal",
+        userloop::PLAIN_PAIR,
+        1.5,
+        "biased-signal (bias owner) ≤ 1.5× the plain pair",
+    ),
+    (
+        "user-loop-fable-signal",
+        userloop::PLAIN_PAIR,
+        1.5,
+        "fable-signal (bias owner) ≤ 1.5× the plain pair",
     ),
 ];
 
@@ -874,20 +890,146 @@ fn user_loop_section(d: &mut Vec<Block>, r: &Results) {
         .iter()
         .map(|&(num, den, bound, what)| {
             let x = r.ratio(userloop::BENCH, num, den, 0);
-            vec![
-                what.into(),
-                ratio_text(x),
-                match x {
-                    None => "not measured".into(),
-                    Some(x) if x <= bound => "met".into(),
-                    Some(_) => "NOT met".into(),
-                },
-            ]
+            vec![what.into(), ratio_text(x), verdict(x, bound)]
         })
         .collect();
     d.push(Block::Table(
         vec!["issue 13 target".into(), "this run".into(), "".into()],
         targets,
+    ));
+}
+
+/// A target's verdict: `met`, `NOT met`, or `not measured`.
+fn verdict(x: Option<f64>, bound: f64) -> String {
+    match x {
+        None => "not measured".into(),
+        Some(x) if x <= bound => "met".into(),
+        Some(_) => "NOT met".into(),
+    }
+}
+
+/// The forms kept as their seeds wrote them (and the JDK 1.1 monitor cache the seeds measure
+/// against), which issue 13 keeps selectable beside the improvements: named apart in the
+/// contended target so that its worst row is read against what it can be.
+fn seed_form(row: &str) -> bool {
+    row.ends_with("-seed") || row == "monitor-cache"
+}
+
+/// Issue 13 items 4 and 6, each target with this run's ratio and whether it holds, so that
+/// every run of the report says it (the issue asks for "every run of `report --quick`").
+fn targets_section(d: &mut Vec<Block>, r: &Results) {
+    const PL: &str = "parking-lot-mutex";
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut push = |what: String, x: Option<f64>, how: String, bound: f64| {
+        rows.push(vec![what, ratio_text(x), verdict(x, bound), how]);
+    };
+    // Item 4: contended, ratio to parking_lot::Mutex in the same run.
+    for n in [2u64, 4] {
+        for (row, bound) in [("thin", 1.2), ("monitor", 1.2), ("fable", 1.5)] {
+            push(
+                format!("threads {n}: {row} ≤ {bound}× parking_lot::Mutex"),
+                r.ratio("threads", row, PL, n),
+                format!("{row} ÷ {PL}, threads {n}"),
+                bound,
+            );
+        }
+    }
+    let worst_at = |n: u64, keep: &dyn Fn(&str) -> bool| {
+        r.records
+            .iter()
+            .filter(|x| x.bench == "threads" && x.param == n && x.kind == Kind::Protocol.as_str())
+            .filter(|x| keep(&x.protocol))
+            .filter_map(|x| Some((r.ratio("threads", &x.protocol, PL, n)?, x.protocol.clone())))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let threads = r.params_of("threads");
+    let n = threads.last().copied().filter(|&n| n >= 4);
+    for (which, keep) in [
+        ("protocol", &(|_: &str| true) as &dyn Fn(&str) -> bool),
+        ("improved protocol (not a seed form)", &|p: &str| {
+            !seed_form(p)
+        }),
+    ] {
+        let w = n.and_then(|n| worst_at(n, keep));
+        push(
+            format!(
+                "threads {}: no {which} worse than 2× parking_lot::Mutex (issue: at 8)",
+                n.map_or("8".into(), |n| n.to_string())
+            ),
+            w.as_ref().map(|w| w.0),
+            w.map_or("max over protocols".into(), |w| {
+                format!("max over protocols ÷ {PL} (worst: {})", w.1)
+            }),
+            2.0,
+        );
+    }
+    // Item 6: FABLE ÷ thin within seed 002's bounds.
+    push(
+        "Cloud: fable within ~10% of thin (seed 002 §5.1 Fig. 8)".into(),
+        r.ratio("cloud", "fable", "thin", 0),
+        "fable ÷ thin, cloud".into(),
+        1.1,
+    );
+    let alloc = r.params_of("alloc-lock");
+    let worst_alloc = |row: &str| {
+        alloc
+            .iter()
+            .filter_map(|&k| Some((r.ratio("alloc-lock", row, "thin", k)?, k)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    for row in ["fable", "fable-rseq", "fable-signal"] {
+        let w = worst_alloc(row);
+        push(
+            format!("AllocLock: {row} at most 1.5× thin (seed 002 §5.3 Fig. 16)"),
+            w.map(|w| w.0),
+            w.map_or("max over k".into(), |w| {
+                format!("max over k of {row} ÷ thin (worst at k={})", w.1)
+            }),
+            1.5,
+        );
+    }
+    for (name, k) in subject::knobs() {
+        let w = k
+            .values
+            .iter()
+            .map(|&v| subject::knob_row(name, &k, v))
+            .filter_map(|row| Some((worst_alloc(&row)?, row)))
+            .max_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
+        push(
+            format!(
+                "AllocLock: {} at most 1.5× thin at every {}",
+                subject::knob_family(name, &k),
+                k.name
+            ),
+            w.as_ref().map(|w| w.0 .0),
+            w.map_or("max over N and k".into(), |w| {
+                format!("max over N and k ÷ thin (worst: {}, k={})", w.1, w.0 .1)
+            }),
+            1.5,
+        );
+    }
+    if rows.iter().all(|row| row[2] == "not measured") {
+        return;
+    }
+    d.push(Block::H(
+        2,
+        "Issue 13 targets: contended and FABLE ÷ thin".into(),
+    ));
+    d.push(Block::P(
+        "Each target of issue 13 items 4 (contended: threads on one object, ratio to \
+         parking_lot::Mutex in the same run) and 6 (seed 002's FABLE ÷ thin bounds), from this \
+         run's medians. The contended cells come from the threads bench's short repetitions, \
+         which move ±20% between runs (docs/benchmarks.md has longer interleaved runs)."
+            .into(),
+    ));
+    d.push(Block::Table(
+        vec![
+            "issue 13 target".into(),
+            "this run".into(),
+            "".into(),
+            "computed as".into(),
+        ],
+        rows,
     ));
 }
 
@@ -1521,6 +1663,52 @@ mod tests {
         );
         assert!(text.contains("3.5× (monitor-cache ÷ thin): held"), "{text}");
         assert!(text.contains("10.0× (fat ÷ thin): held and more"), "{text}");
+    }
+
+    /// The targets table computes each ratio from the records and marks it against its
+    /// bound; the contended target names its worst row, and apart from it the worst row that
+    /// is not a seed form.
+    #[test]
+    fn targets_are_marked_from_the_records() {
+        let rec = |bench: &str, row: &str, kind: &str, p: u64, v: f64| {
+            Record::from_values(bench, row, kind, 1, p, &[v]).unwrap()
+        };
+        let mut records = Vec::new();
+        for n in [2, 4] {
+            records.push(rec("threads", "parking-lot-mutex", "anchor", n, 10.0));
+            records.push(rec("threads", "thin", "protocol", n, 11.0));
+            records.push(rec("threads", "fable", "protocol", n, 16.0));
+        }
+        records.push(rec("threads", "thin-seed", "protocol", 4, 30.0));
+        records.push(rec("cloud", "thin", "protocol", 0, 10.0));
+        records.push(rec("cloud", "fable", "protocol", 0, 10.5));
+        for (k, t, f) in [(1, 10.0, 12.0), (2, 10.0, 16.0)] {
+            records.push(rec("alloc-lock", "thin", "protocol", k, t));
+            records.push(rec("alloc-lock", "fable", "protocol", k, f));
+        }
+        let mut d = Vec::new();
+        targets_section(&mut d, &Results { records });
+        let Some(Block::Table(_, rows)) = d.last() else {
+            panic!("a table");
+        };
+        let find = |what: &str| {
+            rows.iter()
+                .find(|r| r[0].starts_with(what))
+                .unwrap_or_else(|| panic!("no row {what}: {rows:?}"))
+                .clone()
+        };
+        assert_eq!(find("threads 2: thin")[1..3], ["1.10×", "met"]);
+        assert_eq!(find("threads 4: fable")[1..3], ["1.60×", "NOT met"]);
+        assert_eq!(find("threads 4: monitor")[2], "not measured");
+        let worst = find("threads 4: no protocol");
+        assert_eq!(worst[1..3], ["3.00×", "NOT met"]);
+        assert!(worst[3].contains("thin-seed"), "{worst:?}");
+        let improved = find("threads 4: no improved");
+        assert_eq!(improved[1..3], ["1.60×", "met"]);
+        assert_eq!(find("Cloud: fable")[1..3], ["1.05×", "met"]);
+        let alloc = find("AllocLock: fable at most");
+        assert_eq!(alloc[1..3], ["1.60×", "NOT met"]);
+        assert!(alloc[3].contains("k=2"), "{alloc:?}");
     }
 
     /// A knob sweep's rows sit right after their subject's row, although they first ran in
