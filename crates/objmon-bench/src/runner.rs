@@ -346,6 +346,10 @@ fn run_bench(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outcome) {
         }
         return;
     }
+    if b.interleaved() {
+        run_interleaved(sel, b, bar, out);
+        return;
+    }
     let mut v = Visit {
         sel,
         bench: b,
@@ -370,6 +374,71 @@ fn run_bench(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outcome) {
             ));
             bar.inc(1);
         }
+    }
+}
+
+/// Runs an [interleaved](Bench::interleaved) bench: every selected row's [`bench::Job`] is
+/// made first, then all of them run round by round ([`bench::interleave`]); records come out
+/// in the rows' usual order.
+fn run_interleaved(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outcome) {
+    struct Jobs<'a> {
+        sel: &'a Selection,
+        bench: Bench,
+        rows: Vec<(String, Kind, usize, u64)>,
+        jobs: Vec<Box<dyn bench::Job>>,
+        skips: Vec<Skip>,
+    }
+    impl SubjectVisitor for Jobs<'_> {
+        fn visit<S: Subject>(&mut self) {
+            let b = self.bench;
+            let rows = self.sel.rows_for::<S>(b);
+            if rows.is_empty() {
+                return;
+            }
+            if let Some(reason) = b.skip_reason::<S>() {
+                self.skips.push(Skip {
+                    bench: b.name(),
+                    row: S::NAME,
+                    reason,
+                });
+                return;
+            }
+            for (row, knob) in rows {
+                for param in self.sel.params_of(b) {
+                    let threads = b.threads(param, self.sel.cloud_threads());
+                    self.jobs
+                        .push(bench::job::<S>(b, threads, &self.sel.plan, knob));
+                    self.rows.push((row.clone(), S::KIND, threads, param));
+                }
+            }
+        }
+    }
+    let mut j = Jobs {
+        sel,
+        bench: b,
+        rows: Vec::new(),
+        jobs: Vec::new(),
+        skips: Vec::new(),
+    };
+    subject::visit_subjects(&mut j);
+    out.skips.append(&mut j.skips);
+    bar.set_message(format!(
+        "{} ({} rows, round by round)",
+        b.name(),
+        j.jobs.len()
+    ));
+    let figures = bench::interleave(&mut j.jobs, sel.plan.reps, sel.plan.figure_budget);
+    drop(j.jobs);
+    for ((row, kind, threads, param), v) in j.rows.into_iter().zip(figures) {
+        out.records.extend(Record::from_values(
+            b.name(),
+            &row,
+            kind.as_str(),
+            threads,
+            param,
+            &v,
+        ));
+        bar.inc(1);
     }
 }
 
