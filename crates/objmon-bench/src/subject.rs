@@ -75,6 +75,14 @@ pub trait Subject: 'static {
     /// Attaches the calling thread.
     fn attach(rt: &Self::Rt) -> Self::Thread;
     /// monitorenter; the guard's drop is monitorexit.
+    ///
+    /// Every implementation is `#[inline(always)]`, and so are the guards' drops: a user's
+    /// loop calls `ThreadHandle::enter` (itself `#[inline(always)]`), `Monitor::lock` or
+    /// `Mutex::lock` directly, and this wrapper must not add a call the user's loop does not
+    /// have. As a hint (`#[inline]`) LLVM left `fable`'s out of line in Cloud's worker,
+    /// where `fable-rseq`'s was inline: a call, five pushes and pops per acquisition, and
+    /// `fable` 1.1–1.3× `thin` there against `fable-rseq`'s 1.0–1.1× (2026-11-29; test
+    /// `userloop::tests::fable_takes_a_thin_word_inline`).
     fn lock<'a>(t: &'a Self::Thread, o: &'a Self::Obj) -> Self::Guard<'a>;
     /// Object.wait with a timeout (depth 1). Only called where [`WAIT`](Self::WAIT) is true;
     /// the default (for subjects without it) panics.
@@ -207,7 +215,7 @@ impl<P: Protocol> Subject for Proto<P> {
     fn attach(rt: &Self::Rt) -> Self::Thread {
         rt.attach().expect("attach")
     }
-    #[inline]
+    #[inline(always)]
     fn lock<'a>(t: &'a Self::Thread, o: &'a P::Header) -> HeaderGuard<'a, P> {
         match t.enter(o) {
             Ok(g) => g,
@@ -267,7 +275,7 @@ impl Subject for MonitorT {
         objmon::Monitor::new(())
     }
     fn attach(_: &()) {}
-    #[inline]
+    #[inline(always)]
     fn lock<'a>(_: &'a (), o: &'a objmon::Monitor<()>) -> objmon::MonitorGuard<'a, ()> {
         o.lock()
     }
@@ -323,7 +331,7 @@ impl Subject for StdMutex {
         StdMonitor::default()
     }
     fn attach(_: &()) {}
-    #[inline]
+    #[inline(always)]
     fn lock<'a>(_: &'a (), o: &'a StdMonitor) -> StdGuard<'a> {
         StdGuard {
             g: Some(o.m.lock().unwrap_or_else(|e| e.into_inner())),
@@ -379,7 +387,7 @@ impl Subject for ParkingLot {
         PlMonitor::default()
     }
     fn attach(_: &()) {}
-    #[inline]
+    #[inline(always)]
     fn lock<'a>(_: &'a (), o: &'a PlMonitor) -> PlGuard<'a> {
         PlGuard { g: o.m.lock(), o }
     }
@@ -431,7 +439,7 @@ impl Subject for ParkingLotMutex {
         PlMutexMonitor::default()
     }
     fn attach(_: &()) {}
-    #[inline]
+    #[inline(always)]
     fn lock<'a>(_: &'a (), o: &'a PlMutexMonitor) -> PlMutexGuard<'a> {
         PlMutexGuard {
             g: o.m.lock(),
@@ -472,7 +480,7 @@ pub struct Bare<L>(PhantomData<L>);
 pub struct BareGuard<'a, L: BareLock>(&'a AtomicU32, PhantomData<L>);
 
 impl<L: BareLock> Drop for BareGuard<'_, L> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         L::release(self.0);
     }
@@ -494,7 +502,7 @@ impl<L: BareLock> Subject for Bare<L> {
         AtomicU32::new(0)
     }
     fn attach(_: &()) {}
-    #[inline]
+    #[inline(always)]
     fn lock<'a>(_: &'a (), o: &'a AtomicU32) -> BareGuard<'a, L> {
         L::acquire(o);
         BareGuard(o, PhantomData)

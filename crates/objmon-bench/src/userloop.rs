@@ -416,6 +416,53 @@ mod tests {
         }
     }
 
+    /// `fable` takes a free thin word (Cloud's steady state: every object thin, its sticky
+    /// owner another thread) in about `thin`'s instructions in the harness's Cloud loop
+    /// (`bench::cloud_batch`): its lock inlines there. With all of `fresh_enter` inline
+    /// beside the records owner step, `enter` grew past LLVM's inlining threshold and the
+    /// harness's `Subject::lock` became a call with five pushes and pops (`fable` 1.1–1.3×
+    /// `thin` on Cloud, `fable-rseq`, inline, 1.0–1.1×). Counted by single-stepping,
+    /// release builds only (as below).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[cfg_attr(
+        debug_assertions,
+        ignore = "release builds only: see handle_costs_nothing_over_its_context"
+    )]
+    #[test]
+    fn fable_takes_a_thin_word_inline() {
+        use crate::bench::tests::instructions_per_iteration_of;
+        use crate::bench::Slot;
+        fn count<P: Protocol>() -> f64 {
+            let rt = Runtime::<P>::with_defaults();
+            let objs: Vec<Slot<P::Header>> = (0..8).map(|_| Slot(P::Header::default())).collect();
+            // Two other threads in turn: a FABLE word goes clear → learn → thin.
+            for _ in 0..2 {
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let other = rt.attach().unwrap();
+                        for o in &objs {
+                            drop(other.enter(&o.0).unwrap());
+                        }
+                    });
+                });
+            }
+            let me = rt.attach().unwrap();
+            let n = instructions_per_iteration_of(&|n| {
+                let mut rng = crate::bench::XorShift(0x9E37_79B9_7F4A_7C15);
+                crate::bench::cloud_batch::<crate::subject::Proto<P>>(&me, &objs, &mut rng, n);
+            });
+            eprintln!("{}: {n} instructions per thin lock+unlock", P::NAME);
+            n
+        }
+        let thin = count::<objmon::vm::Thin>();
+        let fable = count::<objmon::protocol::fable::Fable>();
+        assert!(thin >= 4.0, "thin {thin}: not the loop meant");
+        assert!(
+            fable <= thin + 12.0,
+            "fable {fable} against thin {thin} per thin lock+unlock: enter is out of line?"
+        );
+    }
+
     /// A handle costs nothing over its context: the loop a user writes through
     /// `&ThreadHandle` ([`protocol`]) executes no more instructions per lock+unlock than the
     /// same loop handed the runtime and the context ([`direct`]). It may only because the
