@@ -349,30 +349,16 @@ pub fn run<S: Subject>(
             }
         }
         Bench::Threads => {
-            let mut job = job::<S>(bench, param as usize, plan, knob);
+            let mut job = job::<S>(bench, param, threads, plan, knob);
             repeat(reps, budget, &mut out, || job.rep());
         }
         Bench::Cloud => {
-            let mut job = job::<S>(bench, threads, plan, knob);
+            let mut job = job::<S>(bench, param, threads, plan, knob);
             repeat(reps, budget, &mut out, || job.rep());
         }
         Bench::CloudGrowth => {
-            let rt = new_rt::<S>(knob);
-            let mut objs: Vec<Slot<S::Obj>> =
-                (0..param.max(1)).map(|_| Slot(S::new_obj())).collect();
-            black_box(settle_cloud::<S>(
-                &rt,
-                &objs,
-                threads,
-                plan.growth_time,
-                budget,
-            ));
-            repeat(reps, budget, &mut out, || {
-                cloud::<S>(&rt, &objs, threads, plan.growth_time)
-            });
-            for o in &mut objs {
-                S::retire(&rt, &mut o.0);
-            }
+            let mut job = job::<S>(bench, param, threads, plan, knob);
+            repeat(reps, budget, &mut out, || job.rep());
         }
         Bench::ProdCons => {
             let rt = new_rt::<S>(knob);
@@ -435,20 +421,38 @@ impl Bench {
     ///
     /// Threads too: its targets are ratios to `parking-lot-mutex` at the same thread count
     /// (issue 13 item 4), and its short repetitions met whatever the host did at the time.
+    ///
+    /// And cloud-growth: its curve compares one row's figures at different sizes, which the
+    /// same swings bent (a row whose larger clouds ran in a quiet spell read flat or falling).
     pub fn interleaved(self) -> bool {
-        matches!(self, Bench::Cloud | Bench::Threads)
+        matches!(self, Bench::Cloud | Bench::Threads | Bench::CloudGrowth)
     }
 }
 
-/// The [`Job`] of `bench` on `S` (an [interleaved](Bench::interleaved) bench) with `threads`
-/// threads (Threads: the parameter; Cloud: its lockers).
+/// The [`Job`] of `bench` on `S` (an [interleaved](Bench::interleaved) bench) at `param`
+/// with `threads` threads (Threads: the parameter; Cloud and cloud-growth: the lockers).
+/// A cloud-growth cloud is settled here ([`settle_cloud`]).
 pub fn job<S: Subject>(
     bench: Bench,
+    param: u64,
     threads: usize,
     plan: &Plan,
     knob: Option<u32>,
 ) -> Box<dyn Job> {
     assert!(bench.interleaved(), "{} runs row by row", bench.name());
+    if bench == Bench::CloudGrowth {
+        let rt = new_rt::<S>(knob);
+        let objs: Vec<Slot<S::Obj>> = (0..param.max(1)).map(|_| Slot(S::new_obj())).collect();
+        settle_cloud::<S>(&rt, &objs, threads, plan.growth_time, plan.figure_budget);
+        return Box::new(CloudJob::<S> {
+            rt,
+            objs,
+            threads,
+            time: plan.growth_time,
+            row: String::new(),
+            log: None,
+        });
+    }
     if bench == Bench::Threads {
         // Contended pairs are slow: a fifth of the single-thread budget, shared by the
         // threads.
@@ -471,7 +475,7 @@ pub fn job<S: Subject>(
             (Some(v), Some(k)) => crate::subject::knob_row(S::NAME, &k, v),
             _ => S::NAME.to_string(),
         },
-        log: Vec::new(),
+        log: Some(Vec::new()),
     })
 }
 
@@ -496,38 +500,43 @@ impl<S: Subject> Drop for ThreadsJob<S> {
     }
 }
 
-/// Cloud on one row: its runtime and its cloud, which every repetition of the row reuses,
-/// and every repetition's figure with the revocations it made, the warm-up first (a fresh
-/// cloud's start-up, FABLE's learn mode deciding and KKO's revocations, shows there).
+/// Cloud (or cloud-growth) on one row: its runtime and its cloud, which every repetition of
+/// the row reuses, and for Cloud (`log`) every repetition's figure with the revocations it
+/// made, the warm-up first (a fresh cloud's start-up, FABLE's learn mode deciding and KKO's
+/// revocations, shows there).
 struct CloudJob<S: Subject> {
     rt: S::Rt,
     objs: Vec<Slot<S::Obj>>,
     threads: usize,
     time: Duration,
     row: String,
-    log: Vec<CloudRep>,
+    log: Option<Vec<CloudRep>>,
 }
 
 impl<S: Subject> Job for CloudJob<S> {
     fn rep(&mut self) -> f64 {
         let before = S::revocations(&self.rt);
         let ns = cloud::<S>(&self.rt, &self.objs, self.threads, self.time);
-        let revocations = S::revocations(&self.rt).zip(before).map(|(a, b)| a - b);
-        self.log.push(CloudRep { ns, revocations });
+        if let Some(log) = &mut self.log {
+            let revocations = S::revocations(&self.rt).zip(before).map(|(a, b)| a - b);
+            log.push(CloudRep { ns, revocations });
+        }
         ns
     }
 }
 
 impl<S: Subject> Drop for CloudJob<S> {
     fn drop(&mut self) {
-        eprintln!("{}", cloud_reps_line(&self.row, &self.log));
-        CLOUD_REPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(CloudReps {
-                row: std::mem::take(&mut self.row),
-                reps: std::mem::take(&mut self.log),
-            });
+        if let Some(log) = self.log.take() {
+            eprintln!("{}", cloud_reps_line(&self.row, &log));
+            CLOUD_REPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(CloudReps {
+                    row: std::mem::take(&mut self.row),
+                    reps: log,
+                });
+        }
         for o in &mut self.objs {
             S::retire(&self.rt, &mut o.0);
         }

@@ -407,7 +407,7 @@ fn run_interleaved(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outco
                 for param in self.sel.params_of(b) {
                     let threads = b.threads(param, self.sel.cloud_threads());
                     self.jobs
-                        .push(bench::job::<S>(b, threads, &self.sel.plan, knob));
+                        .push(bench::job::<S>(b, param, threads, &self.sel.plan, knob));
                     self.rows.push((row.clone(), S::KIND, threads, param));
                 }
             }
