@@ -1071,6 +1071,23 @@ pub(crate) mod tests {
     use super::*;
     use crate::subject::{SolCasStore, Subject, SubjectVisitor};
 
+    /// Sizes for tests: a few ms per figure, `reps` timed repetitions.
+    fn tiny_plan(reps: usize) -> Plan {
+        Plan {
+            reps,
+            pairs: 2_000,
+            cloud_time: Duration::from_millis(5),
+            cloud_objects: 1_000,
+            growth_time: Duration::from_millis(5),
+            productions: 500,
+            traversals: 1,
+            system_calls: 1_000,
+            handovers: 50,
+            figure_budget: Duration::from_secs(10),
+            quick: true,
+        }
+    }
+
     /// Every bench runs on every subject that can run it, with tiny sizes: no hang, no
     /// lost update, a positive finite figure.
     #[test]
@@ -1106,19 +1123,7 @@ pub(crate) mod tests {
                 }
             }
         }
-        let plan = Plan {
-            reps: 1,
-            pairs: 2_000,
-            cloud_time: Duration::from_millis(5),
-            cloud_objects: 1_000,
-            growth_time: Duration::from_millis(5),
-            productions: 500,
-            traversals: 1,
-            system_calls: 1_000,
-            handovers: 50,
-            figure_budget: Duration::from_secs(10),
-            quick: true,
-        };
+        let plan = tiny_plan(1);
         crate::subject::visit_subjects(&mut Check(plan));
     }
 
@@ -1181,19 +1186,7 @@ pub(crate) mod tests {
     /// order, each with its repetitions and its per-repetition log kept.
     #[test]
     fn cloud_rows_run_interleaved_into_records() {
-        let plan = Plan {
-            reps: 2,
-            pairs: 2_000,
-            cloud_time: Duration::from_millis(5),
-            cloud_objects: 1_000,
-            growth_time: Duration::from_millis(5),
-            productions: 500,
-            traversals: 1,
-            system_calls: 1_000,
-            handovers: 50,
-            figure_budget: Duration::from_secs(10),
-            quick: true,
-        };
+        let plan = tiny_plan(2);
         let sel = crate::runner::Selection {
             benches: vec![Bench::Cloud],
             rows: vec!["fable".into(), "thin".into()],

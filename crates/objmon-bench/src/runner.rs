@@ -377,6 +377,45 @@ fn run_bench(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outcome) {
     }
 }
 
+/// One figure a subject makes in a bench: its row, the knob value, the parameter, threads.
+struct Figure {
+    row: String,
+    knob: Option<u32>,
+    param: u64,
+    threads: usize,
+}
+
+/// The figures `S` makes in bench `b` as `sel` asks, each selected row at each parameter;
+/// none (the skip recorded in `skips`) if `S` cannot run `b`.
+fn figures_of<S: Subject>(sel: &Selection, b: Bench, skips: &mut Vec<Skip>) -> Vec<Figure> {
+    let rows = sel.rows_for::<S>(b);
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    if let Some(reason) = b.skip_reason::<S>() {
+        skips.push(Skip {
+            bench: b.name(),
+            row: S::NAME,
+            reason,
+        });
+        return Vec::new();
+    }
+    let params = sel.params_of(b);
+    let mut v = Vec::new();
+    for (row, knob) in rows {
+        for &param in &params {
+            let threads = b.threads(param, sel.cloud_threads());
+            v.push(Figure {
+                row: row.clone(),
+                knob,
+                param,
+                threads,
+            });
+        }
+    }
+    v
+}
+
 /// Runs an [interleaved](Bench::interleaved) bench: every selected row's [`bench::Job`] is
 /// made first, then all of them run round by round ([`bench::interleave`]); records come out
 /// in the rows' usual order.
@@ -391,25 +430,11 @@ fn run_interleaved(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outco
     impl SubjectVisitor for Jobs<'_> {
         fn visit<S: Subject>(&mut self) {
             let b = self.bench;
-            let rows = self.sel.rows_for::<S>(b);
-            if rows.is_empty() {
-                return;
-            }
-            if let Some(reason) = b.skip_reason::<S>() {
-                self.skips.push(Skip {
-                    bench: b.name(),
-                    row: S::NAME,
-                    reason,
-                });
-                return;
-            }
-            for (row, knob) in rows {
-                for param in self.sel.params_of(b) {
-                    let threads = b.threads(param, self.sel.cloud_threads());
-                    self.jobs
-                        .push(bench::job::<S>(b, param, threads, &self.sel.plan, knob));
-                    self.rows.push((row.clone(), S::KIND, threads, param));
-                }
+            for f in figures_of::<S>(self.sel, b, &mut self.skips) {
+                let plan = &self.sel.plan;
+                self.jobs
+                    .push(bench::job::<S>(b, f.param, f.threads, plan, f.knob));
+                self.rows.push((f.row, S::KIND, f.threads, f.param));
             }
         }
     }
@@ -452,34 +477,19 @@ struct Visit<'a> {
 impl SubjectVisitor for Visit<'_> {
     fn visit<S: Subject>(&mut self) {
         let b = self.bench;
-        let rows = self.sel.rows_for::<S>(b);
-        if rows.is_empty() {
-            return;
-        }
-        if let Some(reason) = b.skip_reason::<S>() {
-            self.out.skips.push(Skip {
-                bench: b.name(),
-                row: S::NAME,
-                reason,
-            });
-            return;
-        }
-        for (row, knob) in rows {
-            for param in self.sel.params_of(b) {
-                let threads = b.threads(param, self.sel.cloud_threads());
-                self.bar
-                    .set_message(format!("{} {} {}", b.name(), row, param));
-                let v = bench::run::<S>(b, param, threads, &self.sel.plan, knob);
-                self.out.records.extend(Record::from_values(
-                    b.name(),
-                    &row,
-                    S::KIND.as_str(),
-                    threads,
-                    param,
-                    &v,
-                ));
-                self.bar.inc(1);
-            }
+        for f in figures_of::<S>(self.sel, b, &mut self.out.skips) {
+            self.bar
+                .set_message(format!("{} {} {}", b.name(), f.row, f.param));
+            let v = bench::run::<S>(b, f.param, f.threads, &self.sel.plan, f.knob);
+            self.out.records.extend(Record::from_values(
+                b.name(),
+                &f.row,
+                S::KIND.as_str(),
+                f.threads,
+                f.param,
+                &v,
+            ));
+            self.bar.inc(1);
         }
     }
 }
