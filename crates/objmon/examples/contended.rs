@@ -15,7 +15,8 @@
 //!
 //! Arguments (all optional): rounds, comma-separated thread counts, comma-separated kinds
 //! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, `monitor` — `objmon::Monitor<()>` —, or
-//! any protocol name; `fat@256` runs `fat` with `SystemLockConfig::spin_limit` 256).
+//! any protocol name; `fat@256` runs `fat` with `SystemLockConfig::spin_limit` 256, `thin@fig5`
+//! runs `thin` on the system lock's Figure 5 variant, `SystemLockVariant::Figure5`).
 
 use objmon::vm::{Config, Protocol, ProtocolVisitor, Runtime};
 use std::hint::black_box;
@@ -102,6 +103,8 @@ struct One {
     name: String,
     /// `SystemLockConfig::spin_limit`, if not the default.
     spin_limit: Option<u32>,
+    /// `SystemLockVariant::Figure5` (no hand-off) instead of the default Figure 7.
+    figure5: bool,
     threads: usize,
     ns: Option<(f64, f64)>,
 }
@@ -114,6 +117,9 @@ impl ProtocolVisitor for One {
         let mut config = Config::default();
         if let Some(s) = self.spin_limit {
             config.system_lock.spin_limit = s;
+        }
+        if self.figure5 {
+            config.system_lock.variant = objmon::vm::SystemLockVariant::Figure5;
         }
         let rt = Runtime::<P>::new(config);
         let h = P::Header::default();
@@ -165,13 +171,15 @@ fn measure(kind: &str, threads: usize) -> (f64, f64) {
     if kind == "monitor" {
         return monitor_ns(threads);
     }
-    let (name, spin_limit) = match kind.split_once('@') {
-        Some((n, s)) => (n, Some(s.parse().expect("spin limit after @"))),
-        None => (kind, None),
+    let (name, spin_limit, figure5) = match kind.split_once('@') {
+        Some((n, "fig5")) => (n, None, true),
+        Some((n, s)) => (n, Some(s.parse().expect("spin limit after @")), false),
+        None => (kind, None, false),
     };
     let mut one = One {
         name: name.to_string(),
         spin_limit,
+        figure5,
         threads,
         ns: None,
     };
