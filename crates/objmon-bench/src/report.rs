@@ -1138,9 +1138,13 @@ fn growth(d: &mut Vec<Block>, r: &Results, out: &Path) {
          n objects locked in turn; the figures are the MultiSync table above) and cloud-growth \
          (Cloud's threads locking random objects of an n-object cloud, shorter runs than \
          Cloud's; with few objects the threads contend, so the left end measures contention, \
-         not size). Cells: the row's figure at n ÷ its figure at the smallest n, from this \
-         run's medians. Above 1× at large n: cache and TLB misses on the headers (and, for \
-         protocols with side tables, on the tables)."
+         not size; its sizes and rows run round by round). Both time a working set in its \
+         steady state: every MultiSync object gets 16 lock+unlock pairs and every cloud 8 \
+         acquisitions per object before the timed repetitions, so FABLE's learning and KKO's \
+         revocations of a fresh object are not counted here (AllocLock and Cloud's \
+         per-repetition table show them). Cells: the row's figure at n ÷ its figure at the \
+         smallest n, from this run's medians. Above 1× at large n: cache and TLB misses on the \
+         headers (and, for protocols with side tables, on the tables)."
             .into(),
     ));
     d.push(Block::H(3, "MultiSync n, ÷ n = 1".into()));
