@@ -336,10 +336,9 @@ pub fn run<S: Subject>(
         }
         Bench::MultiSync => {
             let rt = new_rt::<S>(knob);
-            let mut objs: Vec<Slot<S::Obj>> = (0..param).map(|_| Slot(S::new_obj())).collect();
             let t = S::attach(&rt);
             let passes = (plan.pairs / param.max(1)).max(1);
-            settle::<S>(&t, &objs, passes);
+            let mut objs = multi_sync_objects::<S>(&t, param, passes);
             repeat(reps, budget, &mut out, || {
                 multi_sync::<S>(&t, &objs, passes)
             });
@@ -442,8 +441,7 @@ pub fn job<S: Subject>(
     assert!(bench.interleaved(), "{} runs row by row", bench.name());
     if bench == Bench::CloudGrowth {
         let rt = new_rt::<S>(knob);
-        let objs: Vec<Slot<S::Obj>> = (0..param.max(1)).map(|_| Slot(S::new_obj())).collect();
-        settle_cloud::<S>(&rt, &objs, threads, plan.growth_time, plan.figure_budget);
+        let objs = growth_cloud::<S>(&rt, param, threads, plan);
         return Box::new(CloudJob::<S> {
             rt,
             objs,
@@ -677,12 +675,14 @@ fn call_sync<S: Subject>(t: &S::Thread, o: &S::Obj, n: u64, nested: bool) -> f64
 /// the working set's cost).
 pub const SETTLE: u64 = 16;
 
-/// Brings every object of a MultiSync working set to [`SETTLE`] lock+unlock pairs, counting
-/// the warm-up's `passes` that follow.
-fn settle<S: Subject>(t: &S::Thread, objs: &[Slot<S::Obj>], passes: u64) {
+/// A MultiSync working set of `n` objects, each brought to [`SETTLE`] lock+unlock pairs by
+/// `t`, counting the warm-up's `passes` that follow.
+fn multi_sync_objects<S: Subject>(t: &S::Thread, n: u64, passes: u64) -> Vec<Slot<S::Obj>> {
+    let objs: Vec<Slot<S::Obj>> = (0..n).map(|_| Slot(S::new_obj())).collect();
     if passes < SETTLE {
-        black_box(multi_sync::<S>(t, objs, SETTLE - passes));
+        black_box(multi_sync::<S>(t, &objs, SETTLE - passes));
     }
+    objs
 }
 
 fn multi_sync<S: Subject>(t: &S::Thread, objs: &[Slot<S::Obj>], passes: u64) -> f64 {
@@ -799,12 +799,20 @@ impl XorShift {
     }
 }
 
+/// A cloud-growth cloud of `n` objects on `rt`, settled ([`settle_cloud`]).
+fn growth_cloud<S: Subject>(rt: &S::Rt, n: u64, threads: usize, plan: &Plan) -> Vec<Slot<S::Obj>> {
+    let objs: Vec<Slot<S::Obj>> = (0..n.max(1)).map(|_| Slot(S::new_obj())).collect();
+    settle_cloud::<S>(rt, &objs, threads, plan.growth_time, plan.figure_budget);
+    objs
+}
+
 /// Acquisitions per object, on average, that a cloud-growth cloud gets before its timed
 /// repetitions (see [`settle_cloud`]).
 pub const SETTLE_CLOUD: u64 = 8;
 
 /// Runs the cloud in rounds of `round` until its threads made [`SETTLE_CLOUD`] acquisitions
-/// per object (or `budget` is spent; returns how many they made), so that cloud-growth's timed repetitions meet every
+/// per object (or `budget` is spent, a budget of its own beside the repetitions'; returns
+/// how many they made), so that cloud-growth's timed repetitions meet every
 /// object in its steady state at every size. A fresh cloud's objects change state on their
 /// first few touches (`biased` biases an object to its first locker and revokes the bias at
 /// the next thread's touch; `fable` learns, then turns thin), and a repetition of fixed
@@ -858,7 +866,14 @@ pub(crate) fn cloud_batch<S: Subject>(
     n
 }
 
+/// Cloud runs made so far in this process: each run's threads draw their objects from a
+/// fresh stream, so that repetitions (and settling rounds) touch different objects rather
+/// than replaying the first one's (which made a large cloud's working set what one round
+/// reaches, and settling reach no further).
+static CLOUD_ROUNDS: AtomicU64 = AtomicU64::new(0);
+
 fn cloud<S: Subject>(rt: &S::Rt, objs: &[Slot<S::Obj>], threads: usize, time: Duration) -> f64 {
+    let round = CLOUD_ROUNDS.fetch_add(1, Ordering::Relaxed) + 1;
     let stop = AtomicBool::new(false);
     let total = AtomicU64::new(0);
     let start = Barrier::new(threads + 1);
@@ -868,7 +883,9 @@ fn cloud<S: Subject>(rt: &S::Rt, objs: &[Slot<S::Obj>], threads: usize, time: Du
             let (stop, total, start) = (&stop, &total, &start);
             s.spawn(move || {
                 let t = S::attach(rt);
-                let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0x1234_5678_9ABC));
+                let mut rng = XorShift(
+                    0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0x1234_5678_9ABC) ^ (round << 32),
+                );
                 let mut n = 0u64;
                 start.wait();
                 while !stop.load(Ordering::Relaxed) {
@@ -1129,9 +1146,10 @@ pub(crate) mod tests {
 
     /// MultiSync's timed passes meet every object in its steady state, even when a
     /// repetition locks each object only once (a quick run's 10^6 objects): a `fable` object
-    /// is biased to the thread (header state bits 17..16 = 00, as `biased.rs` documents)
-    /// after the settling passes and the warm-up's one pass. Without `settle`, one pass
-    /// leaves it in learn mode (01), checked first.
+    /// of the bench's working set (`multi_sync_objects`, which `run` uses) is biased to the
+    /// thread (header state bits 17..16 = 00, as `biased.rs` documents) after the warm-up's
+    /// one pass. Without the settling passes one pass leaves it in learn mode (01), checked
+    /// first on objects made by hand.
     #[test]
     fn multi_sync_settles_every_object_before_timing() {
         use objmon::protocol::fable::Fable;
@@ -1139,11 +1157,11 @@ pub(crate) mod tests {
         let state = |o: &Slot<<F as Subject>::Obj>| (o.0.raw() >> 16) & 3;
         let rt = F::runtime();
         let t = F::attach(&rt);
-        let objs: Vec<Slot<_>> = (0..1_000).map(|_| Slot(F::new_obj())).collect();
         let passes = 1;
-        multi_sync::<F>(&t, &objs, passes); // what the warm-up alone did
-        assert!(objs.iter().all(|o| state(o) == 1), "one pass: learn mode");
-        settle::<F>(&t, &objs, passes);
+        let fresh: Vec<Slot<_>> = (0..1_000).map(|_| Slot(F::new_obj())).collect();
+        multi_sync::<F>(&t, &fresh, passes); // what the warm-up alone did
+        assert!(fresh.iter().all(|o| state(o) == 1), "one pass: learn mode");
+        let objs = multi_sync_objects::<F>(&t, 1_000, passes);
         multi_sync::<F>(&t, &objs, passes); // the warm-up
         let learning = objs.iter().filter(|o| state(o) != 0).count();
         assert_eq!(learning, 0, "objects not biased after settling");
@@ -1169,9 +1187,10 @@ pub(crate) mod tests {
         let mut jobs: Vec<Box<dyn Job>> = vec![
             Box::new(Fake(0, calls.clone(), fast)),
             Box::new(Fake(1, calls.clone(), fast)),
-            Box::new(Fake(2, calls.clone(), Duration::from_millis(30))),
+            Box::new(Fake(2, calls.clone(), Duration::from_millis(150))),
         ];
-        let out = interleave(&mut jobs, 3, Duration::from_millis(50));
+        // A fast row is timed 3 times unless its warm-up took over 66 ms; the slow one once.
+        let out = interleave(&mut jobs, 3, Duration::from_millis(200));
         assert_eq!(out, vec![vec![0.0; 3], vec![1.0; 3], vec![2.0]]);
         assert_eq!(
             *calls.borrow(),
@@ -1212,33 +1231,27 @@ pub(crate) mod tests {
         }
     }
 
-    /// cloud-growth's timed repetitions meet a settled cloud: `settle_cloud` runs the cloud
-    /// until its threads made `SETTLE_CLOUD` acquisitions per object, which leaves almost no
-    /// object in its fresh (all-zero) state. (Which state the others reach depends on how
-    /// the threads were scheduled: on a loaded machine one thread may make a whole round's
-    /// acquisitions alone, biasing rather than revoking; so only "touched" is asserted.)
+    /// cloud-growth's timed repetitions meet a settled cloud (`growth_cloud`, which `job`
+    /// uses): its threads made `SETTLE_CLOUD` acquisitions per object, which leaves almost
+    /// no object in its fresh, all-zero state (a touched `fable` word is learn or thin, its
+    /// sticky owner named). The cloud is larger than one 1 ms round reaches, so this also
+    /// fails if rounds replay one another's objects (each `cloud` run drew the same stream
+    /// until `CLOUD_ROUNDS`: about a third of the objects were ever touched here).
     #[test]
     fn cloud_growth_settles_the_cloud_before_timing() {
-        use objmon::protocol::biased::Biased;
-        type B = crate::subject::Proto<Biased>;
-        let fresh =
-            |objs: &[Slot<<B as Subject>::Obj>]| objs.iter().filter(|o| o.0.raw() == 0).count();
-        let rt = B::runtime();
-        let objs: Vec<Slot<_>> = (0..1_000).map(|_| Slot(B::new_obj())).collect();
-        assert_eq!(fresh(&objs), 1_000);
-        let done = settle_cloud::<B>(
-            &rt,
-            &objs,
-            4,
-            Duration::from_millis(5),
-            Duration::from_secs(20),
-        );
+        use objmon::protocol::fable::Fable;
+        type F = crate::subject::Proto<Fable>;
+        const N: u64 = 200_000;
+        let rt = F::runtime();
+        let mut plan = tiny_plan(1);
+        plan.growth_time = Duration::from_millis(1);
+        plan.figure_budget = Duration::from_secs(30);
+        let objs = growth_cloud::<F>(&rt, N, 2, &plan);
+        let fresh = objs.iter().filter(|o| o.0.raw() == 0).count();
         assert!(
-            done >= SETTLE_CLOUD * 1_000,
-            "settled with {done} acquisitions"
+            fresh as u64 <= N / 200,
+            "{fresh} of {N} objects never locked"
         );
-        let left = fresh(&objs);
-        assert!(left <= 10, "{left} of 1000 objects never locked");
     }
 
     /// `sol-cas-store` written plainly, as in a user's crate (`userloop::cas_store`, which the
