@@ -8,6 +8,7 @@
 
 use crate::subject::Subject;
 use std::hint::black_box;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Barrier};
 use std::thread;
@@ -366,12 +367,8 @@ pub fn run<S: Subject>(
             });
         }
         Bench::AllocLock => {
-            let rt = new_rt::<S>(knob);
-            let t = S::attach(&rt);
-            let iters = (plan.pairs / (param + 1)).max(1);
-            repeat(reps, budget, &mut out, || {
-                alloc_lock::<S>(&rt, &t, param, iters)
-            });
+            let mut job = job::<S>(bench, param, threads, plan, knob);
+            repeat(reps, budget, &mut out, || job.rep());
         }
         Bench::TreeTest => {
             let rt = new_rt::<S>(knob);
@@ -423,8 +420,16 @@ impl Bench {
     ///
     /// And cloud-growth: its curve compares one row's figures at different sizes, which the
     /// same swings bent (a row whose larger clouds ran in a quiet spell read flat or falling).
+    ///
+    /// And AllocLock, whose FABLE ÷ thin (seed 002 §5.3: at most 1.5×) the issue asks of every
+    /// run: row after row, single rows of a quick report read 2–3× their neighbours in
+    /// spells (a CI run on 2026-11-29: `fable-signal[learn-limit=N]` cells of 13.7 and 30 ns
+    /// side by side, 2.5× `thin` at worst).
     pub fn interleaved(self) -> bool {
-        matches!(self, Bench::Cloud | Bench::Threads | Bench::CloudGrowth)
+        matches!(
+            self,
+            Bench::Cloud | Bench::Threads | Bench::CloudGrowth | Bench::AllocLock
+        )
     }
 }
 
@@ -439,6 +444,14 @@ pub fn job<S: Subject>(
     knob: Option<u32>,
 ) -> Box<dyn Job> {
     assert!(bench.interleaved(), "{} runs row by row", bench.name());
+    if bench == Bench::AllocLock {
+        return Box::new(AllocJob::<S> {
+            knob,
+            k: param,
+            iters: (plan.pairs / (param + 1)).max(1),
+            row: PhantomData,
+        });
+    }
     if bench == Bench::CloudGrowth {
         let rt = new_rt::<S>(knob);
         let objs = growth_cloud::<S>(&rt, param, threads, plan);
@@ -475,6 +488,28 @@ pub fn job<S: Subject>(
         },
         log: Some(Vec::new()),
     })
+}
+
+/// AllocLock on one row and k. Every repetition makes its own runtime and attaches to it:
+/// a quick report has ~380 AllocLock figures (54 rows with the learn-limit sweeps, 7 k), and
+/// one attached handle per figure for the whole bench would keep ~380 runtimes, each with
+/// this thread attached, alive at once. The set-up is not timed (`alloc_lock` times its own
+/// loop of 10^6 / (k + 1) iterations), and the warm-up round still warms the code.
+struct AllocJob<S: Subject> {
+    knob: Option<u32>,
+    k: u64,
+    iters: u64,
+    row: PhantomData<S>,
+}
+
+impl<S: Subject> Job for AllocJob<S> {
+    fn rep(&mut self) -> f64 {
+        let rt = new_rt::<S>(self.knob);
+        let t = S::attach(&rt);
+        let ns = alloc_lock::<S>(&rt, &t, self.k, self.iters);
+        drop(t);
+        ns
+    }
 }
 
 /// Threads on one row and thread count: its runtime and its one object, which every
