@@ -306,6 +306,12 @@ pub fn run<S: Subject>(
     let mut out = Vec::with_capacity(reps);
     match bench {
         Bench::UserLoop => unreachable!("user-loop runs all its rows at once: userloop::run"),
+        // The interleaved benches: the runner runs their rows round by round (`interleave`);
+        // here one row's job is repeated alone.
+        Bench::Threads | Bench::Cloud | Bench::CloudGrowth | Bench::AllocLock => {
+            let mut job = job::<S>(bench, param, threads, plan, knob);
+            repeat(reps, budget, &mut out, || job.rep());
+        }
         Bench::NoSync => repeat(reps, budget, &mut out, || no_sync(plan.pairs)),
         Bench::Call => repeat(reps, budget, &mut out, || call(plan.pairs)),
         Bench::Sync => {
@@ -348,27 +354,11 @@ pub fn run<S: Subject>(
                 S::retire(&rt, &mut o.0);
             }
         }
-        Bench::Threads => {
-            let mut job = job::<S>(bench, param, threads, plan, knob);
-            repeat(reps, budget, &mut out, || job.rep());
-        }
-        Bench::Cloud => {
-            let mut job = job::<S>(bench, param, threads, plan, knob);
-            repeat(reps, budget, &mut out, || job.rep());
-        }
-        Bench::CloudGrowth => {
-            let mut job = job::<S>(bench, param, threads, plan, knob);
-            repeat(reps, budget, &mut out, || job.rep());
-        }
         Bench::ProdCons => {
             let rt = new_rt::<S>(knob);
             repeat(reps, budget, &mut out, || {
                 prod_cons::<S>(&rt, plan.productions)
             });
-        }
-        Bench::AllocLock => {
-            let mut job = job::<S>(bench, param, threads, plan, knob);
-            repeat(reps, budget, &mut out, || job.rep());
         }
         Bench::TreeTest => {
             let rt = new_rt::<S>(knob);
@@ -449,7 +439,7 @@ pub fn job<S: Subject>(
             knob,
             k: param,
             iters: (plan.pairs / (param + 1)).max(1),
-            row: PhantomData,
+            subject: PhantomData,
         });
     }
     if bench == Bench::CloudGrowth {
@@ -460,7 +450,6 @@ pub fn job<S: Subject>(
             objs,
             threads,
             time: plan.growth_time,
-            row: String::new(),
             log: None,
         });
     }
@@ -482,11 +471,13 @@ pub fn job<S: Subject>(
             .collect(),
         threads,
         time: plan.cloud_time,
-        row: match (knob, S::KNOB) {
-            (Some(v), Some(k)) => crate::subject::knob_row(S::NAME, &k, v),
-            _ => S::NAME.to_string(),
-        },
-        log: Some(Vec::new()),
+        log: Some(CloudReps {
+            row: match (knob, S::KNOB) {
+                (Some(v), Some(k)) => crate::subject::knob_row(S::NAME, &k, v),
+                _ => S::NAME.to_string(),
+            },
+            reps: Vec::new(),
+        }),
     })
 }
 
@@ -499,16 +490,14 @@ struct AllocJob<S: Subject> {
     knob: Option<u32>,
     k: u64,
     iters: u64,
-    row: PhantomData<S>,
+    subject: PhantomData<S>,
 }
 
 impl<S: Subject> Job for AllocJob<S> {
     fn rep(&mut self) -> f64 {
         let rt = new_rt::<S>(self.knob);
-        let t = S::attach(&rt);
-        let ns = alloc_lock::<S>(&rt, &t, self.k, self.iters);
-        drop(t);
-        ns
+        let t = S::attach(&rt); // detached before `rt` drops (reverse order)
+        alloc_lock::<S>(&rt, &t, self.k, self.iters)
     }
 }
 
@@ -542,8 +531,7 @@ struct CloudJob<S: Subject> {
     objs: Vec<Slot<S::Obj>>,
     threads: usize,
     time: Duration,
-    row: String,
-    log: Option<Vec<CloudRep>>,
+    log: Option<CloudReps>,
 }
 
 impl<S: Subject> Job for CloudJob<S> {
@@ -552,7 +540,7 @@ impl<S: Subject> Job for CloudJob<S> {
         let ns = cloud::<S>(&self.rt, &self.objs, self.threads, self.time);
         if let Some(log) = &mut self.log {
             let revocations = S::revocations(&self.rt).zip(before).map(|(a, b)| a - b);
-            log.push(CloudRep { ns, revocations });
+            log.reps.push(CloudRep { ns, revocations });
         }
         ns
     }
@@ -561,14 +549,11 @@ impl<S: Subject> Job for CloudJob<S> {
 impl<S: Subject> Drop for CloudJob<S> {
     fn drop(&mut self) {
         if let Some(log) = self.log.take() {
-            eprintln!("{}", cloud_reps_line(&self.row, &log));
+            eprintln!("{}", cloud_reps_line(&log.row, &log.reps));
             CLOUD_REPS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(CloudReps {
-                    row: std::mem::take(&mut self.row),
-                    reps: log,
-                });
+                .push(log);
         }
         for o in &mut self.objs {
             S::retire(&self.rt, &mut o.0);
@@ -584,12 +569,7 @@ pub fn interleave(jobs: &mut [Box<dyn Job>], reps: usize, budget: Duration) -> V
     let reps = reps.max(1);
     let fit: Vec<usize> = jobs
         .iter_mut()
-        .map(|j| {
-            let t0 = Instant::now();
-            black_box(j.rep());
-            let warm = t0.elapsed().max(Duration::from_micros(1));
-            reps.min((budget.as_nanos() / warm.as_nanos()).max(1) as usize)
-        })
+        .map(|j| warm_up(reps, budget, || j.rep()))
         .collect();
     let n = jobs.len();
     let mut out = vec![Vec::with_capacity(reps); n];
@@ -604,13 +584,18 @@ pub fn interleave(jobs: &mut [Box<dyn Job>], reps: usize, budget: Duration) -> V
     out
 }
 
-/// One warm-up run, then `reps` timed runs (fewer if they would overrun the budget).
-fn repeat(reps: usize, budget: Duration, out: &mut Vec<f64>, mut f: impl FnMut() -> f64) {
+/// Runs `f` once untimed (the warm-up) and returns how many of `reps` timed runs fit in
+/// `budget` at the warm-up's pace: at least one.
+fn warm_up(reps: usize, budget: Duration, mut f: impl FnMut() -> f64) -> usize {
     let t0 = Instant::now();
     black_box(f());
     let warm = t0.elapsed().max(Duration::from_micros(1));
-    let fit = (budget.as_nanos() / warm.as_nanos()).max(1) as usize;
-    for _ in 0..reps.min(fit) {
+    reps.min((budget.as_nanos() / warm.as_nanos()).max(1) as usize)
+}
+
+/// One warm-up run, then `reps` timed runs (fewer if they would overrun the budget).
+fn repeat(reps: usize, budget: Duration, out: &mut Vec<f64>, mut f: impl FnMut() -> f64) {
+    for _ in 0..warm_up(reps, budget, &mut f) {
         out.push(f());
     }
 }

@@ -34,6 +34,18 @@ pub struct Record {
     pub reps: usize,
 }
 
+/// The median of `v` (the mean of the two middle values for an even count), sorting `v`;
+/// `None` if it is empty.
+pub fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
 impl Record {
     /// A record from the repetitions' values (ns per op). `None` if there are none.
     pub fn from_values(
@@ -45,15 +57,7 @@ impl Record {
         values: &[f64],
     ) -> Option<Record> {
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let median = if v.len() % 2 == 1 {
-            v[v.len() / 2]
-        } else {
-            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-        };
+        let median = median(&mut v)?; // sorts `v`: min and max below
         Some(Record {
             bench: bench.to_string(),
             protocol: protocol.to_string(),

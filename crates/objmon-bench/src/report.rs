@@ -920,16 +920,7 @@ fn paired_ratio(log: &[crate::bench::CloudReps], num: &str, den: &str) -> Option
         .filter(|(_, y)| y.ns > 0.0)
         .map(|(x, y)| x.ns / y.ns)
         .collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
+    crate::record::median(&mut v)
 }
 
 /// A target's verdict: `met`, `NOT met`, or `not measured`.
@@ -1004,13 +995,18 @@ fn targets_section(d: &mut Vec<Block>, r: &Results, cloud: &[crate::bench::Cloud
     // Item 6: FABLE ÷ thin within seed 002's bounds. Cloud's verdict is the paired ratio
     // (see `paired_ratio`); the ratio of the medians is shown beside it.
     let of_medians = r.ratio("cloud", "fable", "thin", 0);
+    let paired = paired_ratio(cloud, "fable", "thin");
     push(
         "Cloud: fable within ~10% of thin (seed 002 §5.1 Fig. 8)".into(),
-        paired_ratio(cloud, "fable", "thin").or(of_medians),
-        format!(
-            "median over the rounds of fable ÷ thin in the same round (ratio of the medians: {})",
-            ratio_text(of_medians)
-        ),
+        paired.or(of_medians),
+        match paired {
+            Some(_) => format!(
+                "median over the rounds of fable ÷ thin in the same round (ratio of the \
+                 medians: {})",
+                ratio_text(of_medians)
+            ),
+            None => "fable ÷ thin, cloud (no per-repetition log: ratio of the medians)".into(),
+        },
         1.1,
     );
     let alloc = r.params_of("alloc-lock");
@@ -1061,7 +1057,7 @@ fn targets_section(d: &mut Vec<Block>, r: &Results, cloud: &[crate::bench::Cloud
     d.push(Block::P(
         "Each target of issue 13 items 4 (contended: threads on one object, ratio to \
          parking_lot::Mutex in the same run) and 6 (seed 002's FABLE ÷ thin bounds), from this \
-         run's medians. The contended cells come from the threads bench's short repetitions, \
+         run's medians (Cloud's from its rounds, paired: see the last column). The contended cells come from the threads bench's short repetitions, \
          which move ±20% between runs (docs/benchmarks.md has longer interleaved runs)."
             .into(),
     ));

@@ -385,6 +385,20 @@ struct Figure {
     threads: usize,
 }
 
+impl Figure {
+    /// The record of this figure's `values` in bench `b`, its subject of kind `kind`.
+    fn record(&self, b: Bench, kind: Kind, values: &[f64]) -> Option<Record> {
+        Record::from_values(
+            b.name(),
+            &self.row,
+            kind.as_str(),
+            self.threads,
+            self.param,
+            values,
+        )
+    }
+}
+
 /// The figures `S` makes in bench `b` as `sel` asks, each selected row at each parameter;
 /// none (the skip recorded in `skips`) if `S` cannot run `b`.
 fn figures_of<S: Subject>(sel: &Selection, b: Bench, skips: &mut Vec<Skip>) -> Vec<Figure> {
@@ -423,7 +437,7 @@ fn run_interleaved(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outco
     struct Jobs<'a> {
         sel: &'a Selection,
         bench: Bench,
-        rows: Vec<(String, Kind, usize, u64)>,
+        figures: Vec<(Figure, Kind)>,
         jobs: Vec<Box<dyn bench::Job>>,
         skips: Vec<Skip>,
     }
@@ -434,14 +448,14 @@ fn run_interleaved(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outco
                 let plan = &self.sel.plan;
                 self.jobs
                     .push(bench::job::<S>(b, f.param, f.threads, plan, f.knob));
-                self.rows.push((f.row, S::KIND, f.threads, f.param));
+                self.figures.push((f, S::KIND));
             }
         }
     }
     let mut j = Jobs {
         sel,
         bench: b,
-        rows: Vec::new(),
+        figures: Vec::new(),
         jobs: Vec::new(),
         skips: Vec::new(),
     };
@@ -452,17 +466,10 @@ fn run_interleaved(sel: &Selection, b: Bench, bar: &ProgressBar, out: &mut Outco
         b.name(),
         j.jobs.len()
     ));
-    let figures = bench::interleave(&mut j.jobs, sel.plan.reps, sel.plan.figure_budget);
+    let values = bench::interleave(&mut j.jobs, sel.plan.reps, sel.plan.figure_budget);
     drop(j.jobs);
-    for ((row, kind, threads, param), v) in j.rows.into_iter().zip(figures) {
-        out.records.extend(Record::from_values(
-            b.name(),
-            &row,
-            kind.as_str(),
-            threads,
-            param,
-            &v,
-        ));
+    for ((f, kind), v) in j.figures.iter().zip(values) {
+        out.records.extend(f.record(b, *kind, &v));
         bar.inc(1);
     }
 }
@@ -481,14 +488,7 @@ impl SubjectVisitor for Visit<'_> {
             self.bar
                 .set_message(format!("{} {} {}", b.name(), f.row, f.param));
             let v = bench::run::<S>(b, f.param, f.threads, &self.sel.plan, f.knob);
-            self.out.records.extend(Record::from_values(
-                b.name(),
-                &f.row,
-                S::KIND.as_str(),
-                f.threads,
-                f.param,
-                &v,
-            ));
+            self.out.records.extend(f.record(b, S::KIND, &v));
             self.bar.inc(1);
         }
     }

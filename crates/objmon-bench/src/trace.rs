@@ -1020,12 +1020,7 @@ pub fn replay_all(
 }
 
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    crate::record::median(v).unwrap_or(f64::NAN)
 }
 
 /// Renders replay results (one row per protocol: medians over the repetitions with min–max).

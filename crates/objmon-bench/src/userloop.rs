@@ -418,11 +418,11 @@ mod tests {
 
     /// `fable` takes a free thin word (Cloud's steady state: every object thin, its sticky
     /// owner another thread) in about `thin`'s instructions in the harness's Cloud loop
-    /// (`bench::cloud_batch`): its lock inlines there. With all of `fresh_enter` inline
-    /// beside the records owner step, `enter` grew past LLVM's inlining threshold and the
-    /// harness's `Subject::lock` became a call with five pushes and pops (`fable` 1.1–1.3×
-    /// `thin` on Cloud, `fable-rseq`, inline, 1.0–1.1×). Counted by single-stepping,
-    /// release builds only (as below).
+    /// (`bench::cloud_batch`): its lock inlines there. While `Subject::lock` was only
+    /// `#[inline]`, LLVM left `fable`'s out of line there (its `enter`, with `fresh_enter`
+    /// inline beside the records owner step, is the largest): a call with five pushes and pops
+    /// (`fable` 1.1–1.3× `thin` on Cloud, `fable-rseq`, inline, 1.0–1.1×). Counted by
+    /// single-stepping, release builds only (as below).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     #[cfg_attr(
         debug_assertions,
