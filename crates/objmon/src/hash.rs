@@ -267,7 +267,7 @@ impl SideHashes {
     #[inline(always)]
     pub(crate) fn owner_must_look(&self, asymmetric: bool) -> bool {
         if asymmetric {
-            crate::revoke::owner_barrier();
+            crate::membarrier::owner_barrier();
         } else {
             fence(Ordering::SeqCst);
         }
@@ -284,7 +284,7 @@ impl SideHashes {
     /// a wrong answer only if the header also moves in that window — never undefined
     /// behaviour, never a hang.
     pub(crate) fn hasher_barrier(asymmetric: bool) {
-        if !asymmetric || !crate::revoke::process_barrier() {
+        if !asymmetric || !crate::membarrier::process_barrier() {
             fence(Ordering::SeqCst);
         }
     }

@@ -96,12 +96,15 @@ mod hash;
 mod hash_state;
 mod introspect;
 pub mod lab;
+mod membarrier;
 mod monitor;
 mod monitor_episodes;
 mod park;
 mod profile;
 pub mod protocol;
 mod revoke;
+#[cfg(not(loom))]
+mod rseq;
 mod runtime;
 mod sigbarrier;
 mod spin;

@@ -57,6 +57,7 @@ pub use crate::introspect::{
     BlockedOn, Deadlock, DeadlockEdge, ObjectProfile, ObjectRef, OwnedMonitor, ThreadDump,
     ThreadInfo,
 };
+pub use crate::membarrier::init as init_revocation;
 pub use crate::protocol::biased::{BiasConfig, BiasWord};
 pub use crate::protocol::cacao::HostWord;
 pub use crate::protocol::mark::MarkWord;
@@ -64,7 +65,7 @@ pub use crate::protocol::stack::StackWord;
 pub use crate::protocol::tasuki_bimodal::TasukiHeader;
 pub use crate::protocol::ThreadContext;
 pub use crate::protocol::{names, visit_all, Knob, KnobError, LockWord, ProtocolVisitor};
-pub use crate::revoke::{init as init_revocation, Revocation, RevocationKind, RevocationStats};
+pub use crate::revoke::{Revocation, RevocationKind, RevocationStats};
 pub use crate::runtime::{Config, InflationCause, Runtime, StatsSnapshot};
 pub use crate::table::MAX_MONITOR_INDEX;
 pub use crate::tasuki::{SystemLockConfig, SystemLockVariant};

@@ -25,6 +25,8 @@ const LOWER: &[&str] = &[
     "binding",          // header address → runtime claims
     "thread",           // ids, ThreadCore, AttachedThread<S>, Registry<S>
     "spin",             // contenders' back-off
+    "rseq",             // where this thread's `struct rseq` is
+    "membarrier",       // the process-wide barrier of the asymmetric Dekkers
     "sigbarrier",       // the signal barrier: restart one thread's owner section
     "tasuki",           // the system lock
     "monitor",          // the fat monitor

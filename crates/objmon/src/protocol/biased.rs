@@ -265,7 +265,7 @@
 //!   a8286f0. Now `forget_if_last`: a load and a branch, no store once the record is gone.
 //!   Measured on `fable-signal` with the nested lock inline: 63 instructions, 3.6 ns; the
 //!   same with the store instead, 62 instructions, 4.9 ns.
-//! - **The parked-hash check saved four registers.** `exit_nested` asked `revoke::init`
+//! - **The parked-hash check saved four registers.** `exit_nested` asked `membarrier::init`
 //!   (a load of a global, and the registration's call, never taken but paid for) whether
 //!   the owner's barrier is a fence, on every unlock down to one level — the nested loop's
 //!   every unlock. The answer is cached on the thread's line at attach
@@ -452,12 +452,10 @@
 
 use super::fable::{LearnRule, LEARN_LIMIT};
 use super::{KnobError, Protocol, HOST_BITS_MASK};
+use crate::membarrier::{owner_barrier, process_barrier, process_barrier_rseq};
 use crate::monitor::{FatMonitor, WaitOutcome};
 use crate::protocol::ThreadContext;
-use crate::revoke::{
-    owner_barrier, process_barrier, process_barrier_rseq, Revocation, RevocationKind,
-    RevocationStats, Safepoint,
-};
+use crate::revoke::{Revocation, RevocationKind, RevocationStats, Safepoint};
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -850,7 +848,7 @@ impl BiasState {
     /// The barrier failed after the registration had succeeded (a seccomp filter installed
     /// later): the runtime revokes by the handshake from now on, visibly in
     /// [`revocation`](Self::revocation) (`Membarrier` → `SyncHandshake`, `Hybrid` →
-    /// `AsyncHandshake`); new runtimes of the process bias nothing (`revoke::init` answers
+    /// `AsyncHandshake`); new runtimes of the process bias nothing (`membarrier::init` answers
     /// `false` from now on).
     fn barrier_failed(&self) {
         let fallback = |r: Revocation| match r {
@@ -1140,8 +1138,7 @@ impl<F: Flavor> Biasing<F> {
                 return crate::sigbarrier::thread_ready();
             }
             cfg!(all(target_arch = "x86_64", target_os = "linux"))
-                && (crate::revoke::rseq::offset().is_some()
-                    && crate::revoke::rseq::thread_registered()
+                && (crate::rseq::offset().is_some() && crate::rseq::thread_registered()
                     || t.local().rseq_forced.load(Ordering::Relaxed))
         }
     }
@@ -1392,11 +1389,11 @@ impl<F: Flavor> Biasing<F> {
     /// compiler barrier, then one load of the side table's count and a branch, out of line
     /// only when the table may hold an entry (or the thread's barrier is a fence). At every
     /// level, not only from two to one (the out-of-line check tests that): a compare fewer.
-    /// Asked of `revoke::init` here, as before, the possible call (its registration) made
+    /// Asked of `membarrier::init` here, as before, the possible call (its registration) made
     /// this path save and restore four registers on every nested unlock.
     #[inline(always)]
     fn unnest_look(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, new: u64) {
-        crate::revoke::owner_barrier();
+        crate::membarrier::owner_barrier();
         if t.local().rec.hash_fence || rt.side_hashes().may_hold_any() {
             Self::settle_nested(rt, t, h, new);
         }
@@ -1439,7 +1436,7 @@ impl<F: Flavor> Biasing<F> {
                 < 254 << RC_SHIFT
         {
             h.0.store(w - RC_ONE, Ordering::Release);
-            crate::revoke::owner_barrier();
+            crate::membarrier::owner_barrier();
             if !t.local().rec.hash_fence && !rt.side_hashes().may_hold_any() {
                 return Ok(());
             }
@@ -1475,9 +1472,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let barrier_init = if F::SIGNAL {
             crate::sigbarrier::install
         } else if F::RSEQ {
-            crate::revoke::init_rseq
+            crate::membarrier::init_rseq
         } else {
-            crate::revoke::init
+            crate::membarrier::init
         };
         BiasState::new(barrier_init, rule)
     }
@@ -1486,7 +1483,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
         let owner = u64::from(id.get()) << OWNER_SHIFT;
         #[cfg(not(loom))]
         let cs = if F::RSEQ && !F::SIGNAL {
-            crate::revoke::rseq::initial_cs_field()
+            crate::rseq::initial_cs_field()
         } else {
             0
         };

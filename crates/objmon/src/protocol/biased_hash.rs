@@ -233,7 +233,7 @@ impl<F: Flavor> Biasing<F> {
             loose,
             |p| p.owner == owner || p.loose || !OWNER_SETTLES,
             fresh,
-            crate::revoke::init(),
+            crate::membarrier::init(),
             || held_nested_by(h.0.load(Ordering::Acquire), owner),
         )
     }
@@ -256,7 +256,7 @@ impl<F: Flavor> Biasing<F> {
     /// `h` (naming `m`) that it inflated from a learn or thin lock it held — every
     /// `inflate_own` that succeeded. A hash parked while it held `h` nested goes into `m`.
     pub(crate) fn after_owner_inflation(rt: &Runtime<Self>, h: &BiasWord, m: &FatMonitor) {
-        if rt.side_hashes().owner_must_look(crate::revoke::init()) {
+        if rt.side_hashes().owner_must_look(crate::membarrier::init()) {
             Self::adopt_parked(rt, h, m, None);
         }
     }
@@ -273,7 +273,7 @@ impl<F: Flavor> Biasing<F> {
         new: u64,
     ) {
         // Inline: the owner's nested unlock pays a compare, a compiler barrier and a load.
-        if rc(new) == 1 && rt.side_hashes().owner_must_look(crate::revoke::init()) {
+        if rc(new) == 1 && rt.side_hashes().owner_must_look(crate::membarrier::init()) {
             Self::settle_parked_hash(rt, t, h, new);
         }
     }

@@ -620,13 +620,13 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
     const HEADER_LOCK_BITS: u32 = 24;
 
     type Header = LockWord;
-    /// Whether the process is registered for `membarrier` (`revoke::init`): the side
+    /// Whether the process is registered for `membarrier` (`membarrier::init`): the side
     /// table's Dekker is then asymmetric (`SideHashes::owner_must_look`).
     type State = bool;
     type ThreadState = ThinThread;
 
     fn new_state(_: &Config) -> bool {
-        crate::revoke::init()
+        crate::membarrier::init()
     }
     fn new_thread_state(id: ThreadId, _: &Config) -> ThinThread {
         ThinThread::new(id)
@@ -749,7 +749,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             // (`membarrier`: ours is a compiler barrier), so either it sees this store or
             // we see its mark. A symmetric runtime's threads keep `look` set for good, and
             // `nested_look` pays the fence.
-            crate::revoke::owner_barrier();
+            crate::membarrier::owner_barrier();
             if l.look.load(Ordering::Relaxed) != 0 {
                 Self::nested_look(rt, t, h, w - COUNT_ONE);
             }
@@ -945,9 +945,9 @@ impl ThinThread {
             me: u32::from(id.get()) << OWNER_SHIFT,
             last: AtomicUsize::new(0),
             host: AtomicU32::new(0),
-            // `revoke::init` answers `false` for good once it has (revoke.rs): a runtime made
+            // `membarrier::init` answers `false` for good once it has (revoke.rs): a runtime made
             // asymmetric may get a symmetric thread (a fence too many), never the reverse.
-            look: AtomicU32::new(if crate::revoke::init() {
+            look: AtomicU32::new(if crate::membarrier::init() {
                 0
             } else {
                 LOOK_SYMMETRIC

@@ -335,7 +335,7 @@ impl<F: Flavor> Biasing<F> {
     /// hash parked meanwhile is settled at rc 1); else `exit_slow`.
     ///
     /// Out of line on purpose. Inline, this path (with the parked-hash check's barrier
-    /// and its `revoke::init`) made the guard's `drop_in_place` too big for LLVM to inline
+    /// and its `membarrier::init`) made the guard's `drop_in_place` too big for LLVM to inline
     /// into a user's loop where guards of the protocol are dropped in many places (the
     /// bench crate): every unlock then paid a call, the spills around it, and the handle's
     /// guard count upkeep (`guards` + 1 / − 1, read-modify-writes of one word from two

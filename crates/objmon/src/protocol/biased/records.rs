@@ -64,16 +64,16 @@ pub(crate) struct LockRecords {
     /// What the unlock of `last` stores: the word `enter`'s CAS left, with rc 0 (the host
     /// bits, thin, and — sticky, `fable` — this thread as the last owner).
     pub(super) last_word: AtomicU64,
-    /// The process had no `membarrier` when this thread attached (`revoke::init`): the
+    /// The process had no `membarrier` when this thread attached (`membarrier::init`): the
     /// owner's side of the parked-hash Dekker (hash.rs) is a fence, paid out of line, so the
-    /// nested unlock (`exit_nested`) takes the slow check. `revoke::init` answers `false`
+    /// nested unlock (`exit_nested`) takes the slow check. `membarrier::init` answers `false`
     /// for good once it has, so a thread made asymmetric may later meet a symmetric
     /// hasher (as `thin`'s `LOOK_SYMMETRIC`, and as a hasher whose barrier fails after the
     /// registration: `SideHashes::hasher_barrier`), never the reverse. Immutable.
     pub(super) hash_fence: bool,
     /// rseq flavors: the address of this thread's `rseq.rseq_cs` (its thread pointer plus
     /// `__rseq_offset + 8`), where the owner step arms its section, set on the thread itself
-    /// at attach (`revoke::rseq::initial_cs_field`: a scratch word of the thread where glibc
+    /// at attach (`rseq::initial_cs_field`: a scratch word of the thread where glibc
     /// has no rseq area). The thread caches its bias bits only once its area is registered
     /// (`Biasing::rseq_ready`); until then the step fails its test.
     #[cfg(not(loom))]
@@ -122,7 +122,7 @@ impl LockRecords {
             nest_once: AtomicU64::new(STATE_LOW | owner | RC_ONE),
             last: AtomicUsize::new(0),
             last_word: AtomicU64::new(0),
-            hash_fence: !crate::revoke::init(),
+            hash_fence: !crate::membarrier::init(),
             #[cfg(not(loom))]
             rseq_cs: AtomicUsize::new(rseq_cs),
             #[cfg(loom)]
