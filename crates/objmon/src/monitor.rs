@@ -534,9 +534,21 @@ impl FatMonitor {
         self.owner.store(owner_raw, Ordering::Relaxed);
     }
 
-    /// Whether nobody is announced. Relaxed: the owner's exit asks after the system lock's
-    /// SeqCst fence (which orders it against a deflater's decrement,
-    /// [`remove_contention_leaves_it_unowned`](Self::remove_contention_leaves_it_unowned)), and a deflation attempt checks again, exactly, in
+    /// After an [`exit`](Self::exit) that released the monitor: a `SeqCst` fence between
+    /// the release's clearing of the owner and whatever the caller reads next, unless the
+    /// system lock's release already executed one ([`TasukiLock::release_fenced`]).
+    #[inline]
+    pub(crate) fn release_fence(&self) {
+        if !self.lock.release_fenced() {
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    /// Whether nobody is announced. Relaxed: the owner's exit asks after a SeqCst fence (the
+    /// system lock's, or [`release_fence`](Self::release_fence)'s), which orders it against
+    /// a deflater's decrement
+    /// ([`remove_contention_leaves_it_unowned`](Self::remove_contention_leaves_it_unowned)),
+    /// and a deflation attempt checks again, exactly, in
     /// [`try_begin_deflation_pinned`](Self::try_begin_deflation_pinned).
     #[inline]
     pub(crate) fn no_contention(&self) -> bool {
@@ -548,7 +560,7 @@ impl FatMonitor {
     /// after it: then an owner's last exit may have read this announcement as company and
     /// left the deflation attempt to the caller ([`deflate`](crate::deflate), "The last one
     /// out"). Dekker with the exit: there the owner's clearing store and its read of the count
-    /// are separated by the system lock's SeqCst fence; here our decrement and our read of the
+    /// are separated by a SeqCst fence (the system lock's or `release_fence`'s); here our decrement and our read of the
     /// owner by a SeqCst fence (fence against fence, which loom models; SeqCst accesses it
     /// treats as AcqRel), so either the exit sees our decrement and tries itself, or we see
     /// the owner gone.

@@ -13,13 +13,53 @@
 //! parker, and a suspended thread's queue entry a `QNode` in its `suspend` frame.
 //!
 //! **Uncontended path** (Figure 4): `lock` is one compare-and-swap; `unlock` is a plain store
-//! and a plain test of `wcount`, no atomic read-modify-write. On a multiprocessor (§4) the
-//! default variant, Figure 7, adds the `UNLOCKING` state so that unlock needs one barrier:
-//! `store UNLOCKING; fence(SeqCst); load wcount; store UNLOCKED`. The Figure 4–5 variant with
-//! the two barriers §4 requires (after the release store and after the increment) stays
-//! selectable as [`SystemLockVariant::Figure5`].
+//! and a plain test of `wcount`, no atomic read-modify-write. On a multiprocessor (§4),
+//! Figure 7 adds the `UNLOCKING` state so that unlock needs one barrier:
+//! `store UNLOCKING; fence(SeqCst); load wcount; store UNLOCKED`
+//! ([`SystemLockVariant::Figure7`]). The Figure 4–5 variant with the two barriers §4 requires
+//! (after the release store and after the increment) stays selectable as
+//! [`SystemLockVariant::Figure5`].
 //!
-//! **Why no wake-up is lost** (Property 3.1, §4 proof): a suspending thread increments
+//! **The default, [`SystemLockVariant::Figure7Membarrier`]** (not in the seed): Figure 7 with
+//! its release barrier moved to the thread about to suspend. The release is
+//! `store UNLOCKING; compiler barrier; load wcount; store UNLOCKED` — no fence, no atomic
+//! read-modify-write — and `suspend` calls `membarrier(PRIVATE_EXPEDITED)` between its
+//! increment and its compare-and-swap (`membarrier.rs`), which makes every running thread of
+//! the process execute a full barrier: the same Dekker, paid by the rare side. Why (issue 13
+//! item 4; 2-core AMD EPYC VM, one run each, `parking_lot::Mutex` in the same process):
+//! - one thread, a fat `thin` lock (`examples/contended inflated thin 100000000`): 11.8 ns
+//!   per lock+unlock with Figure 7's fence, 7.4 ns without (`parking_lot` 9.2 ns);
+//! - 2 / 4 / 8 threads on one object (`examples/contended 3 2,4,8 thin,parking_lot`):
+//!   `thin` 0.88× / 0.92× / 0.90× `parking_lot`, against 1.20–1.30× with the fence.
+//!
+//! The fence's *form* is most of it: Rust's `fence(SeqCst)` is a locked `or` on the stack;
+//! the same release with an `xchg` of `UNLOCKING` instead read 1.4–1.9×, with `mfence`
+//! 2.2–2.6× and Figure 5 2–3.5× (`examples/contended`, interleaved binaries).
+//!
+//! *Why no wake-up is lost without the fence.* `membarrier` returns only after every thread
+//! of the process that was running has executed a full barrier (one not running passed one
+//! when it was switched out): a point `p` in the holder's program order. If the holder's
+//! load of `wcount` comes after `p`, it sees the increment (made before the system call) and
+//! resumes a thread. If it comes before `p`, so does its `UNLOCKING` store (earlier in program
+//! order; the compiler barrier keeps it so), which is then visible to the compare-and-swap
+//! after the call: the suspender reads `UNLOCKING` (and spins, Figure 7) or a later value, never
+//! the holder's `LOCKED`. Either way, a suspender that fails against a holder's `LOCKED` is
+//! seen by that holder's release. The `HANDOFF` bit rides on the same increment.
+//!
+//! The variant is chosen when the lock is built: where the process cannot register for
+//! `membarrier` (not Linux, kernel < 4.14, seccomp), a lock asked for it is built as
+//! Figure 7. If the kernel refuses a barrier later (a seccomp filter installed after the
+//! registration), the refused suspender does not sleep: it takes back its count and yields
+//! until it wins the compare-and-swap, so no release has to see it. Under loom the barrier
+//! is modelled as a `SeqCst` fence on both sides (`membarrier.rs`), so the models check
+//! the Dekker's shape; `OBJMON_LOOM_SYMMETRIC=1` builds these locks as Figure 7.
+//!
+//! Cost, kept out of the fast path: every suspend attempt makes one system call that
+//! interrupts the other CPUs running the process (an IPI each), and a caller that relied on
+//! the release's fence for a Dekker of its own must pay it itself
+//! ([`TasukiLock::release_fenced`]; `deflate.rs`'s exit does).
+//!
+//! **Why no wake-up is lost** with the fence (Property 3.1, §4 proof): a suspending thread increments
 //! `wcount`, issues a SeqCst fence and then compare-and-swaps. If that CAS fails on a `LOCKED`
 //! written by holder S, S's `UNLOCKING` store is later in the lock word's modification order, so
 //! S's fence follows ours in the SeqCst order and S's load of `wcount` sees our increment: S
@@ -40,6 +80,7 @@
 //!   waiter is overtaken for at most `fair_handoff` plus one critical section.
 //!   `fair_handoff: None` gives the seed's unfair lock.
 
+use crate::membarrier;
 use crate::sync::{
     fence, spin_hint, waited_at_least, yield_now, Arc, AtomicU32, AtomicUsize, Ordering,
 };
@@ -68,9 +109,13 @@ pub enum SystemLockVariant {
     /// Figures 4–5 with the two barriers of §4 (after the release store, after the increment).
     /// No hand-off: the seed's own fairness.
     Figure5,
-    /// Figure 7: the `UNLOCKING` state and one barrier on release (the default).
-    #[default]
+    /// Figure 7: the `UNLOCKING` state and one barrier (a `SeqCst` fence) on every release.
     Figure7,
+    /// Figure 7 with the release's barrier moved to the suspending thread, which calls
+    /// `membarrier` (the default; see the module documentation). Built as
+    /// [`Figure7`](Self::Figure7) where the process cannot register for `membarrier`.
+    #[default]
+    Figure7Membarrier,
 }
 
 /// Tuning of a system lock, fixed when the lock is built.
@@ -98,7 +143,7 @@ pub struct SystemLockConfig {
 impl Default for SystemLockConfig {
     fn default() -> Self {
         Self {
-            variant: SystemLockVariant::Figure7,
+            variant: SystemLockVariant::Figure7Membarrier,
             spin_limit: 64,
             spin_yields: 7,
             fair_handoff: Some(Duration::from_millis(1)),
@@ -358,11 +403,20 @@ pub struct TasukiLock {
     handoff_nanos: u32,
     spin_limit: u16,
     spin_yields: u8,
-    figure7: bool,
+    /// The release sequence: [`FIGURE5`], [`FIGURE7`] or [`FIGURE7_MEMBARRIER`] (one byte, so
+    /// that the lock stays 24 bytes and the monitor one cache line).
+    release: u8,
     /// Figure 5's mutex and condition variable: the suspended threads, oldest first, with a
     /// hand-off requester (if any) at the head.
     queue: NodeQueue,
 }
+
+/// `TasukiLock::release`: Figure 5's release (store, fence).
+const FIGURE5: u8 = 0;
+/// Figure 7's release (store `UNLOCKING`, fence, load, store).
+const FIGURE7: u8 = 1;
+/// Figure 7's release with a compiler barrier; suspenders call `membarrier`.
+const FIGURE7_MEMBARRIER: u8 = 2;
 
 /// Pauses a contender spends waiting for an `UNLOCKING` holder's second store before it
 /// yields the processor between checks (under loom a pause is already a yield).
@@ -371,7 +425,13 @@ const UNLOCKING_SPINS: u32 = 64;
 impl TasukiLock {
     /// An unlocked lock.
     pub fn new(config: SystemLockConfig) -> Self {
-        let figure7 = config.variant == SystemLockVariant::Figure7;
+        let release = match config.variant {
+            SystemLockVariant::Figure5 => FIGURE5,
+            SystemLockVariant::Figure7 => FIGURE7,
+            SystemLockVariant::Figure7Membarrier if membarrier::init() => FIGURE7_MEMBARRIER,
+            SystemLockVariant::Figure7Membarrier => FIGURE7,
+        };
+        let figure7 = release != FIGURE5;
         Self {
             lock: AtomicU32::new(UNLOCKED),
             wcount: AtomicU32::new(0),
@@ -381,7 +441,7 @@ impl TasukiLock {
             },
             spin_limit: config.spin_limit.min(u16::MAX as u32) as u16,
             spin_yields: config.spin_yields.min(u32::from(u8::MAX)) as u8,
-            figure7,
+            release,
             queue: NodeQueue::new(),
         }
     }
@@ -419,10 +479,15 @@ impl TasukiLock {
     /// [`try_lock`](Self::try_lock)): a release by anyone else lets two threads in.
     #[inline]
     pub unsafe fn unlock(&self) {
-        if self.figure7 {
+        if self.release != FIGURE5 {
             // Figure 7: two-step release with one barrier.
             self.lock.store(UNLOCKING, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
+            if self.release == FIGURE7_MEMBARRIER {
+                // The barrier is the suspender's `membarrier` (module documentation).
+                membarrier::owner_barrier();
+            } else {
+                fence(Ordering::SeqCst);
+            }
             let w = self.wcount.load(Ordering::Relaxed);
             if w & HANDOFF != 0 {
                 return self.hand_off();
@@ -438,6 +503,26 @@ impl TasukiLock {
             if self.wcount.load(Ordering::Relaxed) != 0 {
                 self.resume();
             }
+        }
+    }
+
+    /// Whether [`unlock`](Self::unlock) executes a `SeqCst` fence between its first store to
+    /// the lock word and its return (Figures 5 and 7), which a caller may use for a Dekker of
+    /// its own; `false` for [`SystemLockVariant::Figure7Membarrier`], whose release has only
+    /// a compiler barrier.
+    #[inline]
+    pub fn release_fenced(&self) -> bool {
+        self.release != FIGURE7_MEMBARRIER
+    }
+
+    /// The release sequence this lock was built with (a lock asked for
+    /// [`Figure7Membarrier`](SystemLockVariant::Figure7Membarrier) in a process without
+    /// `membarrier` reports [`Figure7`](SystemLockVariant::Figure7)).
+    pub fn variant(&self) -> SystemLockVariant {
+        match self.release {
+            FIGURE5 => SystemLockVariant::Figure5,
+            FIGURE7 => SystemLockVariant::Figure7,
+            _ => SystemLockVariant::Figure7Membarrier,
         }
     }
 
@@ -508,6 +593,9 @@ impl TasukiLock {
                 self.wcount.fetch_add(1, Ordering::Relaxed);
             }
             fence(Ordering::SeqCst);
+            // Figure7Membarrier: the holders' half of the barrier (module documentation). A
+            // refused barrier orders nothing: then we must not sleep (below).
+            let ordered = self.release != FIGURE7_MEMBARRIER || membarrier::process_barrier();
             match self
                 .lock
                 .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
@@ -532,6 +620,20 @@ impl TasukiLock {
                             spin_hint();
                         } else {
                             yield_now();
+                        }
+                    }
+                }
+                Err(_) if !ordered => {
+                    // The kernel refused the barrier: a holder's release may miss our count,
+                    // so nobody would wake us. Take the count (and any hand-off request)
+                    // back and take the lock by yielding and retrying, never sleeping.
+                    let undo = if requested { 1 | HANDOFF } else { 1 };
+                    self.wcount.fetch_sub(undo, Ordering::Relaxed);
+                    drop(q);
+                    loop {
+                        yield_now();
+                        if self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock() {
+                            return;
                         }
                     }
                 }

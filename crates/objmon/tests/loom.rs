@@ -88,6 +88,28 @@ fn tasuki_figure7_three_threads() {
     tasuki_model(3, sys(SystemLockVariant::Figure7, None));
 }
 
+/// The default release (Figure 7 with the suspender's `membarrier`): loom models the barrier
+/// as a `SeqCst` fence on both sides (`membarrier.rs`), so this checks the shipped code paths
+/// of the variant against the Dekker's shape. Under `OBJMON_LOOM_SYMMETRIC=1` the lock is
+/// built as Figure 7 (no `membarrier`), and the model checks that fallback. Three threads:
+/// with hand-off (the plain three-thread model adds nothing the hand-off one does not explore,
+/// for a minute of CI).
+#[test]
+fn tasuki_membarrier_two_threads() {
+    tasuki_model(2, sys(SystemLockVariant::Figure7Membarrier, None));
+}
+
+#[test]
+fn tasuki_membarrier_handoff_three_threads() {
+    tasuki_model(
+        3,
+        sys(
+            SystemLockVariant::Figure7Membarrier,
+            Some(Duration::from_nanos(1)),
+        ),
+    );
+}
+
 /// With a 1 ns hand-off threshold every suspended thread asks for a hand-off at once, so the
 /// model explores grant, retry-after-resume and the empty-slot release.
 #[test]

@@ -13,12 +13,14 @@ pub fn builder(default_bound: usize) -> loom::model::Builder {
     b
 }
 
-/// The system lock of most models: seed 004's Figure 7 lock, suspending at once (no spin, no
-/// yields: a model explores every interleaving, and a spin only multiplies them).
+/// The system lock of most models: the default release (seed 004's Figure 7 with the
+/// suspender's `membarrier`, modelled as a fence on both sides; Figure 7 itself under
+/// `OBJMON_LOOM_SYMMETRIC=1`), suspending at once (no spin, no yields: a model explores every
+/// interleaving, and a spin only multiplies them).
 #[allow(dead_code)] // not every model file uses it
 pub fn system_lock() -> objmon::vm::SystemLockConfig {
     objmon::vm::SystemLockConfig {
-        variant: objmon::vm::SystemLockVariant::Figure7,
+        variant: objmon::vm::SystemLockVariant::Figure7Membarrier,
         spin_limit: 0,
         spin_yields: 0,
         fair_handoff: None,
