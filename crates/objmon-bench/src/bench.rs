@@ -270,7 +270,9 @@ impl Bench {
                 | Bench::ProdCons
                 | Bench::WaitNotify
         );
-        if nested && !S::REENTRANT {
+        if S::CONTENDED_ONLY && self != Bench::Threads {
+            Some("differs only where threads contend: threads bench only")
+        } else if nested && !S::REENTRANT {
             Some("not reentrant")
         } else if threaded && !S::EXCLUSIVE {
             Some("excludes no other thread")

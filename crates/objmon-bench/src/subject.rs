@@ -6,7 +6,11 @@
 //! [`Proto`]); nothing here names a protocol, so a protocol added to the catalog is measured
 //! with no change to this crate.
 
-use objmon::vm::{HeaderGuard, Knob, KnobError, Protocol, ProtocolVisitor, Runtime, ThreadHandle};
+use objmon::vm::{
+    Config, HeaderGuard, Knob, KnobError, Protocol, ProtocolVisitor, Runtime, SystemLockVariant,
+    ThreadHandle,
+};
+use objmon::Thin;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -104,6 +108,9 @@ pub trait Subject: 'static {
     fn revocations(_rt: &Self::Rt) -> Option<u64> {
         None
     }
+    /// A row that differs from another only where threads contend (the system lock's
+    /// release): run in [`Bench::Threads`](crate::bench::Bench::Threads) only.
+    const CONTENDED_ONLY: bool = false;
 
     /// The subject's tuning knob: an objmon protocol's [`Protocol::KNOB`], `None` for
     /// everything else. Benches that sweep it ([`Bench::sweeps_knob`](crate::bench::Bench::sweeps_knob))
@@ -145,6 +152,7 @@ pub fn visit_subjects(v: &mut impl SubjectVisitor) {
         }
     }
     objmon::vm::visit_all(&mut Adapter(v));
+    v.visit::<ThinFig7>();
     v.visit::<MonitorT>();
     v.visit::<StdMutex>();
     v.visit::<ParkingLot>();
@@ -246,6 +254,54 @@ impl<P: Protocol> Subject for Proto<P> {
     const KNOB: Option<Knob> = P::KNOB;
     fn set_knob(rt: &Self::Rt, value: u32) -> Result<(), KnobError> {
         P::set_knob(rt, value)
+    }
+}
+
+/// `thin-fig7`: `thin` on the seed's own system-lock release, Figure 7 of seed 004 (one
+/// `SeqCst` fence per release), beside `thin` on the default (Figure 7 with the fence moved
+/// to the suspender's `membarrier`, `objmon::lab::TasukiLock`): the faithful variant the
+/// improvement is measured against. Contended benches only: an uncontended `thin` lock never
+/// reaches its system lock.
+pub enum ThinFig7 {}
+
+impl Subject for ThinFig7 {
+    const NAME: &'static str = "thin-fig7";
+    const KIND: Kind = Kind::Protocol;
+    const REENTRANT: bool = true;
+    const EXCLUSIVE: bool = true;
+    const WAIT: bool = true;
+    const CONTENDED_ONLY: bool = true;
+    type Rt = <Proto<Thin> as Subject>::Rt;
+    type Obj = <Proto<Thin> as Subject>::Obj;
+    type Thread = <Proto<Thin> as Subject>::Thread;
+    type Guard<'a> = <Proto<Thin> as Subject>::Guard<'a>;
+
+    fn runtime() -> Self::Rt {
+        let mut config = Config::default();
+        config.system_lock.variant = SystemLockVariant::Figure7;
+        Runtime::new(config)
+    }
+    fn new_obj() -> Self::Obj {
+        Proto::<Thin>::new_obj()
+    }
+    fn attach(rt: &Self::Rt) -> Self::Thread {
+        Proto::<Thin>::attach(rt)
+    }
+    #[inline(always)]
+    fn lock<'a>(t: &'a Self::Thread, o: &'a Self::Obj) -> Self::Guard<'a> {
+        Proto::<Thin>::lock(t, o)
+    }
+    fn wait(g: &mut Self::Guard<'_>, timeout: Duration) {
+        Proto::<Thin>::wait(g, timeout)
+    }
+    fn notify_all(g: &Self::Guard<'_>) {
+        Proto::<Thin>::notify_all(g)
+    }
+    fn retire(rt: &Self::Rt, o: &mut Self::Obj) {
+        Proto::<Thin>::retire(rt, o)
+    }
+    fn live_monitors(rt: &Self::Rt) -> Option<usize> {
+        Proto::<Thin>::live_monitors(rt)
     }
 }
 

@@ -1,5 +1,6 @@
-//! Seed 004 §5.1 on the bare system locks: objmon's tasuki lock (Figure 7 and Figure 5
-//! variants) against a double-atomic spin-suspend lock, on the uncontended path.
+//! Seed 004 §5.1 on the bare system locks: objmon's tasuki lock (its default release, Figure 7
+//! with the suspender's `membarrier`, and the seed's Figure 7 and Figure 5) against a
+//! double-atomic spin-suspend lock, on the uncontended path.
 //!
 //! The double-atomic lock is the classic three-state futex mutex (Drepper, "Futexes are
 //! tricky", mutex 2): compare-and-swap 0 → 1 to lock; an atomic swap to 0 to unlock, with a
@@ -20,21 +21,32 @@ pub struct SysLock {
     pub name: &'static str,
     /// What it is.
     pub summary: &'static str,
+    /// The tasuki lock's release, `None` for the double-atomic lock.
+    pub variant: Option<SystemLockVariant>,
 }
 
 /// The rows, in report order.
-pub const ROWS: [SysLock; 3] = [
+pub const ROWS: [SysLock; 4] = [
+    SysLock {
+        name: "syslock-tasuki-membarrier",
+        summary: "objmon TasukiLock, the default: Figure 7 with the release's fence moved to \
+                  the suspender (membarrier)",
+        variant: Some(SystemLockVariant::Figure7Membarrier),
+    },
     SysLock {
         name: "syslock-tasuki-fig7",
         summary: "objmon TasukiLock, Figure 7 (UNLOCKING state, one fence on release)",
+        variant: Some(SystemLockVariant::Figure7),
     },
     SysLock {
         name: "syslock-tasuki-fig5",
         summary: "objmon TasukiLock, Figures 4-5 with the two fences of §4",
+        variant: Some(SystemLockVariant::Figure5),
     },
     SysLock {
         name: "syslock-double-atomic",
         summary: "three-state futex mutex: CAS to lock, atomic swap to unlock",
+        variant: None,
     },
 ];
 
@@ -45,20 +57,16 @@ pub fn run(i: usize, n: u64, reps: usize) -> Vec<f64> {
     let rt = Runtime::<Fat>::with_defaults();
     let me = rt.attach().expect("attach");
     let core = me.context().core_arc();
-    let variant = if i == 0 {
-        SystemLockVariant::Figure7
-    } else {
-        SystemLockVariant::Figure5
-    };
+    let variant = ROWS[i].variant;
     let tasuki = TasukiLock::new(SystemLockConfig {
-        variant,
+        variant: variant.unwrap_or_default(),
         ..SystemLockConfig::default()
     });
     let double = DoubleAtomic::default();
     let one = || {
         let mut c = 0u64;
         let t0 = Instant::now();
-        if i < 2 {
+        if variant.is_some() {
             for _ in 0..n {
                 let l = black_box(&tasuki);
                 // SAFETY: `core` is this thread's own (from `me`, attached here), and the

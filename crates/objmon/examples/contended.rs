@@ -15,10 +15,12 @@
 //!
 //! Arguments (all optional): rounds, comma-separated thread counts, comma-separated kinds
 //! (`fat`, `thin`, `tasuki`, `fable`, `parking_lot`, `monitor` — `objmon::Monitor<()>` —, or
-//! any protocol name; `fat@256` runs `fat` with `SystemLockConfig::spin_limit` 256, `thin@fig5`
-//! runs `thin` on the system lock's Figure 5 variant, `SystemLockVariant::Figure5`).
+//! any protocol name; `fat@256` runs `fat` with `SystemLockConfig::spin_limit` 256; `thin@fig7`
+//! and `thin@fig5` run `thin` on the system lock's seed-faithful releases,
+//! `SystemLockVariant::Figure7` (one fence per release) and `Figure5`, instead of the default
+//! `Figure7Membarrier`).
 
-use objmon::vm::{Config, Protocol, ProtocolVisitor, Runtime};
+use objmon::vm::{Config, Protocol, ProtocolVisitor, Runtime, SystemLockVariant};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -103,8 +105,8 @@ struct One {
     name: String,
     /// `SystemLockConfig::spin_limit`, if not the default.
     spin_limit: Option<u32>,
-    /// `SystemLockVariant::Figure5` (no hand-off) instead of the default Figure 7.
-    figure5: bool,
+    /// The system lock's release, if not the default (`Figure7Membarrier`).
+    variant: Option<SystemLockVariant>,
     threads: usize,
     ns: Option<(f64, f64)>,
 }
@@ -118,8 +120,8 @@ impl ProtocolVisitor for One {
         if let Some(s) = self.spin_limit {
             config.system_lock.spin_limit = s;
         }
-        if self.figure5 {
-            config.system_lock.variant = objmon::vm::SystemLockVariant::Figure5;
+        if let Some(v) = self.variant {
+            config.system_lock.variant = v;
         }
         let rt = Runtime::<P>::new(config);
         let h = P::Header::default();
@@ -171,15 +173,16 @@ fn measure(kind: &str, threads: usize) -> (f64, f64) {
     if kind == "monitor" {
         return monitor_ns(threads);
     }
-    let (name, spin_limit, figure5) = match kind.split_once('@') {
-        Some((n, "fig5")) => (n, None, true),
-        Some((n, s)) => (n, Some(s.parse().expect("spin limit after @")), false),
-        None => (kind, None, false),
+    let (name, spin_limit, variant) = match kind.split_once('@') {
+        Some((n, "fig5")) => (n, None, Some(SystemLockVariant::Figure5)),
+        Some((n, "fig7")) => (n, None, Some(SystemLockVariant::Figure7)),
+        Some((n, s)) => (n, Some(s.parse().expect("spin limit after @")), None),
+        None => (kind, None, None),
     };
     let mut one = One {
         name: name.to_string(),
         spin_limit,
-        figure5,
+        variant,
         threads,
         ns: None,
     };

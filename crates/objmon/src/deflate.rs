@@ -334,18 +334,14 @@ pub(crate) fn exit_owned<P: Locate>(
     m: &FatMonitor,
     idx: MonitorIndex,
 ) -> Result<(), MonitorError> {
-    m.exit(t.core())?;
-    if !m.is_owned_by(t.core()) {
-        // "The last one out" is a Dekker: our clearing of the owner, then our read of the
-        // announcements, against a contender's decrement, then its read of the owner
-        // (`FatMonitor::remove_contention_leaves_it_unowned`). Figure 7's release has the
-        // SeqCst fence between ours; the membarrier release (`tasuki.rs`) only a compiler
-        // barrier, whose other side is a suspender's `membarrier`, not this contender: pay
-        // the fence here then.
-        m.release_fence();
-        if m.no_contention() {
-            after_release(rt, h, idx);
-        }
+    // "The last one out" is a Dekker: our clearing of the owner, then our read of the
+    // announcements, against a contender's decrement, then its read of the owner
+    // (`FatMonitor::remove_contention_leaves_it_unowned`). The default release (`tasuki.rs`)
+    // has only a compiler barrier, whose other side is a suspender's `membarrier`, not this
+    // contender: ask for the fenced release (Figure 7's, fence before the releasing store).
+    m.exit_fenced(t.core())?;
+    if !m.is_owned_by(t.core()) && m.no_contention() {
+        after_release(rt, h, idx);
     }
     Ok(())
 }

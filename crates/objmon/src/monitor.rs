@@ -229,6 +229,19 @@ impl FatMonitor {
     /// Releases one level; the last one wakes the entry queue. No atomic read-modify-write.
     #[inline]
     pub fn exit(&self, t: &ThreadCore) -> Result<(), MonitorError> {
+        self.exit_with(t, false)
+    }
+
+    /// [`exit`](Self::exit) whose last level releases the system lock with a `SeqCst` fence
+    /// between the clearing of the owner and whatever the caller reads next
+    /// ([`TasukiLock::unlock_fenced`]): deflation's "last one out" Dekker (`deflate.rs`).
+    #[inline]
+    pub(crate) fn exit_fenced(&self, t: &ThreadCore) -> Result<(), MonitorError> {
+        self.exit_with(t, true)
+    }
+
+    #[inline(always)]
+    fn exit_with(&self, t: &ThreadCore, fenced: bool) -> Result<(), MonitorError> {
         if self.owner.load(Ordering::Relaxed) != t.raw_id() {
             return Err(MonitorError::IllegalMonitorState);
         }
@@ -241,7 +254,13 @@ impl FatMonitor {
         self.owner.store(0, Ordering::Relaxed);
         // SAFETY: the owner holds the system lock for as long as it owns the monitor, and
         // `t` (the caller, by `Protocol`'s contract) was the owner.
-        unsafe { self.lock.unlock() };
+        unsafe {
+            if fenced {
+                self.lock.unlock_fenced();
+            } else {
+                self.lock.unlock();
+            }
+        }
         Ok(())
     }
 
@@ -534,18 +553,8 @@ impl FatMonitor {
         self.owner.store(owner_raw, Ordering::Relaxed);
     }
 
-    /// After an [`exit`](Self::exit) that released the monitor: a `SeqCst` fence between
-    /// the release's clearing of the owner and whatever the caller reads next, unless the
-    /// system lock's release already executed one ([`TasukiLock::release_fenced`]).
-    #[inline]
-    pub(crate) fn release_fence(&self) {
-        if !self.lock.release_fenced() {
-            fence(Ordering::SeqCst);
-        }
-    }
-
-    /// Whether nobody is announced. Relaxed: the owner's exit asks after a SeqCst fence (the
-    /// system lock's, or [`release_fence`](Self::release_fence)'s), which orders it against
+    /// Whether nobody is announced. Relaxed: the owner's exit asks after the SeqCst fence of
+    /// its release ([`exit_fenced`](Self::exit_fenced)), which orders it against
     /// a deflater's decrement
     /// ([`remove_contention_leaves_it_unowned`](Self::remove_contention_leaves_it_unowned)),
     /// and a deflation attempt checks again, exactly, in
@@ -560,7 +569,7 @@ impl FatMonitor {
     /// after it: then an owner's last exit may have read this announcement as company and
     /// left the deflation attempt to the caller ([`deflate`](crate::deflate), "The last one
     /// out"). Dekker with the exit: there the owner's clearing store and its read of the count
-    /// are separated by a SeqCst fence (the system lock's or `release_fence`'s); here our decrement and our read of the
+    /// are separated by the SeqCst fence of its release (`exit_fenced`); here our decrement and our read of the
     /// owner by a SeqCst fence (fence against fence, which loom models; SeqCst accesses it
     /// treats as AcqRel), so either the exit sees our decrement and tries itself, or we see
     /// the owner gone.

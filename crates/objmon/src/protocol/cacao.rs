@@ -93,8 +93,8 @@
 //!
 //! Atomic operations per path: nested enter / exit: none (loads, and the monitor's plain
 //! count store); first-level enter and last-level exit of a first entry (the seed's line 10
-//! and line 8): the monitor's compare-and-swap, and its release (one SeqCst fence, no
-//! read-modify-write), no bucket lock; a contended enter that must sleep adds bucket
+//! and line 8): the monitor's compare-and-swap, and its release (no read-modify-write; a
+//! SeqCst fence only on the seed's Figure 7 system lock, `tasuki.rs`), no bucket lock; a contended enter that must sleep adds bucket
 //! compare-and-swap and release store twice (pin, unpin); an overflow entry's enter: bucket
 //! compare-and-swap, release store, the monitor's compare-and-swap; its last-level exit:
 //! bucket compare-and-swap, the monitor's release, release store.
@@ -131,7 +131,7 @@
 //!
 //! Atomic operations, `cacao-seed`: first-level enter: bucket compare-and-swap, the
 //! monitor's compare-and-swap, bucket release store; last-level exit: bucket
-//! compare-and-swap, the monitor's release (one SeqCst fence), bucket release store; nested
+//! compare-and-swap, the monitor's release (as above), bucket release store; nested
 //! enter / exit: the bucket's compare-and-swap and release store each. Instructions per
 //! lock+unlock (callgrind, `examples/user_loop.rs` as above, 2026-11-25): 188 plain, 179
 //! nested (`cacao` 156 / 130 in the same build).

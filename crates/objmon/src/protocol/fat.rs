@@ -19,8 +19,9 @@
 //! [`reclaim`](crate::vm::Runtime::reclaim).
 //!
 //! Atomic operations per fast path (monitor installed): enter = one load of the header, one
-//! compare-and-swap (the tasuki lock); nested enter = none; exit = no read-modify-write, one
-//! SeqCst fence (Figure 7 of seed 004).
+//! compare-and-swap (the tasuki lock); nested enter = none; exit = no read-modify-write and,
+//! on the default system lock (Figure 7 of seed 004 with the suspender's `membarrier`,
+//! `tasuki.rs`), no fence; on the seed's Figure 7, one SeqCst fence.
 //!
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):

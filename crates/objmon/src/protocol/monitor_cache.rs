@@ -43,7 +43,8 @@
 //! last exit drops the owner's pin under the cache lock and releases the monitor after it
 //! (`exit`). Atomic operations per path: every enter and exit: the cache lock's
 //! compare-and-swap and exchange, plus the monitor's (enter: one compare-and-swap; nested:
-//! none; last exit: one SeqCst fence).
+//! none; last exit: no read-modify-write, and a SeqCst fence only on the seed's Figure 7
+//! system lock, `tasuki.rs`).
 //!
 //! Contended (issue 13 item 4; `examples/contended.rs`, one object, 10⁶ lock+unlock per
 //! configuration, binaries before and after interleaved in 7 rounds on the 2-core machine,
