@@ -23,10 +23,11 @@
 //! **The default, [`SystemLockVariant::Figure7Membarrier`]** (not in the seed): Figure 7 with
 //! its release barrier moved to the thread about to suspend. The release is
 //! `store UNLOCKING; compiler barrier; load wcount; store UNLOCKED` — no fence, no atomic
-//! read-modify-write — and `suspend` calls `membarrier(PRIVATE_EXPEDITED)` between its
-//! increment and its compare-and-swap (`membarrier.rs`), which makes every running thread of
-//! the process execute a full barrier: the same Dekker, paid by the rare side. Why (issue 13
-//! item 4; 2-core AMD EPYC VM, one run each, `parking_lot::Mutex` in the same process):
+//! read-modify-write — and a suspending thread that has slept a millisecond without being
+//! woken calls `membarrier(PRIVATE_EXPEDITED)` between its increment and its compare-and-swap
+//! (`membarrier.rs`), which makes every running thread of the process execute a full barrier:
+//! the same Dekker, paid by the rare side, and only when it may matter. Why (issue 13 item 4;
+//! 2-core AMD EPYC VM, one run each, `parking_lot::Mutex` in the same process):
 //! - one thread, a fat `thin` lock (`examples/contended inflated thin 100000000`): 11.8 ns
 //!   per lock+unlock with Figure 7's fence, 7.4 ns without (`parking_lot` 9.2 ns);
 //! - 2 / 4 / 8 threads on one object (`examples/contended 3 2,4,8 thin,parking_lot`):
@@ -36,7 +37,21 @@
 //! the same release with an `xchg` of `UNLOCKING` instead read 1.4–1.9×, with `mfence`
 //! 2.2–2.6× and Figure 5 2–3.5× (`examples/contended`, interleaved binaries).
 //!
-//! *Why no wake-up is lost without the fence.* `membarrier` returns only after every thread
+//! *Suspending without the barrier first.* A `membarrier` costs about 0.2 µs alone and 8 µs
+//! with another thread of the process running (the IPI, in this VM); paid on every suspend,
+//! under the queue lock, it made the suspend-heavy loads slower than Figure 7 by far
+//! (one run each: `cacao-seed` 3–4× → 11–35× `parking_lot` at 8 threads; `thin`'s
+//! wait-notify round trip 6.8 → 24.9 µs; a switch of the lock to fenced releases after
+//! frequent suspends lost the contended rows' gain instead: the contended `thin` lock also
+//! suspends in bursts). So a suspender first increments, fences and tries the
+//! compare-and-swap as in Figure 7, without the barrier, queues, and sleeps at most
+//! [`UNORDERED_SLEEP`] (1 ms). A release that saw its count wakes it as usual (the common
+//! case: then no barrier at all). If the sleep runs out with the thread still queued (linked:
+//! no waker took it off under the queue lock), it leaves the queue with its count, and tries
+//! again *with* the barrier; after that try it sleeps untimed. So the reordering below costs
+//! a missed wake-up at most a millisecond, never a hang, and a long wait pays one barrier.
+//!
+//! *Why no wake-up is lost after the barrier.* `membarrier` returns only after every thread
 //! of the process that was running has executed a full barrier (one not running passed one
 //! when it was switched out): a point `p` in the holder's program order. If the holder's
 //! load of `wcount` comes after `p`, it sees the increment (made before the system call) and
@@ -54,9 +69,10 @@
 //! is modelled as a `SeqCst` fence on both sides (`membarrier.rs`), so the models check
 //! the Dekker's shape; `OBJMON_LOOM_SYMMETRIC=1` builds these locks as Figure 7.
 //!
-//! Cost, kept out of the fast path: every suspend attempt makes one system call that
-//! interrupts the other CPUs running the process (an IPI each), and a caller that relied on
-//! the release's fence for a Dekker of its own must ask for it
+//! Cost, kept out of the fast path: a suspend that sleeps past a millisecond makes one system
+//! call that interrupts the other CPUs running the process (an IPI each); a sleep that a
+//! release's missed count prolongs lasts at most that millisecond; and a caller that relied
+//! on the release's fence for a Dekker of its own must ask for it
 //! ([`TasukiLock::unlock_fenced`]; `deflate.rs`'s exit does).
 //!
 //! **Why no wake-up is lost** with the fence (Property 3.1, §4 proof): a suspending thread increments
@@ -418,6 +434,10 @@ const FIGURE7: u8 = 1;
 /// Figure 7's release with a compiler barrier; suspenders call `membarrier`.
 const FIGURE7_MEMBARRIER: u8 = 2;
 
+/// How long a thread suspended on a `Figure7Membarrier` lock without the barrier sleeps at
+/// most before it tries again with it (module documentation).
+const UNORDERED_SLEEP: Duration = Duration::from_millis(1);
+
 /// Pauses a contender spends waiting for an `UNLOCKING` holder's second store before it
 /// yields the processor between checks (under loom a pause is already a yield).
 const UNLOCKING_SPINS: u32 = 64;
@@ -608,6 +628,10 @@ impl TasukiLock {
         // We have set HANDOFF and it has not been cleared for us yet.
         let mut requested = false;
         let mut overtaken = false;
+        // Figure7Membarrier: this try calls `membarrier` after its increment. The first does
+        // not: it sleeps at most UNORDERED_SLEEP, then tries again with the barrier (module
+        // documentation, "Suspending without the barrier first").
+        let mut barrier = false;
         let mut q = self.queue.lock();
         loop {
             // Figure 5 line 15, and the hand-off request (one requester at a time: with the
@@ -623,9 +647,10 @@ impl TasukiLock {
                 self.wcount.fetch_add(1, Ordering::Relaxed);
             }
             fence(Ordering::SeqCst);
-            // Figure7Membarrier: the holders' half of the barrier (module documentation). A
-            // refused barrier orders nothing: then we must not sleep (below).
-            let ordered = self.release != FIGURE7_MEMBARRIER || membarrier::process_barrier();
+            // Figure7Membarrier: the holders' half of the barrier (module documentation), on
+            // a try after an unordered sleep. A refused barrier orders nothing: then we must
+            // not sleep (below).
+            let ordered = !barrier || membarrier::process_barrier();
             match self
                 .lock
                 .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
@@ -686,22 +711,45 @@ impl TasukiLock {
                         unsafe { q.push_back(&node) };
                     }
                     drop(q);
+                    // A membarrier lock's holder may have missed our count (no barrier yet):
+                    // sleep at most UNORDERED_SLEEP.
+                    let mut deadline = (self.release == FIGURE7_MEMBARRIER && !barrier)
+                        .then(|| Instant::now() + UNORDERED_SLEEP);
                     let sig = loop {
                         // Acquire: the waker's accesses to `node` happen before we reuse or
                         // drop it (the waker stores the signal after them, with Release).
                         let s = t.tasuki_signal.load(Ordering::Acquire);
                         if s != SIG_WAITING {
-                            break s;
+                            break Ok(s);
                         }
-                        t.parker.park(None);
+                        if t.parker.park(deadline) {
+                            // The unordered sleep is over. Still queued (linked: no waker has
+                            // taken us off under the queue lock), nobody is coming for sure:
+                            // leave the queue with our count and try again, with the barrier.
+                            let mut q2 = self.queue.lock();
+                            if !node.next.get().is_null() {
+                                // SAFETY: linked in this queue, whose lock we hold.
+                                unsafe { q2.remove(&node) };
+                                let undo = if node.handoff.get() { 1 | HANDOFF } else { 1 };
+                                self.wcount.fetch_sub(undo, Ordering::Relaxed);
+                                break Err(q2);
+                            }
+                            // A waker took us off: its signal (and its unpark) is on the way.
+                            deadline = None;
+                        }
                     };
-                    if sig == SIG_GRANTED {
-                        return;
-                    }
-                    // SIG_RETRY: whoever woke us took our count (and our HANDOFF, if any).
+                    q = match sig {
+                        Ok(SIG_GRANTED) => return,
+                        // SIG_RETRY: whoever woke us took our count (and our HANDOFF, if any).
+                        Ok(_) => self.queue.lock(),
+                        // Off the queue by ourselves, the queue lock held.
+                        Err(q2) => {
+                            barrier = true;
+                            q2
+                        }
+                    };
                     requested = false;
                     overtaken = true;
-                    q = self.queue.lock();
                 }
             }
         }

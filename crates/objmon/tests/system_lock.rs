@@ -105,9 +105,12 @@ fn membarrier_release_with_hand_off_keeps_mutual_exclusion() {
 /// The race a lost wake-up needs, placed at the end of every round, where nothing heals it:
 /// thread A holds the lock, thread B calls `lock` (and suspends: no spin), A releases after a
 /// delay that varies from round to round (so that some releases land inside B's suspend, from
-/// its increment to its compare-and-swap), and then A waits for B at the round's end. If A's
-/// release misses B's count, nobody else will ever release the lock again this round: B sleeps
-/// for good and the watchdog fails the test.
+/// its increment to its compare-and-swap) plus `hold`, and then A waits for B at the round's
+/// end. If A's release misses B's count and B were to sleep for good, nobody else would ever
+/// release the lock again this round: B would hang and the watchdog fail the test. (On the
+/// membarrier release B's first sleep is bounded, `tasuki.rs`: a missed count costs it at
+/// most a millisecond, then it tries again with the barrier; with `hold` above a millisecond
+/// every round takes that path.)
 ///
 /// What it cannot catch: with the suspender's `membarrier` taken out (and the release's fence
 /// still missing) it still passed, three runs of 20,000 rounds. The Dekker's two words, the
@@ -115,12 +118,11 @@ fn membarrier_release_with_hand_off_keeps_mutual_exclusion() {
 /// served before its `UNLOCKING` store gets the line, and then the line stays with it until
 /// the store commits; the reordering the barrier forbids would need them on two lines. The
 /// proof (`tasuki.rs`) and the loom models (`tests/loom.rs`, the barrier as a fence on both
-/// sides) carry that part; this test catches a wake-up lost anywhere else on these paths (the
-/// test itself hung, with both variants, while its own hand-shake was wrong).
-#[test]
-fn membarrier_release_loses_no_wake_up() {
-    const ROUNDS: u32 = 20_000;
-    watchdog::within(120, "membarrier release, lost wake-up", || {
+/// sides, and every timed park allowed to time out) carry that part; this test catches a
+/// wake-up lost anywhere else on these paths (the test itself hung, with every variant,
+/// while its own hand-shake was wrong).
+fn ping_pong(rounds: u64, hold: Duration, name: &'static str) {
+    watchdog::within(120, name, move || {
         let cfg = SystemLockConfig {
             variant: SystemLockVariant::Figure7Membarrier,
             spin_limit: 0,
@@ -135,7 +137,7 @@ fn membarrier_release_loses_no_wake_up() {
         let b = std::thread::spawn(move || {
             let me = rt2.attach().unwrap();
             let core = me.context().core_arc();
-            for r in 1..=u64::from(ROUNDS) {
+            for r in 1..=rounds {
                 round2.wait();
                 while held2.load(Ordering::Acquire) != r {
                     std::hint::spin_loop();
@@ -149,7 +151,7 @@ fn membarrier_release_loses_no_wake_up() {
         let me = rt.attach().unwrap();
         let core = me.context().core_arc();
         let mut x = 0x9e37_79b9_u32;
-        for r in 1..=u64::from(ROUNDS) {
+        for r in 1..=rounds {
             round.wait();
             // SAFETY: as above.
             unsafe { lock.lock(core) };
@@ -160,6 +162,9 @@ fn membarrier_release_loses_no_wake_up() {
             for _ in 0..x % 512 {
                 std::hint::spin_loop();
             }
+            if !hold.is_zero() {
+                std::thread::sleep(hold);
+            }
             unsafe { lock.unlock() };
             round.wait();
         }
@@ -167,4 +172,21 @@ fn membarrier_release_loses_no_wake_up() {
         assert!(!lock.is_locked());
         assert!(!lock.has_waiters());
     });
+}
+
+/// Short holds: the suspender is woken within its first, unordered sleep.
+#[test]
+fn membarrier_release_loses_no_wake_up() {
+    ping_pong(20_000, Duration::ZERO, "membarrier release, short holds");
+}
+
+/// Holds of 1.5 ms: every suspender's first sleep times out, it leaves the queue and tries
+/// again with the barrier, then sleeps untimed until the release wakes it.
+#[test]
+fn membarrier_release_after_an_unordered_sleep_loses_no_wake_up() {
+    ping_pong(
+        200,
+        Duration::from_micros(1_500),
+        "membarrier release, long holds",
+    );
 }
