@@ -169,7 +169,9 @@
 //!   test in the unlock fast path (straight to the monitor, no reload) 9–10 (callgrind,
 //!   `user_loop`: 36 / 51 instead of 25 / 38) for 2 saved on the inflated pair. What is left
 //!   is the monitor's try-lock CAS and its Figure 7 release fence (perf: 67% and 72% of
-//!   `enter_fat` and `exit_slow` samples), as in `fat`; the fairness is the monitor's (`examples/fairness.rs`:
+//!   `enter_fat` and `exit_slow` samples), as in `fat` — the fence is gone from the default
+//!   release since (`tasuki.rs`, `Figure7Membarrier`: 11.9 → 7.4 ns per inflated
+//!   lock+unlock on one thread); the fairness is the monitor's (`examples/fairness.rs`:
 //!   the long waits are the pre-inflation phase's, as in `thin-seed`).
 //! - `thin-seed` kept the `BLOCKED` bracket until this session's fix (issue 13 item 4,
 //!   "no protocol worse than 2× `parking_lot` at 8 threads"): nothing in seed 000 asks for
@@ -314,10 +316,14 @@ pub enum ThinLocks<const SEED: bool> {}
 /// nested 28 instructions, no atomic read-modify-write, two stores, 2.5×
 /// `user-loop-sol-plain-pair` (module documentation, "Measured").
 /// Contended (module documentation, "Contended path"): an inflated word goes straight to its
-/// monitor, `BLOCKED` only around an enter that may suspend; 136 instructions per inflated
-/// lock+unlock (one CAS, one fence: the monitor's), 1.17–1.19× `parking_lot::Mutex` at 2, 4
-/// and 8 threads in one quiet run of `objmon-bench run --bench threads` (2-core AMD EPYC).
-/// On the 2-core Intel Xeon, shared with other jobs (load 3–11, never quiet), wall ratios to
+/// monitor, `BLOCKED` only around an enter that may suspend; 127 instructions per inflated
+/// lock+unlock (`examples/contended inflated thin`, callgrind): one CAS and no fence on the
+/// default system lock (`tasuki.rs`, `Figure7Membarrier`), 7.4 ns on one thread against
+/// `parking_lot::Mutex`'s 9.2; 0.78–0.86× `parking_lot::Mutex` at 2, 4 and 8 threads in two
+/// runs of `objmon-bench run --bench threads --quick` (2-core AMD EPYC, 2026-11-29; `thin-fig7`,
+/// on seed 004's Figure 7 release with its fence, 1.21–1.39× in the same runs;
+/// docs/benchmarks.md, "The release without a fence"). Before, on Figure 7: 124 instructions,
+/// 11.9 ns on one thread, 1.17–1.19× in one quiet run. On the 2-core Intel Xeon (Figure 7), shared with other jobs (load 3–11, never quiet), wall ratios to
 /// `parking_lot::Mutex` in the same run at 2 / 4 / 8 threads: `examples/contended.rs` (5
 /// runs of 7 rounds) 0.57–1.14× / 0.78–1.16× / 0.78–1.66×; `objmon-bench run --bench
 /// threads --reps 7` (5 runs) 0.54–1.81× / 0.88–1.96× / 0.92–1.57×.
