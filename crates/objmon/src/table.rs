@@ -27,7 +27,7 @@ use crate::binding::Claims;
 use crate::monitor::FatMonitor;
 use crate::profile::{forget_profiles, TableProfile};
 use crate::sync::{lock, AtomicPtr, AtomicU64, AtomicUsize, Mutex, Ordering};
-use crate::tasuki::SystemLockConfig;
+use crate::tasuki::{SystemLockConfig, SystemLockVariant};
 use crate::MonitorError;
 
 /// The largest monitor index: 23 bits (seed 000 §2.3).
@@ -148,6 +148,12 @@ impl MonitorTable {
     /// 2^23 − 1), whose monitors use `config` for their system lock.
     pub(crate) fn new(capacity: u32, config: SystemLockConfig) -> Self {
         let capacity = capacity.clamp(1, MAX_MONITOR_INDEX);
+        if config.variant == SystemLockVariant::Figure7Membarrier {
+            // Register for the barrier now, while the program likely has few threads: the
+            // registration can take tens of milliseconds once many exist, and the first
+            // monitor is built at the first contention (`TasukiLock::new` asks again, cached).
+            let _ = crate::membarrier::init();
+        }
         // Under loom (2-monitor chunks) only the chunks `capacity` needs, as each table has
         // its own pool there.
         #[cfg(not(loom))]
