@@ -226,7 +226,10 @@ impl FatMonitor {
         Ok(())
     }
 
-    /// Releases one level; the last one wakes the entry queue. No atomic read-modify-write.
+    /// Releases one level; the last one wakes the entry queue. No atomic read-modify-write,
+    /// and on the default system lock no fence either (`tasuki.rs`): a caller that needs a
+    /// `SeqCst` fence between the release and its next read uses
+    /// [`exit_fenced`](Self::exit_fenced).
     #[inline]
     pub fn exit(&self, t: &ThreadCore) -> Result<(), MonitorError> {
         self.exit_with(t, false)

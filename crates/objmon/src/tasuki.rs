@@ -47,9 +47,14 @@
 //! compare-and-swap as in Figure 7, without the barrier, queues, and sleeps at most
 //! [`UNORDERED_SLEEP`] (1 ms). A release that saw its count wakes it as usual (the common
 //! case: then no barrier at all). If the sleep runs out with the thread still queued (linked:
-//! no waker took it off under the queue lock), it leaves the queue with its count, and tries
-//! again *with* the barrier; after that try it sleeps untimed. So the reordering below costs
-//! a missed wake-up at most a millisecond, never a hang, and a long wait pays one barrier.
+//! no waker took it off under the queue lock), it calls the barrier there, in its place and
+//! with its count still in `wcount`, and looks at the lock again: free, it takes it and
+//! leaves the queue; held, that holder's release sees the count, and it sleeps on, untimed
+//! (`settle_unordered`). So the reordering below costs a missed wake-up at most a
+//! millisecond, never a hang; a sleep longer than a millisecond pays one barrier; and the
+//! queue's order is kept. (First tried: leaving the queue and trying again with the barrier;
+//! a review found that this reorders two such sleepers and calls the barrier again after
+//! every later wake-up.)
 //!
 //! *Why no wake-up is lost after the barrier.* `membarrier` returns only after every thread
 //! of the process that was running has executed a full barrier (one not running passed one
@@ -59,7 +64,9 @@
 //! order; the compiler barrier keeps it so), which is then visible to the compare-and-swap
 //! after the call: the suspender reads `UNLOCKING` (and spins, Figure 7) or a later value, never
 //! the holder's `LOCKED`. Either way, a suspender that fails against a holder's `LOCKED` is
-//! seen by that holder's release. The `HANDOFF` bit rides on the same increment.
+//! seen by that holder's release. The `HANDOFF` bit rides on the same increment. (The
+//! `LOCKED` read may also be `hand_off`'s retracted `LOCKED`, stored after `UNLOCKING`; that
+//! holder then takes the queue lock before it picks an heir, as in Figure 7.)
 //!
 //! The variant is chosen when the lock is built: where the process cannot register for
 //! `membarrier` (not Linux, kernel < 4.14, seccomp), a lock asked for it is built as
@@ -93,7 +100,8 @@
 //!   requester at a time: a node flagged `handoff`). By the
 //!   same fence argument the holder sees `HANDOFF` at its next unlock, and instead of releasing
 //!   it retracts `UNLOCKING` to `LOCKED` and hands the lock straight to that thread. So a
-//!   waiter is overtaken for at most `fair_handoff` plus one critical section.
+//!   waiter is overtaken for at most `fair_handoff` plus one critical section (plus, on the
+//!   membarrier release, up to one unordered sleep, 1 ms, if a release missed its count).
 //!   `fair_handoff: None` gives the seed's unfair lock.
 
 use crate::membarrier;
@@ -175,7 +183,9 @@ impl Default for SystemLockConfig {
 /// that owns the node learns that someone else unlinked it from a signal word in its
 /// [`ThreadCore`] (`tasuki_signal`, `wait_state`), which that someone stores with Release
 /// *after* its last access to the node; the owner reads it with Acquire before its frame
-/// can end. Between linking and that moment nothing in the frame can panic.
+/// can end. Between linking and that moment nothing in the frame can panic. The owner may
+/// also unlink its node itself, under the queue's lock, if it finds it still linked there
+/// (a timed-out wait, `monitor.rs`; an unordered sleep that ran out, `settle_unordered`).
 pub(crate) struct QNode {
     next: Cell<*const QNode>,
     prev: Cell<*const QNode>,
@@ -434,6 +444,27 @@ const FIGURE7: u8 = 1;
 /// Figure 7's release with a compiler barrier; suspenders call `membarrier`.
 const FIGURE7_MEMBARRIER: u8 = 2;
 
+/// Under loom with `OBJMON_LOOM_UNFENCED_RELEASE=1`: the membarrier release without even its
+/// compiler barrier's modelled fence, and every barrier refused. Loom models `membarrier` as a
+/// fence on both sides (`membarrier.rs`), so without this the models never see a release miss
+/// a count; with it they do, and check that the unordered sleep's end rescues the sleeper
+/// (`settle_unordered`, on its refused-barrier path) instead of hanging (`.ci/run`). Read once,
+/// outside the model. Always `false` in the shipped build.
+#[inline(always)]
+fn unfenced_model() -> bool {
+    #[cfg(loom)]
+    {
+        static UNFENCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *UNFENCED.get_or_init(|| {
+            std::env::var_os("OBJMON_LOOM_UNFENCED_RELEASE").is_some_and(|v| v == "1")
+        })
+    }
+    #[cfg(not(loom))]
+    {
+        false
+    }
+}
+
 /// How long a thread suspended on a `Figure7Membarrier` lock without the barrier sleeps at
 /// most before it tries again with it (module documentation).
 const UNORDERED_SLEEP: Duration = Duration::from_millis(1);
@@ -492,7 +523,9 @@ impl TasukiLock {
             .is_ok()
     }
 
-    /// Releases the lock.
+    /// Releases the lock. On a [`Figure7Membarrier`](SystemLockVariant::Figure7Membarrier)
+    /// lock (the default) without a fence: a caller with a Dekker of its own across the
+    /// release uses [`unlock_fenced`](Self::unlock_fenced).
     ///
     /// # Safety
     /// The calling thread holds the lock (from [`lock`](Self::lock) or
@@ -534,7 +567,7 @@ impl TasukiLock {
             self.lock.store(UNLOCKING, Ordering::Relaxed);
             if fenced {
                 fence(Ordering::SeqCst);
-            } else {
+            } else if !unfenced_model() {
                 // The barrier is the suspender's `membarrier` (module documentation).
                 membarrier::owner_barrier();
             }
@@ -628,10 +661,6 @@ impl TasukiLock {
         // We have set HANDOFF and it has not been cleared for us yet.
         let mut requested = false;
         let mut overtaken = false;
-        // Figure7Membarrier: this try calls `membarrier` after its increment. The first does
-        // not: it sleeps at most UNORDERED_SLEEP, then tries again with the barrier (module
-        // documentation, "Suspending without the barrier first").
-        let mut barrier = false;
         let mut q = self.queue.lock();
         loop {
             // Figure 5 line 15, and the hand-off request (one requester at a time: with the
@@ -647,10 +676,6 @@ impl TasukiLock {
                 self.wcount.fetch_add(1, Ordering::Relaxed);
             }
             fence(Ordering::SeqCst);
-            // Figure7Membarrier: the holders' half of the barrier (module documentation), on
-            // a try after an unordered sleep. A refused barrier orders nothing: then we must
-            // not sleep (below).
-            let ordered = !barrier || membarrier::process_barrier();
             match self
                 .lock
                 .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
@@ -668,37 +693,23 @@ impl TasukiLock {
                     // before the holder's `hand_off` can look there (releasing it here
                     // lost hand-offs: conformance `mutual_exclusion` hung).
                     self.wcount.fetch_sub(1, Ordering::Relaxed);
-                    let mut spins = 0;
-                    while self.lock.load(Ordering::Relaxed) == UNLOCKING {
-                        if spins < UNLOCKING_SPINS {
-                            spins += 1;
-                            spin_hint();
-                        } else {
-                            yield_now();
-                        }
-                    }
-                }
-                Err(_) if !ordered => {
-                    // The kernel refused the barrier: a holder's release may miss our count,
-                    // so nobody would wake us. Take the count (and any hand-off request)
-                    // back and take the lock by yielding and retrying, never sleeping.
-                    let undo = if requested { 1 | HANDOFF } else { 1 };
-                    self.wcount.fetch_sub(undo, Ordering::Relaxed);
-                    drop(q);
-                    loop {
-                        yield_now();
-                        if self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock() {
-                            return;
-                        }
-                    }
+                    self.wait_out_unlocking();
                 }
                 Err(_) => {
+                    // Figure7Membarrier: no barrier yet, so the holder's release may miss our
+                    // count: sleep at most UNORDERED_SLEEP (module documentation). Computed
+                    // before linking: nothing may panic while the node is linked.
+                    let mut deadline = (self.release == FIGURE7_MEMBARRIER).then(|| {
+                        let now = Instant::now();
+                        now.checked_add(UNORDERED_SLEEP).unwrap_or(now)
+                    });
                     // Figure 5 line 21: condvar_wait(&condvar, &mutex).
                     t.tasuki_signal.store(SIG_WAITING, Ordering::Relaxed);
                     node.handoff.set(requested);
                     // SAFETY (each push): `node` is unlinked (a waker unlinked it before
                     // signalling us, or it was never linked) and stays in this frame until a
-                    // waker unlinks it and signals us, which we wait for below.
+                    // waker unlinks it and signals us, or we unlink it ourselves under the
+                    // queue lock (`settle_unordered`), before we return.
                     if requested || (overtaken && !q.head_is_handoff()) {
                         // The requester goes to the head; a woken but overtaken thread keeps
                         // its place at the head too (behind a requester, if any).
@@ -711,47 +722,97 @@ impl TasukiLock {
                         unsafe { q.push_back(&node) };
                     }
                     drop(q);
-                    // A membarrier lock's holder may have missed our count (no barrier yet):
-                    // sleep at most UNORDERED_SLEEP.
-                    let mut deadline = (self.release == FIGURE7_MEMBARRIER && !barrier)
-                        .then(|| Instant::now() + UNORDERED_SLEEP);
                     let sig = loop {
                         // Acquire: the waker's accesses to `node` happen before we reuse or
                         // drop it (the waker stores the signal after them, with Release).
                         let s = t.tasuki_signal.load(Ordering::Acquire);
                         if s != SIG_WAITING {
-                            break Ok(s);
+                            break s;
                         }
                         if t.parker.park(deadline) {
-                            // The unordered sleep is over. Still queued (linked: no waker has
-                            // taken us off under the queue lock), nobody is coming for sure:
-                            // leave the queue with our count and try again, with the barrier.
-                            let mut q2 = self.queue.lock();
-                            if !node.next.get().is_null() {
-                                // SAFETY: linked in this queue, whose lock we hold.
-                                unsafe { q2.remove(&node) };
-                                let undo = if node.handoff.get() { 1 | HANDOFF } else { 1 };
-                                self.wcount.fetch_sub(undo, Ordering::Relaxed);
-                                break Err(q2);
+                            // The unordered sleep is over: settle it, in our place.
+                            // SAFETY: `node` is ours, linked by the push above unless a
+                            // waker has taken it off (it checks, under the queue lock).
+                            if unsafe { self.settle_unordered(&node) } {
+                                return;
                             }
-                            // A waker took us off: its signal (and its unpark) is on the way.
                             deadline = None;
                         }
                     };
-                    q = match sig {
-                        Ok(SIG_GRANTED) => return,
-                        // SIG_RETRY: whoever woke us took our count (and our HANDOFF, if any).
-                        Ok(_) => self.queue.lock(),
-                        // Off the queue by ourselves, the queue lock held.
-                        Err(q2) => {
-                            barrier = true;
-                            q2
-                        }
-                    };
+                    if sig == SIG_GRANTED {
+                        return;
+                    }
+                    // SIG_RETRY: whoever woke us took our count (and our HANDOFF, if any).
                     requested = false;
                     overtaken = true;
+                    q = self.queue.lock();
                 }
             }
+        }
+    }
+
+    /// Figure 7's wait for a holder between its two stores: a bounded spin, then yields (a
+    /// preempted holder needs the processor).
+    fn wait_out_unlocking(&self) {
+        let mut spins = 0;
+        while self.lock.load(Ordering::Relaxed) == UNLOCKING {
+            if spins < UNLOCKING_SPINS {
+                spins += 1;
+                spin_hint();
+            } else {
+                yield_now();
+            }
+        }
+    }
+
+    /// The end of a `Figure7Membarrier` suspender's unordered sleep (module documentation):
+    /// under the queue lock, if `node` is still linked (no waker took it off), our count is
+    /// still in `wcount`; `membarrier` makes every holder's release from now on see it, and
+    /// we look at the lock again without leaving our place: free, we take it (and leave the
+    /// queue with our count); held, its holder's release will see us, so we sleep on,
+    /// untimed. `true`: we hold the lock. A refused barrier orders nothing: then we leave the
+    /// queue with our count and take the lock by yielding and retrying, never sleeping.
+    ///
+    /// # Safety
+    /// `node` is the calling thread's own node of this queue, linked by it (and not taken
+    /// off by a waker since, unless the waker signalled or will signal it).
+    #[cold]
+    unsafe fn settle_unordered(&self, node: &QNode) -> bool {
+        let mut q = self.queue.lock();
+        if node.next.get().is_null() {
+            // A waker took us off: its signal (and its unpark) is on the way.
+            return false;
+        }
+        let ordered = !unfenced_model() && membarrier::process_barrier();
+        loop {
+            if ordered {
+                match self.lock.compare_exchange(
+                    UNLOCKED,
+                    LOCKED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {}
+                    Err(UNLOCKING) => {
+                        self.wait_out_unlocking();
+                        continue;
+                    }
+                    // Held: its release sees our count (the barrier came after it).
+                    Err(_) => return false,
+                }
+            }
+            // Taken (or the barrier refused): leave the queue with our count and HANDOFF.
+            // SAFETY: linked in this queue (checked above, under the lock we hold since).
+            unsafe { q.remove(node) };
+            let undo = if node.handoff.get() { 1 | HANDOFF } else { 1 };
+            self.wcount.fetch_sub(undo, Ordering::Relaxed);
+            drop(q);
+            if !ordered {
+                while !(self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock()) {
+                    yield_now();
+                }
+            }
+            return true;
         }
     }
 

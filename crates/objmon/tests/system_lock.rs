@@ -109,25 +109,26 @@ fn membarrier_release_with_hand_off_keeps_mutual_exclusion() {
 /// end. If A's release misses B's count and B were to sleep for good, nobody else would ever
 /// release the lock again this round: B would hang and the watchdog fail the test. (On the
 /// membarrier release B's first sleep is bounded, `tasuki.rs`: a missed count costs it at
-/// most a millisecond, then it tries again with the barrier; with `hold` above a millisecond
-/// every round takes that path.)
+/// most a millisecond, then it calls the barrier and looks again; with `hold` above a
+/// millisecond every round takes that path.)
 ///
 /// What it cannot catch: with the suspender's `membarrier` taken out (and the release's fence
 /// still missing) it still passed, three runs of 20,000 rounds. The Dekker's two words, the
 /// lock word and `wcount`, share a cache line, so the holder's load of `wcount` cannot be
 /// served before its `UNLOCKING` store gets the line, and then the line stays with it until
 /// the store commits; the reordering the barrier forbids would need them on two lines. The
-/// proof (`tasuki.rs`) and the loom models (`tests/loom.rs`, the barrier as a fence on both
-/// sides, and every timed park allowed to time out) carry that part; this test catches a
+/// proof (`tasuki.rs`) and the loom models (`tests/loom.rs`: the barrier as a fence on both
+/// sides, every timed park allowed to time out, and a model with the release's barrier taken
+/// out, where the rescue must save the sleeper) carry that part; this test catches a
 /// wake-up lost anywhere else on these paths (the test itself hung, with every variant,
 /// while its own hand-shake was wrong).
-fn ping_pong(rounds: u64, hold: Duration, name: &'static str) {
+fn ping_pong(rounds: u64, hold: Duration, fair_handoff: Option<Duration>, name: &'static str) {
     watchdog::within(120, name, move || {
         let cfg = SystemLockConfig {
             variant: SystemLockVariant::Figure7Membarrier,
             spin_limit: 0,
             spin_yields: 0,
-            fair_handoff: None,
+            fair_handoff,
         };
         let rt = Runtime::<Fat>::with_defaults();
         let lock = Arc::new(TasukiLock::new(cfg));
@@ -177,16 +178,38 @@ fn ping_pong(rounds: u64, hold: Duration, name: &'static str) {
 /// Short holds: the suspender is woken within its first, unordered sleep.
 #[test]
 fn membarrier_release_loses_no_wake_up() {
-    ping_pong(20_000, Duration::ZERO, "membarrier release, short holds");
+    ping_pong(
+        20_000,
+        Duration::ZERO,
+        None,
+        "membarrier release, short holds",
+    );
 }
 
-/// Holds of 1.5 ms: every suspender's first sleep times out, it leaves the queue and tries
-/// again with the barrier, then sleeps untimed until the release wakes it.
+/// Holds of 1.5 ms: every suspender's first sleep runs out; it calls the barrier in its place
+/// in the queue, finds the lock held, and sleeps untimed until the release wakes it (one
+/// barrier per round: `perf stat -e syscalls:sys_enter_membarrier` counted 199 for 200).
 #[test]
 fn membarrier_release_after_an_unordered_sleep_loses_no_wake_up() {
     ping_pong(
         200,
         Duration::from_micros(1_500),
+        None,
         "membarrier release, long holds",
+    );
+}
+
+/// The same with a 1 ns hand-off bound: every suspender asks for the hand-off before its
+/// unordered sleep, so the sleep that runs out settles with a HANDOFF request pending, and the
+/// release must hand the lock to the sleeper (a lost grant hangs the round; a count or bit
+/// left behind fails the final `has_waiters` check). The settle that finds the lock free and
+/// takes back the request needs a release that missed the count: loom explores it.
+#[test]
+fn membarrier_release_after_an_unordered_sleep_with_hand_off_loses_no_wake_up() {
+    ping_pong(
+        200,
+        Duration::from_micros(1_500),
+        Some(Duration::from_nanos(1)),
+        "membarrier release, long holds, hand-off",
     );
 }

@@ -117,8 +117,8 @@
 //! included) and the chain work inside `disablePreemption()`, which "on a multiprocessor
 //! system would need to be implemented using a test-and-set instruction" (§'Mutex
 //! implementation'): here the bucket's test-and-set lock, held over every enter and exit,
-//! nested ones included, with the monitor's compare-and-swap and its release (fence, wake)
-//! inside it. Only an enter that finds the monitor busy pins the entry, lets the lock go and
+//! nested ones included, with the monitor's compare-and-swap and its release (a fence on
+//! Figure 7's, and the wake) inside it. Only an enter that finds the monitor busy pins the entry, lets the lock go and
 //! blocks in the monitor (the seed's `blockUntilMutexIsNotLocked`, a thread switch), then
 //! drops the pin under the lock. Table, entries, pool, claims (with the monitor taken), pins,
 //! waits, reclaim and hash are `cacao`'s, and so is the departure above (the chain searched

@@ -63,7 +63,8 @@
 //! load 3.4): `exit` 28% of the samples, `lookup_and_pin` 18%, `enter` 9%, the monitor's
 //! spin (`lock_contended`) 12%, the scheduler (yields, wake-ups) about 20%. Inside `exit`
 //! 31% of its samples follow the cache lock's `lock cmpxchg`, 16% its unlocking `xchg`, 22%
-//! the monitor's release fence; inside `lookup_and_pin` 36% and 30% follow the cache lock's
+//! the monitor's release fence (Figure 7's: measured before the default release lost it,
+//! `tasuki.rs`); inside `lookup_and_pin` 36% and 30% follow the cache lock's
 //! two, and about 5% the monitor-line read for the pin test. So a quarter of all the time is
 //! the two acquisitions of the one cache lock per lock+unlock (each a CAS and an exchange on
 //! a line every thread writes, plus the binding's slot written under it) — seed 000 §1 / §3's
@@ -72,7 +73,8 @@
 //! 0.0025). The map's own lines are not where it goes (its probe and slot: about 2–3% of
 //! the samples), nor is the lock's kind: a lock with a plain-store release would only move
 //! the unlocking exchange's stall to the monitor's next locked instruction (its try-lock
-//! CAS in `enter`, its release fence in `exit`), which drains the store buffer anyway.
+//! CAS in `enter`, its release fence in `exit` on Figure 7), which drains the store buffer
+//! anyway.
 //! Tried and dropped (no gain measured): the state on its own 128-byte lines, and the
 //! table allocated at full size up front (worse: its slot and control bytes then sit 4 KiB
 //! apart, two lines per look-up instead of one). `objmon-bench run --bench threads --param
