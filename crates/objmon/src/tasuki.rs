@@ -466,7 +466,8 @@ fn unfenced_model() -> bool {
 }
 
 /// How long a thread suspended on a `Figure7Membarrier` lock without the barrier sleeps at
-/// most before it tries again with it (module documentation).
+/// most before it calls the barrier in its place and looks at the lock again
+/// (`settle_unordered`, module documentation).
 const UNORDERED_SLEEP: Duration = Duration::from_millis(1);
 
 /// Pauses a contender spends waiting for an `UNLOCKING` holder's second store before it
