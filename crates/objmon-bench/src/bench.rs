@@ -464,6 +464,11 @@ pub fn job<S: Subject>(
             o: Slot(S::new_obj()),
             threads,
             each: total / threads as u64,
+            log: ThreadsReps {
+                row: S::NAME.to_string(),
+                threads: param,
+                reps: Vec::new(),
+            },
         });
     }
     Box::new(CloudJob::<S> {
@@ -510,18 +515,51 @@ struct ThreadsJob<S: Subject> {
     o: Slot<S::Obj>,
     threads: usize,
     each: u64,
+    /// Every repetition's figure, the warm-up first (for the report's paired targets).
+    log: ThreadsReps,
 }
 
 impl<S: Subject> Job for ThreadsJob<S> {
     fn rep(&mut self) -> f64 {
-        contended::<S>(&self.rt, &self.o.0, self.threads, self.each)
+        let ns = contended::<S>(&self.rt, &self.o.0, self.threads, self.each);
+        self.log.reps.push(ns);
+        ns
     }
 }
 
 impl<S: Subject> Drop for ThreadsJob<S> {
     fn drop(&mut self) {
         S::retire(&self.rt, &mut self.o.0);
+        THREADS_REPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(std::mem::take(&mut self.log));
     }
+}
+
+/// Every repetition of one row's Threads figure at one thread count, in order, the untimed
+/// warm-up first: the report pairs two rows' repetitions round by round (`interleave` runs
+/// round r of every row of the bench before round r + 1).
+#[derive(Clone, Debug, Default)]
+pub struct ThreadsReps {
+    /// Row name.
+    pub row: String,
+    /// The thread count (the figure's parameter).
+    pub threads: u64,
+    /// ns per lock+unlock, warm-up first.
+    pub reps: Vec<f64>,
+}
+
+/// Threads' per-repetition log of this process, one entry per row and count (read by the
+/// report).
+static THREADS_REPS: std::sync::Mutex<Vec<ThreadsReps>> = std::sync::Mutex::new(Vec::new());
+
+/// The Threads repetitions measured so far in this process, in the order the rows ran.
+pub fn threads_reps() -> Vec<ThreadsReps> {
+    THREADS_REPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 /// Cloud (or cloud-growth) on one row: its runtime and its cloud, which every repetition of
