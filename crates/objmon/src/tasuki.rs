@@ -437,6 +437,16 @@ pub struct TasukiLock {
     queue: NodeQueue,
 }
 
+/// What one waiter adds to `wcount`: 1, and `HANDOFF` if it asked for the hand-off.
+#[inline]
+fn waiter_count(requested: bool) -> u32 {
+    if requested {
+        1 | HANDOFF
+    } else {
+        1
+    }
+}
+
 /// `TasukiLock::release`: Figure 5's release (store, fence).
 const FIGURE5: u8 = 0;
 /// Figure 7's release (store `UNLOCKING`, fence, load, store).
@@ -534,7 +544,7 @@ impl TasukiLock {
     #[inline]
     pub unsafe fn unlock(&self) {
         // SAFETY: our caller's contract, passed on.
-        unsafe { self.release_with(self.release != FIGURE7_MEMBARRIER) }
+        unsafe { self.release_with(false) }
     }
 
     /// [`unlock`](Self::unlock) with a `SeqCst` fence between the first store to the lock
@@ -555,18 +565,18 @@ impl TasukiLock {
         unsafe { self.release_with(true) }
     }
 
-    /// The release; `fenced`: with a `SeqCst` fence, not the compiler barrier that the
-    /// suspenders' `membarrier` completes (only a `Figure7Membarrier` lock may pass `false`).
+    /// The release; `fenced`: with a `SeqCst` fence on a `Figure7Membarrier` lock too, not
+    /// the compiler barrier that the suspenders' `membarrier` completes (Figures 5 and 7
+    /// always fence).
     ///
     /// # Safety
     /// As [`unlock`](Self::unlock).
     #[inline(always)]
     unsafe fn release_with(&self, fenced: bool) {
-        debug_assert!(fenced || self.release == FIGURE7_MEMBARRIER);
         if self.release != FIGURE5 {
             // Figure 7: two-step release with one barrier.
             self.lock.store(UNLOCKING, Ordering::Relaxed);
-            if fenced {
+            if fenced || self.release == FIGURE7 {
                 fence(Ordering::SeqCst);
             } else if !unfenced_model() {
                 // The barrier is the suspender's `membarrier` (module documentation).
@@ -682,8 +692,8 @@ impl TasukiLock {
                 .compare_exchange(UNLOCKED, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => {
-                    let undo = if requested { 1 | HANDOFF } else { 1 };
-                    self.wcount.fetch_sub(undo, Ordering::Relaxed);
+                    self.wcount
+                        .fetch_sub(waiter_count(requested), Ordering::Relaxed);
                     return;
                 }
                 Err(UNLOCKING) => {
@@ -785,36 +795,33 @@ impl TasukiLock {
             return false;
         }
         let ordered = !unfenced_model() && membarrier::process_barrier();
-        loop {
-            if ordered {
+        if ordered {
+            loop {
                 match self.lock.compare_exchange(
                     UNLOCKED,
                     LOCKED,
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => {}
-                    Err(UNLOCKING) => {
-                        self.wait_out_unlocking();
-                        continue;
-                    }
+                    Ok(_) => break,
+                    Err(UNLOCKING) => self.wait_out_unlocking(),
                     // Held: its release sees our count (the barrier came after it).
                     Err(_) => return false,
                 }
             }
-            // Taken (or the barrier refused): leave the queue with our count and HANDOFF.
-            // SAFETY: linked in this queue (checked above, under the lock we hold since).
-            unsafe { q.remove(node) };
-            let undo = if node.handoff.get() { 1 | HANDOFF } else { 1 };
-            self.wcount.fetch_sub(undo, Ordering::Relaxed);
-            drop(q);
-            if !ordered {
-                while !(self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock()) {
-                    yield_now();
-                }
-            }
-            return true;
         }
+        // Taken (or the barrier refused): leave the queue with our count and HANDOFF.
+        // SAFETY: linked in this queue (checked above, under the lock we hold since).
+        unsafe { q.remove(node) };
+        self.wcount
+            .fetch_sub(waiter_count(node.handoff.get()), Ordering::Relaxed);
+        drop(q);
+        if !ordered {
+            while !(self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock()) {
+                yield_now();
+            }
+        }
+        true
     }
 
     /// Figure 5 `tasuki_resume`: wake one suspended thread to retry.
@@ -836,8 +843,8 @@ impl TasukiLock {
         let requested = unsafe { (*n).handoff.get() };
         // A starving thread retries first; if it loses again it re-arms HANDOFF before its
         // CAS, so the next release hands the lock to it.
-        let undo = if requested { 1 | HANDOFF } else { 1 };
-        self.wcount.fetch_sub(undo, Ordering::Relaxed);
+        self.wcount
+            .fetch_sub(waiter_count(requested), Ordering::Relaxed);
         drop(q);
         // Release: after our last access to its node (lifetime rule).
         next.tasuki_signal.store(SIG_RETRY, Ordering::Release);

@@ -36,6 +36,17 @@ fn variants_are_built_as_asked() {
     }
 }
 
+/// The default release on a lock that suspends at every contended acquisition (no spin, no
+/// yields), so that releases race with suspends all the time.
+fn suspending(fair_handoff: Option<Duration>) -> SystemLockConfig {
+    SystemLockConfig {
+        variant: SystemLockVariant::Figure7Membarrier,
+        spin_limit: 0,
+        spin_yields: 0,
+        fair_handoff,
+    }
+}
+
 /// Four threads on two cores hammer one lock that suspends at every contended acquisition
 /// (no spin, no yields), so that releases race with suspends all the time. A lost wake-up
 /// leaves a thread asleep for good: the watchdog fails the test. Run once without hand-off
@@ -44,12 +55,7 @@ fn hammer(fair_handoff: Option<Duration>, name: &'static str) {
     const THREADS: usize = 4;
     const ROUNDS: u64 = 20_000;
     watchdog::within(120, name, move || {
-        let cfg = SystemLockConfig {
-            variant: SystemLockVariant::Figure7Membarrier,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff,
-        };
+        let cfg = suspending(fair_handoff);
         let rt = Runtime::<Fat>::with_defaults();
         let lock = Arc::new(TasukiLock::new(cfg));
         let inside = Arc::new(AtomicBool::new(false));
@@ -124,12 +130,7 @@ fn membarrier_release_with_hand_off_keeps_mutual_exclusion() {
 /// while its own hand-shake was wrong).
 fn ping_pong(rounds: u64, hold: Duration, fair_handoff: Option<Duration>, name: &'static str) {
     watchdog::within(120, name, move || {
-        let cfg = SystemLockConfig {
-            variant: SystemLockVariant::Figure7Membarrier,
-            spin_limit: 0,
-            spin_yields: 0,
-            fair_handoff,
-        };
+        let cfg = suspending(fair_handoff);
         let rt = Runtime::<Fat>::with_defaults();
         let lock = Arc::new(TasukiLock::new(cfg));
         let held = Arc::new(AtomicU64::new(0));
