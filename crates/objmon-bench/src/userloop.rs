@@ -396,8 +396,9 @@ mod tests {
         assert_eq!(owner(h.raw()), u64::from(me.id().get()), "{:#x}", h.raw());
     }
 
-    /// The user's loop of [`protocol`] with the runtime and the context handed over directly
-    /// (the harness's and the C ABI's way): pointers that arrive in registers.
+    /// The user's loop of [`protocol`] with the runtime, the context and the handle's word
+    /// handed over directly (pointers and a word that arrive in registers), locking as a
+    /// handle does (`Protocol::enter_with` / `exit_with`).
     #[inline(never)]
     fn direct<P: Protocol>(
         rt: &Runtime<P>,
@@ -406,12 +407,14 @@ mod tests {
         n: u64,
     ) {
         let h = black_box(h);
+        let word = P::handle_word(cx);
         for _ in 0..n {
             // SAFETY: `cx` is this thread's context (of a handle the caller holds on this
-            // thread), `h` outlives the calls, every enter is followed by its exit.
+            // thread), `word` its `handle_word`, `h` outlives the calls, every enter is
+            // followed by its exit.
             unsafe {
-                P::enter(rt, cx, h).unwrap();
-                P::exit(rt, cx, h).unwrap();
+                P::enter_with(rt, cx, word, h).unwrap();
+                P::exit_with(rt, cx, word, h).unwrap();
             }
         }
     }
@@ -470,7 +473,8 @@ mod tests {
     /// `Cell` back in it, LLVM reloads the handle's two pointers before every lock and
     /// unlock, across the bias owner's `asm!` (which clobbers memory) and the atomics — 6
     /// more instructions for `biased-signal` (22 against 16), 4 for `thin` (21 against 17);
-    /// checked by putting the guard count's `Cell` back inline.
+    /// checked by putting the guard count's `Cell` back inline. (Since the handle's word,
+    /// `biased-signal` counts 11 both ways.)
     /// Counted exactly by single-stepping (`bench::tests::instructions_per_iteration_of`),
     /// not timed; the object is warmed first (biased to this thread where the protocol
     /// biases), so the counted child takes only the fast paths.

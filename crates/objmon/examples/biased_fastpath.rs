@@ -34,10 +34,13 @@
 //! thread holds, beside the same pair, 7 interleaved rounds.
 //!
 //! **Probe**: `biased_fastpath probe N` (x86-64 Linux) times hand-written assembly replicas
-//! of the owner's loops — the pair, a HotSpot-like owner, the rseq step with and without its
-//! arming stores, the records step with and without the Dekker's re-loads and with a fixed
-//! slot — in thread CPU time, to tell which part of a step costs what (the engine's module
-//! documentation quotes them).
+//! of the owner's loops — the pair (storing the loaded word ± 256, and storing constants as
+//! `objmon-bench`'s `sol-plain-pair` does), the signal step with and without a handle's
+//! known word, a HotSpot-like owner, the rseq step with and without its arming stores, the
+//! records step with and without the Dekker's re-loads and with a fixed slot — in thread CPU
+//! time, each loop placed at four offsets of a 64-byte line, to tell which part of a step
+//! costs what apart from where the loop lands (the engine's module documentation quotes
+//! them).
 //!
 //! Protocols: `pair` (the bare load / compare / store pair, any `BENCH`), `biased`, `biased-seed`, `biased-rseq`, `fable`, `fable-seed`,
 //! `fable-rseq`, `biased-signal`, `fable-signal` (no suffix: the count in HotSpot-style lock records; `-seed`: seed 002
@@ -373,8 +376,6 @@ fn time(n: u64) {
 /// touches objmon: it measures the shapes, not the library.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod probe {
-    use std::arch::asm;
-
     #[repr(C)]
     struct Timespec {
         sec: i64,
@@ -399,17 +400,35 @@ mod probe {
 
     macro_rules! variant {
         ($name:ident, $body:expr) => {
-            #[inline(never)]
-            fn $name(p: *mut u64, n: u64) {
-                // SAFETY: `p` is a live, exclusively borrowed `Line` (2 KiB, 64-aligned); the
-                // body reads and writes only offsets below 0x800 from it (the slots it indexes
-                // stay below 0x1c0: the top returns to 0 each iteration), and below `rsp`
-                // inside the red zone's 128 bytes, which an `asm!` without `nostack` may use.
-                unsafe {
-                    asm!("2:", $body, "dec {n}", "jnz 2b", "/* {q} {y} {x} */",
-                        n = inout(reg) n => _, p = in(reg) p, q = in(reg) p,
-                        x = out(reg) _, y = out(reg) _);
+            /// The loop at each of four placements: its first instruction at offset 0, 16,
+            /// 32 and 48 of a 64-byte line (the same bytes; the front end's view differs).
+            mod $name {
+                use std::arch::asm;
+                macro_rules! placed {
+                    ($at:ident, $skip:literal) => {
+                        #[inline(never)]
+                        pub fn $at(p: *mut u64, n: u64) {
+                            // SAFETY: `p` is a live, exclusively borrowed `Line` (2 KiB,
+                            // 64-aligned); the body reads and writes only offsets below 0x800
+                            // from it (the slots it indexes stay below 0x1c0: the top returns
+                            // to 0 each iteration), and below `rsp` inside the red zone's 128
+                            // bytes, which an `asm!` without `nostack` may use. The padding
+                            // before the loop is `nop`s, run once.
+                            unsafe {
+                                asm!(".p2align 6", concat!(".skip ", $skip, ", 0x90"), "2:",
+                                    $body, "dec {n}", "jnz 2b", "/* {q} {y} {x} {k} {k1} */",
+                                    n = inout(reg) n => _, p = in(reg) p, q = in(reg) p,
+                                    x = out(reg) _, y = out(reg) _,
+                                    k = in(reg) super::BIAS, k1 = in(reg) super::BIAS + 0x100);
+                            }
+                        }
+                    };
                 }
+                placed!(at0, "0");
+                placed!(at16, "16");
+                placed!(at32, "32");
+                placed!(at48, "48");
+                pub const ALL: [fn(*mut u64, u64); 4] = [at0, at16, at32, at48];
             }
         };
     }
@@ -420,6 +439,18 @@ mod probe {
     variant!(
         pair_bb,
         "mov [rsp-0x20], {p}\n mov {q}, [rsp-0x20]\n mov {x}, [{q}+0x200]\n add {x}, 256\n mov [{q}+0x200], {x}\n mov {x}, [{q}+0x200]\n sub {x}, 256\n mov [{q}+0x200], {x}"
+    );
+    variant!(
+        pair_const,
+        "mov {x}, [{p}+0x200]\n cmp {x}, {k}\n jne 9f\n mov [{p}+0x200], {k1}\n mov {x}, [{p}+0x200]\n cmp {x}, {k1}\n jne 9f\n mov [{p}+0x200], {k}\n 9:"
+    );
+    variant!(
+        known_word,
+        "mov {x}, [{p}+0x200]\n cmp {x}, [{p}+0x88]\n jne 9f\n mov [{p}+0x200], {k1}\n mov {x}, [{p}+0x200]\n lea {y}, [{x}-0x100]\n cmp {y}, [{p}+0x88]\n jne 9f\n mov [{p}+0x200], {k}\n 9:"
+    );
+    variant!(
+        signal_section,
+        "mov {x}, [{p}+0x200]\n mov {y}, {x}\n sub {y}, [{p}+0x88]\n cmp {y}, 0xfeff\n ja 9f\n add {x}, 256\n mov [{p}+0x200], {x}\n mov {x}, [{p}+0x200]\n lea {y}, [{x}-0x100]\n sub {y}, [{p}+0x88]\n cmp {y}, 0xfeff\n ja 9f\n sub {x}, 256\n mov [{p}+0x200], {x}\n 9:"
     );
     variant!(
         signal,
@@ -451,41 +482,58 @@ mod probe {
     );
 
     /// (row name, what it replicates, the loop)
-    type Variant = (&'static str, &'static str, fn(*mut u64, u64));
+    type Variant = (&'static str, &'static str, [fn(*mut u64, u64); 4]);
 
-    const VARIANTS: [Variant; 9] = [
-        ("pair", "the bare pair: load, add, store; load, subtract, store (the header count, no Dekker)", pair),
-        ("pair-bb", "the pair with the user loop's black_box'd header reference (store, load)", pair_bb),
-        ("signal", "one section from the dispatch's load to the commit store, no arming (signal revocation)", signal),
-        ("hotspot", "HotSpot-like: load, test, compare, one record store to a fixed slot; load, test, compare", hotspot),
-        ("rseq-no-arm", "the rseq step's instructions without its two arming stores", rseq_no_arm),
-        ("rseq", "the rseq step as `rseq_step` emits it (arm, load, subtract, compare, add to memory)", rseq),
-        ("records", "the records step as `record_step` compiles (push / pop with the Dekker's re-loads)", records),
-        ("records-no-reload", "the records step without the Dekker's header re-loads", records_no_reload),
-        ("records-fixed-slot", "the records step with the record at a fixed slot (no top-indexed address)", records_fixed_slot),
+    const VARIANTS: [Variant; 12] = [
+        ("pair", "the bare pair: load, add, store; load, subtract, store (the header count, no Dekker)", pair::ALL),
+        ("pair-const", "the pair storing constants from registers (objmon-bench's `sol-plain-pair`)", pair_const::ALL),
+        ("signal-section", "`signal_step` as `enter` / `exit` run it: load, subtract the bias bits, range test, store ± 256", signal_section::ALL),
+        ("known-word", "`signal_known_step` as a handle runs it: load, compare with the bias bits, store from a register", known_word::ALL),
+        ("pair-bb", "the pair with the user loop's black_box'd header reference (store, load)", pair_bb::ALL),
+        ("signal", "one section from the dispatch's load to the commit store, no arming (signal revocation)", signal::ALL),
+        ("hotspot", "HotSpot-like: load, test, compare, one record store to a fixed slot; load, test, compare", hotspot::ALL),
+        ("rseq-no-arm", "the rseq step's instructions without its two arming stores", rseq_no_arm::ALL),
+        ("rseq", "the rseq step as `rseq_step` emits it (arm, load, subtract, compare, add to memory)", rseq::ALL),
+        ("records", "the records step as `record_step` compiles (push / pop with the Dekker's re-loads)", records::ALL),
+        ("records-no-reload", "the records step without the Dekker's header re-loads", records_no_reload::ALL),
+        ("records-fixed-slot", "the records step with the record at a fixed slot (no top-indexed address)", records_fixed_slot::ALL),
     ];
+
+    /// The bias bits of "us" in the scratch line.
+    const BIAS: u64 = 0x1234_0000;
 
     pub fn run(n: u64) {
         let mut l = Box::new(Line([0; 256]));
         let base = l.0.as_ptr() as u64;
         l.0[0x78 / 8] = base + 0x7f0; // the `rseq_cs` field: a scratch word of the line
-        l.0[0x200 / 8] = 0x1234_0000; // the header, biased to "us", rc 0
-        l.0[0x88 / 8] = 0x1234_0000; // our bias bits
+        l.0[0x200 / 8] = BIAS; // the header, biased to "us", rc 0
+        l.0[0x88 / 8] = BIAS; // our bias bits
         let p = l.0.as_mut_ptr();
-        let mut best = [f64::MAX; VARIANTS.len()];
+        // best[variant][placement]
+        let mut best = [[f64::MAX; 4]; VARIANTS.len()];
         for _ in 0..15 {
-            for (i, (_, _, f)) in VARIANTS.iter().enumerate() {
-                let t = cpu_ns();
-                f(p, n);
-                best[i] = best[i].min((cpu_ns() - t) / n as f64);
+            for (i, (_, _, fs)) in VARIANTS.iter().enumerate() {
+                for (j, f) in fs.iter().enumerate() {
+                    let t = cpu_ns();
+                    f(p, n);
+                    best[i][j] = best[i][j].min((cpu_ns() - t) / n as f64);
+                }
             }
         }
-        println!("best of 15 rounds of {n} lock+unlock, ns; ratio to the pair");
+        println!(
+            "best of 15 rounds of {n} lock+unlock, ns, the loop at offsets 0 / 16 / 32 / 48 of a \
+             64-byte line; ratio of each to `pair-const` at the same offset"
+        );
+        let base = best[1];
         for (i, (name, what, _)) in VARIANTS.iter().enumerate() {
+            let ns: Vec<String> = best[i].iter().map(|b| format!("{b:4.2}")).collect();
+            let ratio: Vec<String> = (0..4)
+                .map(|j| format!("{:4.2}", best[i][j] / base[j]))
+                .collect();
             println!(
-                "{name:20} {:6.2} ns {:5.2}x  {what}",
-                best[i],
-                best[i] / best[0]
+                "{name:20} {} ns  {}x  {what}",
+                ns.join(" "),
+                ratio.join(" ")
             );
         }
     }

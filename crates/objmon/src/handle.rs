@@ -214,6 +214,9 @@ pub(crate) struct HandleCore<P: Protocol> {
     /// guard's +1 and its drop's −1 are adjacent in a user's loop, so LLVM folds them away
     /// wherever both are inline, boxed or not.)
     pub(crate) guards: Box<Cell<usize>>,
+    /// The protocol's [`handle_word`](Protocol::handle_word) for this thread, computed once:
+    /// a user's loop keeps it in a register with the two pointers (immutable, as they are).
+    pub(crate) word: u64,
 }
 
 impl<P: Protocol> HandleCore<P> {
@@ -223,7 +226,20 @@ impl<P: Protocol> HandleCore<P> {
             rt: att.rt.clone(),
             cx: att.cx.clone(),
             guards: Box::new(Cell::new(0)),
+            word: P::handle_word(&att.cx),
         }
+    }
+
+    /// Locks `h` through the protocol's [`enter_with`](Protocol::enter_with).
+    ///
+    /// # Safety
+    /// As [`exit`](Self::exit) explains for the context; `h` stays valid (and unmoved) while
+    /// held, as the caller's guard or unstructured record keeps it.
+    #[inline(always)]
+    pub(crate) unsafe fn enter(&self, h: &P::Header) -> Result<(), MonitorError> {
+        // SAFETY: the context as in `exit`; `word` is `handle_word` of it (`of`); `h` is
+        // the caller's to keep valid.
+        unsafe { P::enter_with(&self.rt, &self.cx, self.word, h) }
     }
 
     #[inline(always)]
@@ -234,7 +250,8 @@ impl<P: Protocol> HandleCore<P> {
         // attachment, reached only through its thread's thread-locals and guards that are
         // neither `Send` nor `Sync` (`user/attach.rs`); in native, the protocol refuses what
         // it must (`Protocol`'s safety contract); `h` is borrowed for the call.
-        unsafe { P::exit(&self.rt, &self.cx, h) }
+        // `word` is `handle_word` of that context (`of`).
+        unsafe { P::exit_with(&self.rt, &self.cx, self.word, h) }
     }
 }
 
@@ -328,7 +345,7 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     pub fn enter<'a>(&'a self, h: &'a P::Header) -> Result<HeaderGuard<'a, P>, MonitorError> {
         // SAFETY: see `HandleCore::exit`: our own context, `h` borrowed by the guard for as
         // long as the lock is held through it.
-        unsafe { P::enter(&self.core.rt, &self.core.cx, h)? };
+        unsafe { self.core.enter(h)? };
         Ok(self.guard(h))
     }
 
@@ -360,7 +377,7 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     /// any order (enter A, enter B, exit A, exit B).
     pub fn monitor_enter(&self, h: &'env P::Header) -> Result<(), MonitorError> {
         // SAFETY: as in `enter`; `h` lives for `'env`, which outlives this handle.
-        unsafe { P::enter(&self.core.rt, &self.core.cx, h)? };
+        unsafe { self.core.enter(h)? };
         self.record_unstructured(h);
         Ok(())
     }

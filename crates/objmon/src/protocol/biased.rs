@@ -30,7 +30,7 @@
 //!
 //! | variant                  | instructions | stores (lock + unlock)                 |
 //! |--------------------------|--------------|----------------------------------------|
-//! | `biased-signal`, `fable-signal` | 18 / 18 | 2: header ×2                        |
+//! | `biased-signal`, `fable-signal` | 18 / 18; through a handle 13 / 24 | 2: header ×2 |
 //! | `biased-rseq`, `fable-rseq` | 32 / 32   | 4: header ×2, `rseq_cs` ×2             |
 //! | `biased-seed`, `fable-seed` | 39 / 39   | 6: header ×2, `in_op` ×4               |
 //! | `biased`, `fable` (records) | 50 / 50, 51 / 51 | 4: record ×2, top ×2             |
@@ -82,6 +82,29 @@
 //! bench's own loop (`handle_costs_nothing_over_its_context`: 16) count the same
 //! instructions as before (code layout?; not settled). What is left above the pair on the
 //! owner's path: the handle's two loads and the records line's address, per step.
+//!
+//! **The known word** (issue 13 item 3, 2026-11-29). Through a handle (`enter_with` /
+//! `exit_with`, the handle's word being [`my_bias`](Biasing::my_bias)), the signal flavors'
+//! section first compares the header with the line's bias bits exactly (lock: rc 0; unlock:
+//! rc 1; host bits clear) and then stores the other word *from a register*
+//! (`fastpath.rs`, `signal_known_step`); any other word takes the general test out of line.
+//! The step's store then no longer depends on its load: with `w ± 256` stored, a user's
+//! lock/unlock loop is one chain through memory (load → add → store → load), two cycles per
+//! lock+unlock on the AMD VM whatever the code, 2.0× the pair that stores constants
+//! (`objmon-bench`'s `sol-plain-pair`). `biased_fastpath probe` (each loop at four offsets of
+//! a 64-byte line, ratio to that pair): the old section 2.29–2.33×, the known word
+//! 1.53–1.54× at three offsets and 2.02× at one. Through the public API
+//! (`examples/user_loop.rs time`, 7 interleaved rounds): 0.567 → 0.36 ns for both flavors
+//! (the ± 256 pair 0.53); `objmon-bench run --bench user-loop` (the old and new binaries
+//! alternating twice): `biased-signal` 0.95 → 0.364 / 0.367, `fable-signal` 0.55 → 0.360 /
+//! 0.364, `sol-plain-pair` 0.237–0.239: 1.51–1.54×. Its price is the nested hold, which now
+//! takes the general part and its two jumps: 18 → 24 instructions, 0.56 → 0.82 ns
+//! (`user_loop`). The general part lives in the function's own section after its body
+//! (`.subsection 1`): in a section of its own it cost 0.91 ns. What is left to the pair:
+//! the load of the bias bits, which is the thread's in-native poison and cannot stay in a
+//! register (see "Why the bias bits are not cached in the handle" in docs/benchmarks.md);
+//! only the store's value can. Without a handle (the C ABI, `Protocol::enter`) the step is
+//! the general one, as before.
 //!
 //! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
 //! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of
@@ -1249,6 +1272,72 @@ impl<F: Flavor> Biasing<F> {
         false
     }
 
+    /// `enter`, and through a handle (`known`: its word) `enter_with`.
+    ///
+    /// # Safety
+    /// As `enter_with` (`known`, if any, is `handle_word(t)`).
+    #[inline(always)]
+    unsafe fn lock_with(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        known: Option<u64>,
+        h: &BiasWord,
+    ) -> Result<(), MonitorError> {
+        if F::SIGNAL {
+            // The bias owner's step first, its load the only one: the section must hold the
+            // load whose word it stores, and its test alone rejects learn, thin and fat
+            // words. A second load of the header on the bias owner's path (the dispatch's,
+            // then the section's) cost more than the rseq flavors' arming store:
+            // `biased_fastpath time`, one run, `biased-signal` 3.2 ns this way against 4.5
+            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). After it, inline,
+            // only the thin CAS and FABLE's counted learn step (`enter_signal_rest`); the rest
+            // is one call away. With all of `enter_word` inline, `fable-signal`'s enter was
+            // too big for the harness's `sync` loop, which then called it (2.5 ns against
+            // 1.2, one run; `Subject::lock` out of line in the bench binary again when tried
+            // for issue 13 item 6, and so with FABLE's clear → learn CAS inline too, which
+            // took AllocLock k = 1 from 104 to 80 instructions per object; one CAS site for
+            // the counted step and clear → learn: k = 1 90, but the learn step 56 → 58, thin
+            // 45 → 46, not kept); with nothing
+            // inline but the section, a thin lock + unlock took 66 instructions and a
+            // learn-mode one 82 (`fable`: 25, 41).
+            if Self::signal_done(t, h, known, true) {
+                return Ok(());
+            }
+            return Self::enter_signal_rest(rt, t, h, h.0.load(Ordering::Relaxed));
+        }
+        Self::enter_word(rt, t, h, h.0.load(Ordering::Relaxed))
+    }
+
+    /// `exit`, and through a handle (`known`: its word) `exit_with`.
+    ///
+    /// # Safety
+    /// As `exit_with` (`known`, if any, is `handle_word(t)`).
+    #[inline(always)]
+    unsafe fn unlock_with(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        known: Option<u64>,
+        h: &BiasWord,
+    ) -> Result<(), MonitorError> {
+        if F::SIGNAL {
+            // The owner's step first; then, inline, the record of the last thin / learn CAS
+            // (a blind store) and `exit_word`'s combined unlock, as `fable`'s `exit` has
+            // them (the nested unlock is one call away there too, `exit_nested`). The guard's
+            // drop still inlines into the harness's loops (its out-of-line copies are called
+            // from the same places as before).
+            if Self::signal_done(t, h, known, false) || Self::exit_recorded(t, h) {
+                return Ok(());
+            }
+            return Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed));
+        }
+        // The record first (one load and compare on the bias owner's path), so that a thin
+        // unlock does not load the header after its CAS.
+        if !Self::SEED && Self::exit_recorded(t, h) {
+            return Ok(());
+        }
+        Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed))
+    }
+
     /// The signal flavors' `enter` after the owner's section failed, from a load `w` of the
     /// header: the two steps of a thin or learning object that AllocLock and Cloud (seed 002
     /// §5.1, §5.3) take most — the thin CAS and FABLE's counted learn re-acquisition — inline
@@ -1531,29 +1620,31 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// instead (Sync 2.7 → 3.3 ns).
     #[inline(always)]
     unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        if F::SIGNAL {
-            // The bias owner's step first, its load the only one: the section must hold the
-            // load whose word it stores, and its test alone rejects learn, thin and fat
-            // words. A second load of the header on the bias owner's path (the dispatch's,
-            // then the section's) cost more than the rseq flavors' arming store:
-            // `biased_fastpath time`, one run, `biased-signal` 3.2 ns this way against 4.5
-            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). After it, inline,
-            // only the thin CAS and FABLE's counted learn step (`enter_signal_rest`); the rest
-            // is one call away. With all of `enter_word` inline, `fable-signal`'s enter was
-            // too big for the harness's `sync` loop, which then called it (2.5 ns against
-            // 1.2, one run; `Subject::lock` out of line in the bench binary again when tried
-            // for issue 13 item 6, and so with FABLE's clear → learn CAS inline too, which
-            // took AllocLock k = 1 from 104 to 80 instructions per object; one CAS site for
-            // the counted step and clear → learn: k = 1 90, but the learn step 56 → 58, thin
-            // 45 → 46, not kept); with nothing
-            // inline but the section, a thin lock + unlock took 66 instructions and a
-            // learn-mode one 82 (`fable`: 25, 41).
-            if Self::signal_done(t, h, true) {
-                return Ok(());
-            }
-            return Self::enter_signal_rest(rt, t, h, h.0.load(Ordering::Relaxed));
+        Self::lock_with(rt, t, None, h)
+    }
+
+    /// The signal flavors' thread bits for a handle to keep in a register: `my_bias` (the
+    /// owner id and generation, fixed for the context). 0 (unused) for the other flavors
+    /// and where the signal section is not built.
+    #[inline(always)]
+    fn handle_word(t: &Cx<F>) -> u64 {
+        if F::SIGNAL && cfg!(all(not(loom), target_arch = "x86_64", target_os = "linux")) {
+            Self::my_bias(t)
+        } else {
+            0
         }
-        Self::enter_word(rt, t, h, h.0.load(Ordering::Relaxed))
+    }
+
+    /// [`enter`](Protocol::enter), the signal flavors' owner step with its first test exact
+    /// and its store from the handle's word (`signal_known_step`).
+    #[inline(always)]
+    unsafe fn enter_with(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        word: u64,
+        h: &BiasWord,
+    ) -> Result<(), MonitorError> {
+        Self::lock_with(rt, t, Some(word), h)
     }
 
     unsafe fn try_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<bool, MonitorError> {
@@ -1564,23 +1655,18 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// reason given at [`enter`](Protocol::enter).
     #[inline(always)]
     unsafe fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        if F::SIGNAL {
-            // The owner's step first; then, inline, the record of the last thin / learn CAS
-            // (a blind store) and `exit_word`'s combined unlock, as `fable`'s `exit` has
-            // them (the nested unlock is one call away there too, `exit_nested`). The guard's
-            // drop still inlines into the harness's loops (its out-of-line copies are called
-            // from the same places as before).
-            if Self::signal_done(t, h, false) || Self::exit_recorded(t, h) {
-                return Ok(());
-            }
-            return Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed));
-        }
-        // The record first (one load and compare on the bias owner's path), so that a thin
-        // unlock does not load the header after its CAS.
-        if !Self::SEED && Self::exit_recorded(t, h) {
-            return Ok(());
-        }
-        Self::exit_word(rt, t, h, h.0.load(Ordering::Relaxed))
+        Self::unlock_with(rt, t, None, h)
+    }
+
+    /// [`exit`](Protocol::exit) with the handle's word, as [`enter_with`](Self::enter_with).
+    #[inline(always)]
+    unsafe fn exit_with(
+        rt: &Rt<F>,
+        t: &Cx<F>,
+        word: u64,
+        h: &BiasWord,
+    ) -> Result<(), MonitorError> {
+        Self::unlock_with(rt, t, Some(word), h)
     }
 
     unsafe fn wait(

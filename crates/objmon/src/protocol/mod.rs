@@ -90,6 +90,34 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         t: &ThreadContext<Self>,
         h: &Self::Header,
     ) -> Result<(), MonitorError>;
+    /// A word the protocol derives once per handle from the thread's context, passed back to
+    /// [`enter_with`](Self::enter_with) / [`exit_with`](Self::exit_with) by every lock and
+    /// unlock through that handle. A handle keeps it beside its runtime and context pointers,
+    /// so a user's loop holds it in a register: a constant of the thread that a fast path
+    /// would otherwise load from memory on every step (the bias owner's header bits,
+    /// `biased.rs`, "The known word"). It must be a pure function of the context: the same
+    /// whenever it is computed. 0 by default (unused).
+    #[inline(always)]
+    fn handle_word(_t: &ThreadContext<Self>) -> u64 {
+        0
+    }
+    /// [`enter`](Self::enter) with the handle's [`handle_word`](Self::handle_word); by
+    /// default `enter` itself.
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations), and `word` is
+    /// `Self::handle_word(t)`.
+    #[inline(always)]
+    unsafe fn enter_with(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError> {
+        let _ = word;
+        // SAFETY: the caller's contract, which includes `enter`'s.
+        unsafe { Self::enter(rt, t, h) }
+    }
     /// Acquires if that needs no waiting for another thread; `Ok(false)` otherwise.
     ///
     /// # Safety
@@ -108,6 +136,23 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         t: &ThreadContext<Self>,
         h: &Self::Header,
     ) -> Result<(), MonitorError>;
+    /// [`exit`](Self::exit) with the handle's [`handle_word`](Self::handle_word); by default
+    /// `exit` itself.
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations), and `word` is
+    /// `Self::handle_word(t)`.
+    #[inline(always)]
+    unsafe fn exit_with(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError> {
+        let _ = word;
+        // SAFETY: the caller's contract, which includes `exit`'s.
+        unsafe { Self::exit(rt, t, h) }
+    }
     /// Object.wait with an optional deadline.
     ///
     /// # Safety

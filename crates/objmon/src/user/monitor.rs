@@ -230,7 +230,7 @@ impl<T: ?Sized, P: Protocol, R: RuntimeRef<P>> Monitor<T, P, R> {
         // thread); the header is borrowed by the guard for as long as the lock is held
         // through it; not in native (a `Monitor` operation is not a handle's `in_native`
         // closure, and the protocols that care refuse it there with `InNative`).
-        if let Err(e) = unsafe { P::enter(&a.core.rt, &a.core.cx, &self.header) } {
+        if let Err(e) = unsafe { a.core.enter(&self.header) } {
             // SAFETY: this thread's attachment, not used again here.
             unsafe { Auto::settle(auto) };
             failed(e, "lock")

@@ -57,7 +57,7 @@ impl<P: MonitorProtocol> RawMonitor<P> {
         }
         // SAFETY: the calling thread's own context (an `Auto` never leaves its thread); the
         // header lives as long as `self`, which `lock_api` keeps borrowed while locked.
-        if let Err(e) = unsafe { P::enter(&a.core.rt, &a.core.cx, &self.header) } {
+        if let Err(e) = unsafe { a.core.enter(&self.header) } {
             // SAFETY: this thread's attachment, not used again here.
             unsafe { Auto::settle(auto) };
             panic!("objmon: RawMonitor::lock failed: {e}")

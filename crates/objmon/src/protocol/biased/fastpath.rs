@@ -1,7 +1,9 @@
-//! The bias owner's fast step, three ways (engine module docs, "Fast paths"): the lock
+//! The bias owner's fast step, four ways (engine module docs, "Fast paths"): the lock
 //! records push / pop (`biased`, `fable`), the header count in an rseq section
-//! (`biased-rseq`, `fable-rseq`) and the header count behind the `in_op` Dekker (the seed
-//! flavors). What `enter` / `exit` call once the header's state bit says biased.
+//! (`biased-rseq`, `fable-rseq`), the same in a section a revoker's signal restarts
+//! (`biased-signal`, `fable-signal`; through a handle with the known word first, "The known
+//! word") and the header count behind the `in_op` Dekker (the seed flavors). What `enter` /
+//! `exit` call once the header's state bit says biased.
 
 use super::*;
 
@@ -267,19 +269,125 @@ impl<F: Flavor> Biasing<F> {
         true
     }
 
+    /// The signal flavors' owner step through a handle (`enter_with` / `exit_with`), given
+    /// the handle's word `k` = [`my_bias`](Self::my_bias) (`handle_word`), which a user's
+    /// loop keeps in a register (issue 13 item 3; engine module docs, "The known word").
+    /// The same section as [`signal_step`](Self::signal_step), its first test exact:
+    ///
+    /// - lock: the header equals the line's bias bits (biased to us, rc 0, host bits clear,
+    ///   not revoking, and — the bits being cached and not poisoned — not in native) →
+    ///   store `k + 256`;
+    /// - unlock: the header minus 256 equals them (rc 1) → store `k`.
+    ///
+    /// The stored value comes from the register, not from the loaded word: the line's bias
+    /// bits are `NO_BIAS` (which no header equals) or `my_bias` (`BiasThread`'s invariant:
+    /// only `enter_slow_loop` caches them, `enter_native` / `leave_native` swap them with
+    /// `NO_BIAS` and back), and `my_bias` is `k` (a function of the thread's owner id and
+    /// generation, both fixed for its context). So when the test passes, the header is `k`
+    /// (lock) or `k + 256` (unlock), and the store is the word ± 256, as the general test
+    /// would store it. Any other word — nested, host bits set, marked — takes the general
+    /// test (`signal_step`'s), out of line in a section of its own with its own commit
+    /// store. Why: a store whose value is the loaded word ± 256 makes a user's
+    /// lock/unlock loop one chain through memory (load → add → store → load, two cycles
+    /// per lock+unlock on this machine whatever the code), while a store from a register
+    /// only waits for its test's branch, which is predicted: `biased_fastpath probe`
+    /// measures both shapes (`known-word` against `signal`).
+    #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+    #[inline(always)]
+    fn signal_known_step(h: &BiasWord, line: *const LockRecords, k: u64, lock: bool) -> bool {
+        // `{known}` holds the value the fast store writes; `{t}` the general test's
+        // difference. Two table entries: the fast part (2 to 4, its store the last
+        // instruction) and the general part (6 to 8, likewise), each aborting to 5. The
+        // general part is in the function's own section after its body (`.subsection 1`):
+        // in a section of its own, far away, a nested hold (which takes it) cost 0.91 ns
+        // per lock+unlock against 0.82 here (`examples/user_loop time`).
+        macro_rules! section {
+            ($fast:literal, $test:literal, $commit:literal) => {
+                std::arch::asm!(
+                    "2:",
+                    "mov ({h}), {w}",
+                    $fast,
+                    "jne 6f",
+                    "mov {known}, ({h})",
+                    "4:",
+                    ".pushsection objmon_bias_cs, \"awR\"",
+                    ".balign 8",
+                    ".quad 2b, 4b, 5f",
+                    ".quad 6f, 8f, 5f",
+                    ".popsection",
+                    ".subsection 1",
+                    "6:",
+                    $test,
+                    "cmp $0xfeff, {t}",
+                    "ja {fail}",
+                    $commit,
+                    "mov {w}, ({h})",
+                    "8:",
+                    "jmp 4b",
+                    ".subsection 0",
+                    ".pushsection objmon_bias_abort, \"ax\"",
+                    "5:",
+                    "jmp {fail}",
+                    ".popsection",
+                    line = in(reg) line,
+                    h = in(reg) h.0.as_ptr(),
+                    known = in(reg) if lock { k.wrapping_add(RC_ONE) } else { k },
+                    boff = const std::mem::offset_of!(LockRecords, bias),
+                    t = out(reg) _,
+                    w = out(reg) _,
+                    fail = label { return false; },
+                    options(att_syntax, nostack),
+                )
+            };
+        }
+        // SAFETY: `line` is this thread's records line (borrowed by the caller for the call;
+        // `t` is the caller's own context, `Protocol`'s contract); the asm reads its `bias`
+        // field and reads and writes only `h`'s word (an `AtomicU64` borrowed for the call).
+        // The section's two table entries each name a first instruction, the address after
+        // a committing store (a plain `mov`, the last instruction of its part) and an abort
+        // stub that jumps to `fail`; only the signal barrier's handler uses them, on this
+        // thread. The fast store writes the loaded word ± 256 (see above: `k` is `my_bias`,
+        // the caller's contract through `enter_with` / `exit_with`). Registers only, no stack
+        // (`nostack`); the block is a compiler barrier both ways, and x86-64's TSO gives the
+        // stores release order.
+        unsafe {
+            if lock {
+                section!(
+                    "cmp {boff}({line}), {w}",
+                    "mov {w}, {t}\n sub {boff}({line}), {t}",
+                    "add $0x100, {w}"
+                );
+            } else {
+                section!(
+                    "lea -0x100({w}), {t}\n cmp {boff}({line}), {t}",
+                    "sub {boff}({line}), {t}",
+                    "sub $0x100, {w}"
+                );
+            }
+        }
+        true
+    }
+
     /// The signal flavors' owner step as `enter` / `exit` run it first: `true` when done;
     /// `false` otherwise, with nothing loaded after the failed test (the caller loads the
     /// header if it needs it). Elsewhere than x86-64 Linux (and under loom) the rseq step's
     /// model or refusal.
+    ///
+    /// `known`: the handle's word (`Some(my_bias)`, through `enter_with` / `exit_with`),
+    /// which selects [`signal_known_step`](Self::signal_known_step).
     #[inline(always)]
-    pub(super) fn signal_done(t: &Cx<F>, h: &BiasWord, lock: bool) -> bool {
+    pub(super) fn signal_done(t: &Cx<F>, h: &BiasWord, known: Option<u64>, lock: bool) -> bool {
         #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
         {
             let line = &t.local().rec as *const LockRecords;
-            Self::signal_step(h, line, lock)
+            match known {
+                Some(k) => Self::signal_known_step(h, line, k, lock),
+                None => Self::signal_step(h, line, lock),
+            }
         }
         #[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux")))]
         {
+            let _ = known;
             Self::rseq_step(t, h, lock).is_none()
         }
     }

@@ -857,3 +857,69 @@ fn nested_lock_keeps_another_words_record() {
     nested_keeps_another_words_record::<KkoSignal>();
     nested_keeps_another_words_record::<crate::protocol::fable::FableSignalHeuristics>();
 }
+
+/// The signal flavors' owner step through a handle (`signal_known_step`): its first test is
+/// exact and its store comes from the handle's word, which must therefore be the line's
+/// bias bits whenever those are cached (the invariant the step's soundness rests on), and
+/// every word it does not know — nested, host bits set, in native — must take the general
+/// test or the slow path with the count exact.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+fn known_word_through_a_handle<F: Flavor>() {
+    let rt = rt_with::<F>(Revocation::Membarrier, 0);
+    let me = rt.attach().unwrap();
+    let k = Biasing::<F>::handle_word(me.context());
+    assert_eq!(k, Biasing::<F>::my_bias(me.context()));
+    for host_bits in [0u8, 0x5a] {
+        let h = BiasWord::new(host_bits);
+        let host = u64::from(host_bits);
+        // FABLE with learn limit 0 still learns once (`enter_slow`); either way the object
+        // is biased to us after a few acquisitions.
+        for _ in 0..4 {
+            drop(me.enter(&h).unwrap());
+        }
+        assert_eq!(h.mode(), BiasMode::Biased, "{} host {host:#x}", F::NAME);
+        let cached = me.context().local().rec.bias.load(Ordering::Relaxed);
+        assert_eq!(cached, k, "the line caches exactly the handle's word");
+        // Plain holds: the known word (host bits 0) or the general test (0x5a).
+        for _ in 0..1000 {
+            let g = me.enter(&h).unwrap();
+            assert_eq!(h.raw(), k | host | RC_ONE);
+            drop(g);
+            assert_eq!(h.raw(), k | host);
+        }
+        // Nested: the general test each way, the count exact.
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), k | host | (2 * RC_ONE));
+        assert_eq!(me.lock_count(&h), 2);
+        drop(g2);
+        assert_eq!(h.raw(), k | host | RC_ONE);
+        // In native the line is poisoned: a lock is refused before any store, and the
+        // unlock of a hold taken outside goes to the slow path, which releases it.
+        let r = me.in_native(|| me.enter(&h).map(drop));
+        assert_eq!(r, Err(MonitorError::InNative));
+        assert_eq!(h.raw(), k | host | RC_ONE);
+        me.in_native(move || drop(g1));
+        assert_eq!(me.lock_count(&h), 0);
+        assert_eq!(rt.owner_of(&h), None);
+        assert_eq!(h.host_bits(), host_bits);
+        // And back from native the known word works again.
+        drop(me.enter(&h).unwrap());
+        let g = me.enter(&h).unwrap();
+        assert_eq!(me.lock_count(&h), 1);
+        drop(g);
+        assert_eq!(me.lock_count(&h), 0);
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+#[test]
+fn known_word_through_a_handle_biased_signal() {
+    known_word_through_a_handle::<KkoSignal>();
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+#[test]
+fn known_word_through_a_handle_fable_signal() {
+    known_word_through_a_handle::<crate::protocol::fable::FableSignalHeuristics>();
+}
