@@ -84,7 +84,7 @@
 //! owner's path: the handle's two loads and the records line's address, per step.
 //!
 //! **The known word** (issue 13 item 3, 2026-11-29). Through a handle (`enter_with` /
-//! `exit_with`, the handle's word being [`my_bias`](Biasing::my_bias)), the signal flavors'
+//! `exit_with`, the handle's word being `my_bias`), the signal flavors'
 //! section first compares the header with the line's bias bits exactly (lock: rc 0; unlock:
 //! rc 1; host bits clear) and then stores the other word *from a register*
 //! (`fastpath.rs`, `signal_known_step`); any other word takes the general test out of line.
