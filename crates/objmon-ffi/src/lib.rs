@@ -593,7 +593,10 @@ trait DynThread {
 }
 
 struct Rt<P: Protocol>(Arc<Runtime<P>>);
-struct Th<P: Protocol>(ThreadHandle<'static, P>);
+/// A thread's handle and the protocol's word for it (`Protocol::handle_word`, computed once
+/// at attach), which `enter` / `exit` pass on as a handle's guards do (`enter_with`): the
+/// signal bias owners store it instead of the loaded header ± 256.
+struct Th<P: Protocol>(ThreadHandle<'static, P>, u64);
 
 /// # Safety
 /// `h` points to an `objmon_header` initialised for protocol `P` (the module's contract), so
@@ -616,7 +619,9 @@ impl<P: Protocol> DynRuntime for Rt<P> {
         unsafe { std::ptr::write(h as *mut P::Header, P::Header::default()) }
     }
     fn attach(&self) -> Result<Box<dyn DynThread>, MonitorError> {
-        Ok(Box::new(Th(self.0.attach()?)))
+        let th = self.0.attach()?;
+        let word = P::handle_word(th.context());
+        Ok(Box::new(Th(th, word)))
     }
     unsafe fn owner_of(&self, h: *const objmon_header) -> Option<ThreadId> {
         // SAFETY: forwarded contract.
@@ -644,8 +649,9 @@ impl<P: Protocol> DynRuntime for Rt<P> {
     }
 }
 
-// SAFETY (every `unsafe` block in this impl): `self.0.context()` is the calling OS thread's
-// own context, as the `Protocol` operations' contract (rule 1) requires: the caller checked
+// SAFETY (every `unsafe` block in this impl): `self.1` is `P::handle_word` of `self.0`'s
+// context (computed at attach, a pure function of the context); `self.0.context()` is the
+// calling OS thread's own context, as the `Protocol` operations' contract (rule 1) requires: the caller checked
 // that this thread attached the handle (`objmon_thread::check`: a per-OS-thread token stored
 // at attach); native transitions come in pairs (rule 2) because `objmon_enter_native` /
 // `objmon_leave_native` flip `IN_NATIVE` and refuse a second enter or an unmatched leave, and
@@ -656,13 +662,13 @@ impl<P: Protocol> DynThread for Th<P> {
         self.0.id().get()
     }
     unsafe fn enter(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        unsafe { P::enter(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
+        unsafe { P::enter_with(self.0.runtime(), self.0.context(), self.1, hdr::<P>(h)) }
     }
     unsafe fn try_enter(&self, h: *const objmon_header) -> Result<bool, MonitorError> {
         unsafe { P::try_enter(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
     }
     unsafe fn exit(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        unsafe { P::exit(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
+        unsafe { P::exit_with(self.0.runtime(), self.0.context(), self.1, hdr::<P>(h)) }
     }
     unsafe fn wait(
         &self,
