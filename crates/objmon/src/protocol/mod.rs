@@ -94,9 +94,10 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// [`enter_with`](Self::enter_with) / [`exit_with`](Self::exit_with) by every lock and
     /// unlock through that handle. A handle keeps it beside its runtime and context pointers,
     /// so a user's loop holds it in a register: a constant of the thread that a fast path
-    /// would otherwise load from memory on every step (the bias owner's header bits,
-    /// `biased.rs`, "The known word"). It must be a pure function of the context: the same
-    /// whenever it is computed. 0 by default (unused).
+    /// can use where a value derived from a load would chain one step to the next (the
+    /// signal bias owners store it instead of the loaded header ± 256; `biased.rs`, "The
+    /// known word"). It must be a pure function of the context: the same whenever it is
+    /// computed. 0 by default (unused).
     #[inline(always)]
     fn handle_word(_t: &ThreadContext<Self>) -> u64 {
         0

@@ -285,13 +285,14 @@ impl<F: Flavor> Biasing<F> {
     /// `NO_BIAS` and back), and `my_bias` is `k` (a function of the thread's owner id and
     /// generation, both fixed for its context). So when the test passes, the header is `k`
     /// (lock) or `k + 256` (unlock), and the store is the word ± 256, as the general test
-    /// would store it. Any other word — nested, host bits set, marked — takes the general
-    /// test (`signal_step`'s), out of line in a section of its own with its own commit
-    /// store. Why: a store whose value is the loaded word ± 256 makes a user's
-    /// lock/unlock loop one chain through memory (load → add → store → load, two cycles
-    /// per lock+unlock on this machine whatever the code), while a store from a register
-    /// only waits for its test's branch, which is predicted: `biased_fastpath probe`
-    /// measures both shapes (`known-word` against `signal`).
+    /// would store it (nor does the unlock's test accept a poisoned line: no header is
+    /// `NO_BIAS + 256` either). Any other word — nested, host bits set, marked, thin, learn,
+    /// fat — takes the general test (`signal_step`'s), out of line after the function's
+    /// body, with its own commit store. Why: a store whose value is the loaded word ± 256
+    /// makes a user's lock/unlock loop one chain through memory (load → add → store → load,
+    /// two cycles per lock+unlock on this machine whatever the code), while a store from a
+    /// register only waits for its test's branch, which is predicted: `biased_fastpath
+    /// probe` measures both shapes (`known-word` against `signal-section`).
     #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
     #[inline(always)]
     fn signal_known_step(h: &BiasWord, line: *const LockRecords, k: u64, lock: bool) -> bool {
