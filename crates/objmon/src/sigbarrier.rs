@@ -5,7 +5,8 @@
 //!
 //! Owns: the process's one handler for [`signal`] (installed once, only over the default
 //! disposition), the table of owner sections it restarts (the `objmon_bias_cs` ELF section:
-//! one `(start, post-commit, abort)` triple per inlined section, gathered by the linker), and
+//! one `(start, post-commit, abort)` triple per inlined section part — a section may have
+//! two, each ending with its own committing store —, gathered by the linker), and
 //! [`Target`], the per-thread kernel id and acknowledgement word a revoker signals and waits
 //! on. Knows nothing of protocols or headers: a section is any code range that may be
 //! restarted at its abort address.

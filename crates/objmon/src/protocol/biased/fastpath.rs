@@ -281,8 +281,8 @@ impl<F: Flavor> Biasing<F> {
     ///
     /// The stored value comes from the register, not from the loaded word: the line's bias
     /// bits are `NO_BIAS` (which no header equals) or `my_bias` (`BiasThread`'s invariant:
-    /// only `enter_slow_loop` caches them, `enter_native` / `leave_native` swap them with
-    /// `NO_BIAS` and back), and `my_bias` is `k` (a function of the thread's owner id and
+    /// only `enter_slow_loop` caches them; `enter_native` / `leave_native`, and `exit_slow`'s
+    /// unlock in native, swap them with `NO_BIAS` and back), and `my_bias` is `k` (a function of the thread's owner id and
     /// generation, both fixed for its context). So when the test passes, the header is `k`
     /// (lock) or `k + 256` (unlock), and the store is the word ± 256, as the general test
     /// would store it (nor does the unlock's test accept a poisoned line: no header is
@@ -301,7 +301,13 @@ impl<F: Flavor> Biasing<F> {
         // instruction) and the general part (6 to 8, likewise), each aborting to 5. The
         // general part is in the function's own section after its body (`.subsection 1`):
         // in a section of its own, far away, a nested hold (which takes it) cost 0.91 ns
-        // per lock+unlock against 0.82 here (`examples/user_loop time`).
+        // per lock+unlock against 0.82 here (`examples/user_loop time`). Two costs of that
+        // placement: the general part lies outside the function's symbol and unwind
+        // information (it calls nothing and cannot panic, so nothing unwinds from it, but a
+        // debugger's or a sampling profiler's backtrace taken there stops short); and
+        // `.subsection` is not among the directives Rust promises for `asm!` (LLVM's
+        // assembler, which Rust uses, supports it; one that did not would fail the build,
+        // not miscompile). `.subsection 0` returns to where every function body is.
         macro_rules! section {
             ($fast:literal, $test:literal, $commit:literal) => {
                 std::arch::asm!(
