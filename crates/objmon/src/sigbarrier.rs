@@ -99,6 +99,59 @@ mod imp {
         table().iter().filter(|e| e.start != 0).count()
     }
 
+    /// Every section of this program (the test binary: every owner step the library's
+    /// tests inline) ends with its committing store: the bytes just before `commit` encode
+    /// a 64-bit `mov` of a register to memory (`REX.W 89 /r`, a base register with no
+    /// displacement or a zero 8-bit one, or a SIB byte). A section whose range ended one
+    /// instruction early or late would let the handler restart a thread after its store (a
+    /// count stored twice) or not restart one before it (a store over a revoker's mark);
+    /// the known-word step has two ranges per section (`biased/fastpath.rs`). The one
+    /// exception is `a_thread_inside_a_section_is_restarted`'s synthetic section, which ends
+    /// with its jump to itself (`eb fe`).
+    #[cfg(test)]
+    #[test]
+    fn every_section_ends_with_its_committing_store() {
+        let ends_with_store = |c: usize| {
+            // SAFETY: `c` is a section's post-commit address in this program's text, and
+            // every section has at least its store (or the test's 2-byte jump) before it:
+            // the 3 or 4 bytes before `c` are mapped, readable code.
+            let b = |k: usize| unsafe { *((c - k) as *const u8) };
+            let rex = |x: u8| x & 0xf8 == 0x48;
+            // REX.W 89 modrm (mod 00, rm neither 100 = SIB nor 101 = rip): 3 bytes.
+            let plain = rex(b(3)) && b(2) == 0x89 && b(1) >> 6 == 0 && !matches!(b(1) & 7, 4 | 5);
+            // REX.W 89 modrm (mod 01, rm 101 = rbp / r13) disp8 0: 4 bytes.
+            let disp = rex(b(4)) && b(3) == 0x89 && b(2) >> 6 == 1 && b(2) & 7 == 5 && b(1) == 0;
+            // REX.W 89 modrm (mod 00, rm 100) SIB: 4 bytes (base rsp / r12).
+            let sib = rex(b(4)) && b(3) == 0x89 && b(2) >> 6 == 0 && b(2) & 7 == 4;
+            plain || disp || sib
+        };
+        let mut stores = 0;
+        for e in table().iter().filter(|e| e.start != 0) {
+            assert!(
+                e.start < e.commit,
+                "{:#x}..{:#x}: empty range",
+                e.start,
+                e.commit
+            );
+            // SAFETY: as above, the two bytes before `commit`.
+            let spin = unsafe { *((e.commit - 2) as *const [u8; 2]) } == [0xeb, 0xfe];
+            if spin {
+                continue;
+            }
+            assert!(
+                ends_with_store(e.commit),
+                "section {:#x}..{:#x} does not end with a register-to-memory mov",
+                e.start,
+                e.commit
+            );
+            stores += 1;
+        }
+        assert!(
+            stores >= 4,
+            "the owner steps' sections are in the table ({stores})"
+        );
+    }
+
     /// The signal: `SIGRTMIN + 6` (glibc keeps the first real-time signals for itself and
     /// reports the first free one as `SIGRTMIN`).
     pub(crate) fn signal() -> i32 {
