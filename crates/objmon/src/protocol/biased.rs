@@ -103,8 +103,11 @@
 //! (`.subsection 1`): in a section of its own it cost 0.91 ns. What is left to the pair:
 //! the load of the bias bits, which is the thread's in-native poison and cannot stay in a
 //! register (see "Why the bias bits are not cached in the handle" in docs/benchmarks.md);
-//! only the store's value can. Without a handle's word (`Protocol::enter` called directly)
-//! the step is the general one, as before; the C ABI passes the word (`objmon-ffi`'s `Th`).
+//! only the store's value can. Without a handle's word (`Protocol::enter` called directly,
+//! the slow paths' retries) the step computes `my_bias` itself (three loads, none of them
+//! of what the loop stores); the C ABI passes the word (`objmon-ffi`'s `Th`). The step
+//! without the known test (the general test alone) is gone: `biased_fastpath probe`'s
+//! `signal-section` keeps its shape for comparison.
 //!
 //! Until `exit_nested` the records and rseq flavors measured 3.73 and 3.74 ns there (the
 //! seed ones 1.95): the cost was not their step but the guard's drop, which LLVM left out of

@@ -125,7 +125,7 @@ impl<F: Flavor> Biasing<F> {
         {
             let line = r as *const LockRecords;
             if F::SIGNAL {
-                return if Self::signal_step(h, line, lock) {
+                return if Self::signal_known_step(h, line, Self::my_bias(t), lock) {
                     None
                 } else {
                     Some(h.0.load(Ordering::Relaxed))
@@ -205,74 +205,21 @@ impl<F: Flavor> Biasing<F> {
 
     /// Signal variant, the bias owner's step (Figure 4's first case, nothing else): load the
     /// header, test that it is biased to us, not revoking, with rc < 255 (lock) or ≥ 1
-    /// (unlock) — the rseq step's subtract and compare —, store it ± 256. The load, the
-    /// test and the store are one section, listed in the `objmon_bias_cs` table as
-    /// `(start, commit, abort)`; nothing arms it. A revoker marks the header, then signals
-    /// us (`crate::sigbarrier::interrupt`) and waits for our handler, which moves a thread
-    /// caught between the load and the store to the abort address: a section that read the
-    /// unmarked word either stored before the handler ran (the revoker's re-read, after the
-    /// handler's acknowledgement, sees the store: over the mark, which is gone, so it tries
-    /// again) or never stores; one that starts after the handler reads the mark and fails.
-    /// `true` when done; `false` when the test failed or the section was aborted (the
-    /// caller loads the header again if it needs it: an unlock that finds its thin record
-    /// does not).
-    #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
-    #[inline(always)]
-    fn signal_step(h: &BiasWord, line: *const LockRecords, lock: bool) -> bool {
-        // The lock and unlock sections differ in two instructions: the test's adjustment
-        // (unlock: rc ≥ 1, so 256 less) and the commit's sign.
-        macro_rules! section {
-            ($test:literal, $commit:literal) => {
-                std::arch::asm!(
-                    "2:",
-                    "mov ({h}), {w}",
-                    $test,
-                    "sub {boff}({line}), {t}",
-                    "cmp $0xfeff, {t}",
-                    "ja {fail}",
-                    $commit,
-                    "mov {w}, ({h})",
-                    "4:",
-                    ".pushsection objmon_bias_cs, \"awR\"",
-                    ".balign 8",
-                    ".quad 2b, 4b, 5f",
-                    ".popsection",
-                    ".pushsection objmon_bias_abort, \"ax\"",
-                    "5:",
-                    "jmp {fail}",
-                    ".popsection",
-                    line = in(reg) line,
-                    h = in(reg) h.0.as_ptr(),
-                    boff = const std::mem::offset_of!(LockRecords, bias),
-                    t = out(reg) _,
-                    w = out(reg) _,
-                    fail = label { return false; },
-                    options(att_syntax, nostack),
-                )
-            };
-        }
-        // SAFETY: `line` is this thread's records line (borrowed by the caller for the call;
-        // `t` is the caller's own context, `Protocol`'s contract); the asm reads its `bias`
-        // field and reads and writes only `h`'s word (an `AtomicU64` borrowed for the call).
-        // The section's table entry names its first instruction, the address after its
-        // committing store (a plain `mov`, the last instruction in it) and an abort stub
-        // that jumps to `fail`; only the signal barrier's handler uses it, on this thread.
-        // Registers only, no stack (`nostack`); the block is a compiler barrier both ways,
-        // and x86-64's TSO gives the store release order.
-        unsafe {
-            if lock {
-                section!("mov {w}, {t}", "add $0x100, {w}");
-            } else {
-                section!("lea -0x100({w}), {t}", "sub $0x100, {w}");
-            }
-        }
-        true
-    }
-
-    /// The signal flavors' owner step through a handle (`enter_with` / `exit_with`), given
-    /// the handle's word `k` = [`my_bias`](Self::my_bias) (`handle_word`), which a user's
-    /// loop keeps in a register (issue 13 item 3; engine module docs, "The known word").
-    /// The same section as [`signal_step`](Self::signal_step), its first test exact:
+    /// (unlock), store it ± 256. The load, the test and the store are one section, listed
+    /// in the `objmon_bias_cs` table as `(start, commit, abort)`; nothing arms it. A revoker
+    /// marks the header, then signals us (`crate::sigbarrier::interrupt`) and waits for our
+    /// handler, which moves a thread caught between the load and the store to the abort
+    /// address: a section that read the unmarked word either stored before the handler ran
+    /// (the revoker's re-read, after the handler's acknowledgement, sees the store: over the
+    /// mark, which is gone, so it tries again) or never stores; one that starts after the
+    /// handler reads the mark and fails. `true` when done; `false` when the test failed or
+    /// the section was aborted (the caller loads the header again if it needs it: an unlock
+    /// that finds its thin record does not).
+    ///
+    /// `k` is [`my_bias`](Self::my_bias): a handle's word (`handle_word`, through
+    /// `enter_with` / `exit_with`), which a user's loop keeps in a register, or computed by
+    /// the caller (issue 13 item 3; engine module docs, "The known word"). The test comes
+    /// first exact:
     ///
     /// - lock: the header equals the line's bias bits (biased to us, rc 0, host bits clear,
     ///   not revoking, and — the bits being cached and not poisoned — not in native) →
@@ -282,17 +229,19 @@ impl<F: Flavor> Biasing<F> {
     /// The stored value comes from the register, not from the loaded word: the line's bias
     /// bits are `NO_BIAS` (which no header equals) or `my_bias` (`BiasThread`'s invariant:
     /// only `enter_slow_loop` caches them; `enter_native` / `leave_native`, and `exit_slow`'s
-    /// unlock in native, swap them with `NO_BIAS` and back), and `my_bias` is `k` (a function of the thread's owner id and
-    /// generation, both fixed for its context). So when the test passes, the header is `k`
-    /// (lock) or `k + 256` (unlock), and the store is the word ± 256, as the general test
-    /// would store it (nor does the unlock's test accept a poisoned line: no header is
-    /// `NO_BIAS + 256` either). Any other word — nested, host bits set, marked, thin, learn,
-    /// fat — takes the general test (`signal_step`'s), out of line after the function's
-    /// body, with its own commit store. Why: a store whose value is the loaded word ± 256
+    /// unlock in native, swap them with `NO_BIAS` and back), and `my_bias` is `k` (a function
+    /// of the thread's owner id and generation, both fixed for its context). So when the
+    /// test passes, the header is `k` (lock) or `k + 256` (unlock), and the store is the
+    /// word ± 256, as the general test would store it (nor does the unlock's test accept a
+    /// poisoned line: no header is `NO_BIAS + 256` either). Any other word — nested, host
+    /// bits set, marked, thin, learn,
+    /// fat — takes the general test (load, subtract the bias bits, compare with 0xfeff), out
+    /// of line after the function's body, with its own commit store. Why: a store whose value is the loaded word ± 256
     /// makes a user's lock/unlock loop one chain through memory (load → add → store → load,
     /// two cycles per lock+unlock on this machine whatever the code), while a store from a
     /// register only waits for its test's branch, which is predicted: `biased_fastpath
-    /// probe` measures both shapes (`known-word` against `signal-section`).
+    /// probe` measures both shapes (`known-word` against `signal-section`, the general test
+    /// alone, as this step was before).
     #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
     #[inline(always)]
     fn signal_known_step(h: &BiasWord, line: *const LockRecords, k: u64, lock: bool) -> bool {
@@ -380,17 +329,15 @@ impl<F: Flavor> Biasing<F> {
     /// header if it needs it). Elsewhere than x86-64 Linux (and under loom) the rseq step's
     /// model or refusal.
     ///
-    /// `known`: the handle's word (`Some(my_bias)`, through `enter_with` / `exit_with`),
-    /// which selects [`signal_known_step`](Self::signal_known_step).
+    /// `known`: the handle's word (`Some(my_bias)`, through `enter_with` / `exit_with`);
+    /// `None` (`enter` / `exit` called directly): computed here.
     #[inline(always)]
     pub(super) fn signal_done(t: &Cx<F>, h: &BiasWord, known: Option<u64>, lock: bool) -> bool {
         #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
         {
             let line = &t.local().rec as *const LockRecords;
-            match known {
-                Some(k) => Self::signal_known_step(h, line, k, lock),
-                None => Self::signal_step(h, line, lock),
-            }
+            let k = known.unwrap_or_else(|| Self::my_bias(t));
+            Self::signal_known_step(h, line, k, lock)
         }
         #[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux")))]
         {
