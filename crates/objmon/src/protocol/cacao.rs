@@ -102,6 +102,21 @@
 //! Measured instructions per lock+unlock through the guard API (callgrind,
 //! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
 //! 159 plain (the bench's uncontended loop; 195 with the sticky pin), 133 nested (154).
+//! 2026-11-29: 124 plain, 107 nested (154 / 126 just before) once `enter` and `exit` are
+//! inlined into the caller's loop and everything after a failed compare-and-swap is out of
+//! line (`enter_contended`).
+//!
+//! **Why the inline fast path matters under contention** (issue 13 item 4). A waiter spins
+//! read-only on the monitor's lock word and takes it when it sees it free; the owner of a
+//! tight loop leaves it free only between its release and its next compare-and-swap. With
+//! `enter` a call (a prologue of six pushes, the bucket's hash and the table's look-up
+//! before the compare-and-swap) that gap was wide enough that a spinner's dozen looks caught it
+//! almost every time (counted: 99.9% of 2·10⁵ spins won, against about half of `fat`'s),
+//! so the monitor crossed the cores about every tenth lock+unlock instead of the waiter
+//! going to sleep. Inline, `examples/contended 3 2,4,8 cacao,parking_lot`, the binaries
+//! before and after alternating twice: 19.4–23.6 → 11.8–14.3 ns per lock+unlock,
+//! 1.43–2.03× → 0.96–1.08× `parking_lot::Mutex`; one thread, `examples/user_loop time
+//! 20000000 cacao`: 9.46 → 7.86 ns.
 //!
 //! Contended (`examples/contended.rs`, one object, 10⁶ lock+unlock per configuration, the
 //! binaries before and after interleaved in 7 rounds on the 2-core machine, medians; wall /
@@ -778,11 +793,12 @@ impl<const S: bool> CacaoLocks<S> {
     }
 
     /// The seed's monitorenter of a first entry that `first_if` found `o`'s, without the
-    /// bucket lock: take the monitor without sleeping (a compare-and-swap, then, if `spin`,
-    /// the entry lock's bounded read-only spin), then check under it that the entry is still
-    /// `o`'s with that monitor (rule M, see `first_if`). The owner of a first entry holds no
-    /// pin: holding the monitor is what keeps the entry from being claimed.
-    #[inline]
+    /// bucket lock: take the monitor without sleeping (with `spin`, the entry lock's bounded
+    /// read-only spin; without, one compare-and-swap), then check under it that the entry is
+    /// still `o`'s with that monitor (rule M, see `first_if`). The owner of a first entry
+    /// holds no pin: holding the monitor is what keeps the entry from being claimed. The
+    /// caller has checked that `t` does not own `m`.
+    #[inline(always)]
     fn first_lock(
         t: &ThreadContext<Self>,
         o: usize,
@@ -791,7 +807,12 @@ impl<const S: bool> CacaoLocks<S> {
         m: &FatMonitor,
         spin: bool,
     ) -> Result<FirstLock, MonitorError> {
-        if !(m.try_enter(t.core())? || (spin && m.spin_enter(t.core()))) {
+        let took = if spin {
+            m.spin_enter(t.core())
+        } else {
+            m.try_enter(t.core())?
+        };
+        if !took {
             return Ok(FirstLock::Busy);
         }
         // `mon` first (Acquire), then `obj`: see `first_if`.
@@ -800,6 +821,34 @@ impl<const S: bool> CacaoLocks<S> {
         }
         m.exit(t.core())?;
         Ok(FirstLock::Stale)
+    }
+
+    /// `cacao`'s monitorenter once its one compare-and-swap failed (`enter`): the owner's
+    /// nested enter is not here (`enter` counts it up inline), so the monitor was busy or the
+    /// pair stale. Spin on a first entry's monitor (checking the pair under it, as
+    /// `first_lock`), then `lockMutexForObject`.
+    #[cold]
+    #[inline(never)]
+    fn enter_contended(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        o: usize,
+    ) -> Result<(), MonitorError> {
+        let mut spun = false;
+        if let Some((f, idx)) = Self::first_if(rt, o) {
+            let m = rt.monitors().get(idx);
+            if m.is_owned_by(t.core()) {
+                // The pair changed to one whose monitor we hold (another object's, now `o`'s
+                // entry): a nested enter after all.
+                return m.enter(t.core_arc());
+            }
+            match Self::first_lock(t, o, f, idx, m, true)? {
+                FirstLock::Owned => return Ok(()),
+                FirstLock::Busy => spun = true,
+                FirstLock::Stale => {}
+            }
+        }
+        Self::lock_for_object(rt, t, o, false, spun).map(|_| ())
     }
 
     /// Under the bucket lock: `o`'s monitor if `t` owns it.
@@ -949,7 +998,7 @@ impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
     /// is `o`'s and free → take its monitor and check the entry under it, no bucket lock
     /// (`first_lock`); otherwise `lockMutexForObject`. `cacao-seed`: all of it under the
     /// bucket lock (`lock_in_bucket`), as the seed's `disablePreemption()` brackets it.
-    #[inline]
+    #[inline(always)]
     unsafe fn enter(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
@@ -959,19 +1008,21 @@ impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
         if SEED {
             return Self::lock_in_bucket(rt, t, o, false, false).map(|_| ());
         }
-        let mut spun = false;
+        // Inline: the nested enter, and one compare-and-swap of a first entry's monitor with
+        // the pair checked under it. Everything after a failed try is out of line
+        // (`enter_contended`): the fewer instructions between an owner's release and its
+        // next compare-and-swap, the less often a spinner finds the monitor free in that gap
+        // and takes it across the cores (issue 13 item 4; docs/benchmarks.md).
         if let Some((f, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
             if m.is_owned_by(t.core()) {
                 return m.enter(t.core_arc());
             }
-            match Self::first_lock(t, o, f, idx, m, true)? {
-                FirstLock::Owned => return Ok(()),
-                FirstLock::Busy => spun = true,
-                FirstLock::Stale => {}
+            if let FirstLock::Owned = Self::first_lock(t, o, f, idx, m, false)? {
+                return Ok(());
             }
         }
-        Self::lock_for_object(rt, t, o, false, spun).map(|_| ())
+        Self::enter_contended(rt, t, o)
     }
 
     unsafe fn try_enter(
@@ -998,7 +1049,7 @@ impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
     /// Figure `monitorexit()`: first entry is `o`'s → count − 1, at any level (its owner
     /// holds no pin to drop), no bucket lock; otherwise `unlockMutexForObject`. `cacao-seed`:
     /// all of it under the bucket lock (`unlock_in_bucket`).
-    #[inline]
+    #[inline(always)]
     unsafe fn exit(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
