@@ -238,6 +238,48 @@ pub(crate) enum Via {
     Retry,
 }
 
+/// A protocol's inline `enter` on a header in the monitor state: the unannounced first try of
+/// [`enter_monitor`] ("Enter: the system lock first") and nothing else. `true`: `t` owns the
+/// monitor (one level) and `h` named it when we took it. `false`: nothing changed — the
+/// monitor was busy, `t` already owned it (a nested enter), it is another runtime's, or `h`
+/// moved on — and the caller's slow path starts again from the header.
+///
+/// Why called straight from `enter` (issue 13 item 4): a waiter spins read-only on the
+/// monitor's lock word and takes it when it sees it free, and the owner of a tight loop
+/// leaves it free only between its release and its next compare-and-swap; the shorter that
+/// gap, the less often the monitor crosses the cores (`cacao.rs`, "Why the inline fast path
+/// matters under contention"). Through the slow path (its loop, the header's other states,
+/// the owner check) the gap was long enough for `stack` and `lightweight*` to run at
+/// 1.6–2.0× `parking_lot::Mutex`; from `enter`, 1.4–1.7× (docs/benchmarks.md). Out of line,
+/// so that `enter` stays small enough to inline into the caller's loop: inlined here it
+/// made `enter` a call, and the uncontended `lightweight` lock+unlock 37 → 52 instructions.
+#[inline(never)]
+pub(crate) fn try_enter_inflated<P: Locate>(
+    rt: &Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    w: u64,
+) -> bool {
+    let Some(idx) = P::locate(rt, h, w) else {
+        return false;
+    };
+    let Some(m) = rt.monitors().try_get(idx) else {
+        return false;
+    };
+    if m.is_owned_by(t.core()) || !m.try_lock_unowned() {
+        return false;
+    }
+    // The Acquire of the lock orders the header load after it: a deflater restores the
+    // header before it unlocks (as in `enter_monitor`).
+    if P::names(rt, h, h.load(Ordering::Acquire), idx) {
+        m.own_locked(t.core());
+        return true;
+    }
+    // SAFETY: our `try_lock_unowned` just returned true.
+    unsafe { m.release_unowned() };
+    false
+}
+
 /// Enters the monitor named by `w` (read from `h`), for a thread that may or may not own it
 /// already. Blocks when `block`, else tries.
 pub(crate) fn enter_monitor<P: Locate>(

@@ -975,7 +975,8 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         let ls = t.local();
         let top = ls.top();
         if top < LOCK_STACK_CAPACITY {
-            let w = h.0.load(Ordering::Relaxed);
+            // Acquire: the monitor path below reads `TABLE`'s cache with `w` (`Locate`).
+            let w = h.0.load(Ordering::Acquire);
             if w & LOCK_BITS == FAST_UNLOCKED {
                 if h.0
                     .compare_exchange(w, w ^ 1, Ordering::Acquire, Ordering::Relaxed)
@@ -987,6 +988,10 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
             } else if R && top > 0 && ls.at(top - 1) == addr(h) {
                 // Recursive fast-lock: the run is on top, so the run's object is ours.
                 ls.push(top, addr(h));
+                return Ok(());
+            } else if w & LOCK_BITS == MONITOR && deflate::try_enter_inflated(rt, t, &h.0, w) {
+                // Inflated and free (a contender's anonymous monitor is never free: its
+                // system lock is held for the fast-lock's owner until it claims it).
                 return Ok(());
             }
         }

@@ -738,6 +738,8 @@ impl Protocol for Stack {
             } else if rs.owns_word(w) {
                 rs.fill(top, addr(h), 0);
                 return Ok(());
+            } else if w & LOCK_BITS == MONITOR && deflate::try_enter_inflated(rt, t, &h.0, w) {
+                return Ok(());
             }
         }
         Self::enter_slow(rt, t, h, true).map(|_| ())
