@@ -110,10 +110,10 @@
 //! read-only on the monitor's lock word and takes it when it sees it free; the owner of a
 //! tight loop leaves it free only between its release and its next compare-and-swap. With
 //! `enter` a call (a prologue of six pushes, the bucket's hash and the table's look-up
-//! before the compare-and-swap) that gap was wide enough that a spinner's dozen looks caught it
-//! almost every time (counted: 99.9% of 2·10⁵ spins won, against about half of `fat`'s),
-//! so the monitor crossed the cores about every tenth lock+unlock instead of the waiter
-//! going to sleep. Inline, `examples/contended 3 2,4,8 cacao,parking_lot`, the binaries
+//! before the compare-and-swap) that gap was wide enough that a spinner's dozen looks caught
+//! it almost every time (counted: 98–99% of its spins won, against about half of `fat`'s),
+//! so the monitor crossed the cores every 20 to 30 lock+unlocks instead of the waiter going
+//! to sleep (docs/benchmarks.md, "The owner's gap"). Inline, `examples/contended 3 2,4,8 cacao,parking_lot`, the binaries
 //! before and after alternating twice: 19.4–23.6 → 11.8–14.3 ns per lock+unlock,
 //! 1.43–2.03× → 0.96–1.08× `parking_lot::Mutex`; one thread, `examples/user_loop time
 //! 20000000 cacao`: 9.46 → 7.86 ns.
