@@ -1317,7 +1317,10 @@ pub(crate) mod tests {
     /// `sol-cas-store` written plainly, as in a user's crate (`userloop::cas_store`, which the
     /// `user-loop` rows time): the reference the harness's `lock_loop::<SolCasStore>` is held
     /// against.
-    use crate::userloop::cas_store as plain_cas_store;
+    use crate::userloop::cas_store;
+    fn plain_cas_store(w: &AtomicU32, n: u64) {
+        cas_store::<0>(w, n)
+    }
 
     /// The harness's loop before issue 13: a `black_box`'d counter stored and loaded every
     /// iteration. Kept only to show that the checks below catch such per-iteration work.
@@ -1471,7 +1474,7 @@ pub(crate) mod tests {
         {
             let plain = instructions_per_iteration(plain_cas_store);
             let ours = instructions_per_iteration(harness);
-            let user = instructions_per_iteration(crate::userloop::cas_store);
+            let user = instructions_per_iteration(crate::userloop::cas_store::<0>);
             let old = instructions_per_iteration(counter_cas_store);
             eprintln!(
                 "instructions per iteration: plain {plain}, harness {ours}, user-loop {user}, \

@@ -876,8 +876,10 @@ fn user_loop_section(d: &mut Vec<Block>, r: &Results) {
         "Each row is `for _ in 0..n { let g = me.enter(&h).unwrap(); drop(g); }` through the \
          public API (or the same loop over a bare atomic sequence or an anchor), nothing else \
          per iteration; `-nested` rows hold the object once outside the loop. All rows run in \
-         one process with interleaved rounds; cells are `median [min–max]` ns per lock+unlock, \
-         ratios are of medians. user-loop-sol-cas-store is the single-atomic limit, \
+         one process with interleaved rounds; every repetition runs each loop at four code \
+         placements (offsets 0, 16, 32 and 48 of a 64-byte line: where a sub-nanosecond loop \
+         lands decides its speed) and reports their mean; cells are `median [min–max]` ns per \
+         lock+unlock over the repetitions, ratios are of medians. user-loop-sol-cas-store is the single-atomic limit, \
          user-loop-sol-plain-pair (load, compare, store to lock; the same to unlock; no locked \
          instruction) the limit of a word only its owner writes."
             .into(),

@@ -9,6 +9,15 @@
 //! machine code can be read (`objdump -d`) and its instructions counted (`callgrind`, and the
 //! single-step count of `bench::tests`).
 //!
+//! **Placements.** Where a sub-nanosecond loop lands in the binary decides which of two
+//! speeds it runs at (docs/benchmarks.md, "Code placement decides the sub-nanosecond rows":
+//! `user-loop-thin-nested` read 0.72 or 0.95 ns depending on an unrelated commit elsewhere,
+//! its machine code unchanged), and a user's binary puts it anywhere. So every loop function
+//! is built [`PLACES`] times, its code behind [`place`]'s padding at a different offset of a
+//! 64-byte line each time, and a repetition runs `n / PLACES` pairs at each placement under
+//! one clock: a row's figure is the mean over placements, the same for every build of the
+//! same loop.
+//!
 //! All rows run in one process with **interleaved rounds**: round r times every row once
 //! (starting at a different row each round), so a noisy neighbour or a frequency change hits
 //! every row alike; a row's figure is the median of its rounds, and ratios between rows are
@@ -41,10 +50,63 @@ pub const CAS_STORE: &str = "user-loop-sol-cas-store";
 /// The row of the owner-only limit (bias owner, nested path).
 pub const PLAIN_PAIR: &str = "user-loop-sol-plain-pair";
 
+/// How many code placements every loop is timed at (see "Placements" above).
+pub const PLACES: u64 = 4;
+
+/// The padding that places the loop function `AT` (`0..PLACES`): the code after it starts
+/// `16 · AT` bytes past a 64-byte boundary (the compiler aligns loop heads to 16 bytes, so
+/// the loops land at the four 16-byte slots of a line). Runs once per call, not per pair.
+#[inline(always)]
+pub fn place<const AT: usize>() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the block emits only padding — alignment to 64 bytes and `16 · AT` bytes of
+    // `nop`s, executed in sequence — and touches no register, memory, stack or flag.
+    unsafe {
+        if AT == 0 {
+            std::arch::asm!(".p2align 6", options(nomem, nostack, preserves_flags));
+        } else {
+            std::arch::asm!(
+                ".p2align 6",
+                ".nops {pad}",
+                pad = const AT * 16,
+                options(nomem, nostack, preserves_flags)
+            );
+        }
+    }
+}
+
+/// Runs `f` once per placement (`f(at, m)`: the loop built for placement `at`, `m` pairs)
+/// and returns ns per pair over all of them, in this thread's CPU time ([`timed`]).
+#[inline(always)]
+fn timed_places(n: u64, mut f: impl FnMut(usize, u64)) -> f64 {
+    let m = (n / PLACES).max(1);
+    timed(m * PLACES, || {
+        for at in 0..PLACES as usize {
+            f(at, m);
+        }
+    })
+}
+
+/// Calls `$f::<…, AT>($args)` for the placement `$at` (a runtime `0..PLACES`).
+macro_rules! at_place {
+    ($at:expr, $f:ident($($arg:expr),*)) => {
+        at_place!($at, $f::<>($($arg),*))
+    };
+    ($at:expr, $f:ident::<$($g:ty),*>($($arg:expr),*)) => {
+        match $at {
+            0 => $f::<$($g,)* 0>($($arg),*),
+            1 => $f::<$($g,)* 1>($($arg),*),
+            2 => $f::<$($g,)* 2>($($arg),*),
+            _ => $f::<$($g,)* 3>($($arg),*),
+        }
+    };
+}
+
 /// `sol-cas-store` as a user writes it: a compare-and-swap 0 → 1 (acquire) to lock, a release
 /// store of 0 to unlock.
 #[inline(never)]
-pub fn cas_store(w: &AtomicU32, n: u64) {
+pub fn cas_store<const AT: usize>(w: &AtomicU32, n: u64) {
+    place::<AT>();
     let w = black_box(w);
     for _ in 0..n {
         while w
@@ -59,7 +121,8 @@ pub fn cas_store(w: &AtomicU32, n: u64) {
 
 /// `sol-cas-cas`: compare-and-swap to lock and to unlock (the double-atomic limit).
 #[inline(never)]
-pub fn cas_cas(w: &AtomicU32, n: u64) {
+pub fn cas_cas<const AT: usize>(w: &AtomicU32, n: u64) {
+    place::<AT>();
     let w = black_box(w);
     for _ in 0..n {
         while w
@@ -80,7 +143,8 @@ pub fn cas_cas(w: &AtomicU32, n: u64) {
 /// with the owner, store free (release: a plain `mov` on x86). No locked instruction: the
 /// limit of a lock word only its owner writes (a bias owner; thin's nested path).
 #[inline(never)]
-pub fn plain_pair(w: &AtomicU32, n: u64) {
+pub fn plain_pair<const AT: usize>(w: &AtomicU32, n: u64) {
+    place::<AT>();
     let w = black_box(w);
     for _ in 0..n {
         assert!(w.load(Ordering::Relaxed) == 0, "sol-plain-pair: not free");
@@ -92,7 +156,8 @@ pub fn plain_pair(w: &AtomicU32, n: u64) {
 
 /// An objmon protocol through its public API.
 #[inline(never)]
-pub fn protocol<P: Protocol>(me: &ThreadHandle<'_, P>, h: &P::Header, n: u64) {
+pub fn protocol<P: Protocol, const AT: usize>(me: &ThreadHandle<'_, P>, h: &P::Header, n: u64) {
+    place::<AT>();
     let h = black_box(h);
     for _ in 0..n {
         let g = me.enter(h).unwrap();
@@ -102,7 +167,8 @@ pub fn protocol<P: Protocol>(me: &ThreadHandle<'_, P>, h: &P::Header, n: u64) {
 
 /// `objmon::Monitor<()>`, the Rust user's type (default protocol, process-wide runtime).
 #[inline(never)]
-pub fn monitor(m: &objmon::Monitor<()>, n: u64) {
+pub fn monitor<const AT: usize>(m: &objmon::Monitor<()>, n: u64) {
+    place::<AT>();
     let m = black_box(m);
     for _ in 0..n {
         let g = m.lock();
@@ -112,7 +178,8 @@ pub fn monitor(m: &objmon::Monitor<()>, n: u64) {
 
 /// `std::sync::Mutex<()>`.
 #[inline(never)]
-pub fn std_mutex(m: &std::sync::Mutex<()>, n: u64) {
+pub fn std_mutex<const AT: usize>(m: &std::sync::Mutex<()>, n: u64) {
+    place::<AT>();
     let m = black_box(m);
     for _ in 0..n {
         let g = m.lock().unwrap();
@@ -122,7 +189,8 @@ pub fn std_mutex(m: &std::sync::Mutex<()>, n: u64) {
 
 /// `parking_lot::Mutex<()>`.
 #[inline(never)]
-pub fn parking_lot_mutex(m: &parking_lot::Mutex<()>, n: u64) {
+pub fn parking_lot_mutex<const AT: usize>(m: &parking_lot::Mutex<()>, n: u64) {
+    place::<AT>();
     let m = black_box(m);
     for _ in 0..n {
         let g = m.lock();
@@ -132,7 +200,8 @@ pub fn parking_lot_mutex(m: &parking_lot::Mutex<()>, n: u64) {
 
 /// `parking_lot::ReentrantMutex<()>` (the `parking-lot` anchor).
 #[inline(never)]
-pub fn parking_lot_reentrant(m: &parking_lot::ReentrantMutex<()>, n: u64) {
+pub fn parking_lot_reentrant<const AT: usize>(m: &parking_lot::ReentrantMutex<()>, n: u64) {
+    place::<AT>();
     let m = black_box(m);
     for _ in 0..n {
         let g = m.lock();
@@ -231,7 +300,7 @@ fn protocol_rows<P: Protocol>(add: &mut AddRow<'_>) {
         let h = Box::new(P::Header::default());
         warm_up(&me, &h);
         row(P::NAME, Kind::Protocol, move |n| {
-            timed(n, || protocol::<P>(&me, &h, n))
+            timed_places(n, |at, m| at_place!(at, protocol::<P>(&me, &h, m)))
         })
     });
     add(P::NAME, true, &|| {
@@ -241,7 +310,7 @@ fn protocol_rows<P: Protocol>(add: &mut AddRow<'_>) {
         warm_up(&me, &h);
         row(&format!("{}-nested", P::NAME), Kind::Protocol, move |n| {
             let outer = me.enter(&h).unwrap();
-            let ns = timed(n, || protocol::<P>(&me, &h, n));
+            let ns = timed_places(n, |at, m| at_place!(at, protocol::<P>(&me, &h, m)));
             drop(outer);
             ns
         })
@@ -253,16 +322,20 @@ fn each_row(add: &mut AddRow<'_>) {
     let sol = Kind::SpeedOfLight;
     add("sol-cas-store", false, &|| {
         let w = AtomicU32::new(0);
-        row("sol-cas-store", sol, move |n| timed(n, || cas_store(&w, n)))
+        row("sol-cas-store", sol, move |n| {
+            timed_places(n, |at, m| at_place!(at, cas_store(&w, m)))
+        })
     });
     add("sol-cas-cas", false, &|| {
         let w = AtomicU32::new(0);
-        row("sol-cas-cas", sol, move |n| timed(n, || cas_cas(&w, n)))
+        row("sol-cas-cas", sol, move |n| {
+            timed_places(n, |at, m| at_place!(at, cas_cas(&w, m)))
+        })
     });
     add("sol-plain-pair", false, &|| {
         let w = AtomicU32::new(0);
         row("sol-plain-pair", sol, move |n| {
-            timed(n, || plain_pair(&w, n))
+            timed_places(n, |at, m| at_place!(at, plain_pair(&w, m)))
         })
     });
 
@@ -281,38 +354,42 @@ fn each_row(add: &mut AddRow<'_>) {
     let anchor = Kind::Anchor;
     add("monitor", false, &|| {
         let m = objmon::Monitor::new(());
-        row("monitor", anchor, move |n| timed(n, || monitor(&m, n)))
+        row("monitor", anchor, move |n| {
+            timed_places(n, |at, k| at_place!(at, monitor(&m, k)))
+        })
     });
     add("monitor", true, &|| {
         let m = objmon::Monitor::new(());
         row("monitor-nested", anchor, move |n| {
             let outer = m.lock();
-            let ns = timed(n, || monitor(&m, n));
+            let ns = timed_places(n, |at, k| at_place!(at, monitor(&m, k)));
             drop(outer);
             ns
         })
     });
     add("std-mutex", false, &|| {
         let m = std::sync::Mutex::new(());
-        row("std-mutex", anchor, move |n| timed(n, || std_mutex(&m, n)))
+        row("std-mutex", anchor, move |n| {
+            timed_places(n, |at, k| at_place!(at, std_mutex(&m, k)))
+        })
     });
     add("parking-lot-mutex", false, &|| {
         let m = parking_lot::Mutex::new(());
         row("parking-lot-mutex", anchor, move |n| {
-            timed(n, || parking_lot_mutex(&m, n))
+            timed_places(n, |at, k| at_place!(at, parking_lot_mutex(&m, k)))
         })
     });
     add("parking-lot", false, &|| {
         let m = parking_lot::ReentrantMutex::new(());
         row("parking-lot", anchor, move |n| {
-            timed(n, || parking_lot_reentrant(&m, n))
+            timed_places(n, |at, k| at_place!(at, parking_lot_reentrant(&m, k)))
         })
     });
     add("parking-lot", true, &|| {
         let m = parking_lot::ReentrantMutex::new(());
         row("parking-lot-nested", anchor, move |n| {
             let outer = m.lock();
-            let ns = timed(n, || parking_lot_reentrant(&m, n));
+            let ns = timed_places(n, |at, k| at_place!(at, parking_lot_reentrant(&m, k)));
             drop(outer);
             ns
         })
@@ -499,9 +576,9 @@ mod tests {
                 let rt = Runtime::<P>::with_defaults();
                 let me = rt.attach().unwrap();
                 let h = P::Header::default();
-                protocol(&me, &h, 10_000);
+                protocol::<P, 0>(&me, &h, 10_000);
                 direct(&rt, me.context(), &h, 10_000);
-                let ours = instructions_per_iteration_of(&|n| protocol(&me, &h, n));
+                let ours = instructions_per_iteration_of(&|n| protocol::<P, 0>(&me, &h, n));
                 let plain = instructions_per_iteration_of(&|n| direct(&rt, me.context(), &h, n));
                 eprintln!("{}: handle {ours}, context {plain} instructions", P::NAME);
                 assert!(plain >= 4.0, "{}: {plain}: not the loop meant", P::NAME);
