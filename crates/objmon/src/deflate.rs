@@ -266,18 +266,34 @@ pub(crate) fn try_enter_inflated<P: Locate>(
     let Some(m) = rt.monitors().try_get(idx) else {
         return false;
     };
-    if m.is_owned_by(t.core()) || !m.try_lock_unowned() {
-        return false;
+    !m.is_owned_by(t.core()) && take_unannounced(rt, t, h, m, idx) == Some(true)
+}
+
+/// "Enter: the system lock first": takes `m`'s system lock if it is free right now, without
+/// announcing ourselves, and keeps it if `h` still names `idx` (then `t` owns `m`, one level).
+/// `None`: busy; `Some(true)`: entered; `Some(false)`: `h` no longer names `idx` (deflated
+/// since it was read, maybe another object's now), the lock given back. For a `t` that does
+/// not own `m`.
+#[inline(always)]
+fn take_unannounced<P: Locate>(
+    rt: &Runtime<P>,
+    t: &ThreadContext<P>,
+    h: &AtomicU64,
+    m: &FatMonitor,
+    idx: MonitorIndex,
+) -> Option<bool> {
+    if !m.try_lock_unowned() {
+        return None;
     }
     // The Acquire of the lock orders the header load after it: a deflater restores the
-    // header before it unlocks (as in `enter_monitor`).
+    // header before it unlocks.
     if P::names(rt, h, h.load(Ordering::Acquire), idx) {
         m.own_locked(t.core());
-        return true;
+        return Some(true);
     }
     // SAFETY: our `try_lock_unowned` just returned true.
     unsafe { m.release_unowned() };
-    false
+    Some(false)
 }
 
 /// Enters the monitor named by `w` (read from `h`), for a thread that may or may not own it
@@ -303,17 +319,11 @@ pub(crate) fn enter_monitor<P: Locate>(
         m.enter(t.core_arc())?;
         return Ok(Via::Entered);
     }
-    // The first try, unannounced ("Enter: the system lock first"). The Acquire of the lock
-    // orders the header load after it: a deflater restores the header before it unlocks.
-    if m.try_lock_unowned() {
-        if P::names(rt, h, h.load(Ordering::Acquire), idx) {
-            m.own_locked(t.core());
-            return Ok(Via::Entered);
-        }
-        // Deflated since `w` was read (and maybe another object's now): not ours.
-        // SAFETY: our `try_lock_unowned` just returned true.
-        unsafe { m.release_unowned() };
-        return Ok(Via::Retry);
+    // The first try, unannounced ("Enter: the system lock first").
+    match take_unannounced(rt, t, h, m, idx) {
+        Some(true) => return Ok(Via::Entered),
+        Some(false) => return Ok(Via::Retry),
+        None => {}
     }
     if !m.add_contention() {
         yield_now();

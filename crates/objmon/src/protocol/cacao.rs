@@ -807,10 +807,15 @@ impl<const S: bool> CacaoLocks<S> {
         m: &FatMonitor,
         spin: bool,
     ) -> Result<FirstLock, MonitorError> {
+        // Not `try_enter`: the caller has checked the owner, so its own owner test (and the
+        // second load of the owner field) would find nothing.
         let took = if spin {
             m.spin_enter(t.core())
+        } else if m.try_lock_unowned() {
+            m.own_locked(t.core());
+            true
         } else {
-            m.try_enter(t.core())?
+            false
         };
         if !took {
             return Ok(FirstLock::Busy);
@@ -838,8 +843,9 @@ impl<const S: bool> CacaoLocks<S> {
         if let Some((f, idx)) = Self::first_if(rt, o) {
             let m = rt.monitors().get(idx);
             if m.is_owned_by(t.core()) {
-                // The pair changed to one whose monitor we hold (another object's, now `o`'s
-                // entry): a nested enter after all.
+                // A nested enter (`enter`'s inline test finds it first: only we change a pair
+                // whose monitor we hold); checked so that the spin below never runs on a
+                // monitor of ours.
                 return m.enter(t.core_arc());
             }
             match Self::first_lock(t, o, f, idx, m, true)? {
