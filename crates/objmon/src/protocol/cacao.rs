@@ -104,7 +104,8 @@
 //! 159 plain (the bench's uncontended loop; 195 with the sticky pin), 133 nested (154).
 //! 2026-11-29: 124 plain, 107 nested (154 / 126 just before) once `enter` and `exit` are
 //! inlined into the caller's loop and everything after a failed compare-and-swap is out of
-//! line (`enter_contended`).
+//! line (`enter_contended`); 119 / 103 once `first_lock` stopped re-reading the owner its
+//! callers had checked.
 //!
 //! **Why the inline fast path matters under contention** (issue 13 item 4). A waiter spins
 //! read-only on the monitor's lock word and takes it when it sees it free; the owner of a
