@@ -96,6 +96,19 @@
 //! asks 3×). In `examples/user_loop time` built with `-C llvm-args=-align-loops=64` (both
 //! binaries): 1.70–1.75 → 1.30 ns, the spread gone (min–max 1.25–1.33).
 //!
+//! Two more (2026-11-29, the 2-core AMD EPYC (Zen 5) VM; `examples/user_loop time 20000000
+//! thin`, old and new binaries alternating twice, medians of 7): the thread's `me` comes
+//! from the handle's word ([`Protocol::handle_word`]), which a user's loop keeps in a
+//! register — the nested lock + unlock loaded it from the context twice (7 loads, now 5;
+//! instructions 17 / 28 unchanged): nested 0.98–1.01 → 0.70–0.79 ns (`objmon-bench`'s
+//! placement-averaged `user-loop-thin-nested`, 15 repetitions, three alternations:
+//! 0.79–0.82 → 0.77–0.80, the pair 0.24–0.25); and the CAS's new word `w | me` is computed
+//! before the record's two stores (`sync::computed_before_stores`): the compiler had
+//! scheduled the `or` after them once `me` was a register, and the plain lock + unlock took
+//! 5.70–5.74 ns instead of 5.21–5.26 (bare CAS + store 4.87: 1.10×). The same load of `me`
+//! placed after the stores cost the same 0.5 ns; before them (as `l.me` was loaded first
+//! until then), nothing.
+//!
 //! What each idea bought when it came (one idea taken out of `thin` at a time, a build-time
 //! switch not kept; ns ratios from one loaded run each, against the same process's bare
 //! loops, which then stored and reloaded the object's reference every iteration — a delay
@@ -638,6 +651,14 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         ThinThread::new(id)
     }
 
+    /// The thread's id pre-shifted into the owner field (`ThinThread::me`): a handle keeps it
+    /// in a register, so neither fast path loads it from the context (a nested lock+unlock
+    /// loaded it twice).
+    #[inline(always)]
+    fn handle_word(t: &ThreadContext<Self>) -> u64 {
+        u64::from(t.local().me)
+    }
+
     /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`. `thin` (not `thin-seed`) first
     /// tests the loaded word for §2.3.3's nested lock (no CAS then), and records the word of a
     /// successful CAS in the thread (`ThinThread::last`) for the blind unlock.
@@ -647,6 +668,18 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract; the word is `handle_word(t)`.
+        unsafe { Self::enter_with(rt, t, Self::handle_word(t), h) }
+    }
+
+    /// [`enter`](Protocol::enter) with `me` from the handle (`word`).
+    #[inline]
+    unsafe fn enter_with(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         if SEED {
             if h.try_lock_unlocked(t.core().id_shifted16()) {
                 return Ok(());
@@ -654,9 +687,13 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             return Self::enter_slow(rt, t, h);
         }
         let l = t.local();
-        let me = l.me;
+        // `ThinThread::me`, as `handle_word` derived it (the caller's contract).
+        let me = word as u32;
         let w = h.0.load(Ordering::Relaxed);
         if w & LOCK_MASK == 0 {
+            // The CAS's new word before the record's stores (`computed_before_stores`: after
+            // them, a lock+unlock took 0.5 ns more).
+            let new = crate::sync::computed_before_stores(w | me);
             // Record the word *before* the CAS makes it `w | me` (only we write it then,
             // §2.3); a failed CAS forgets it again. Only this thread's unlock reads the
             // record, and it cannot run before this enter returns (`ThinThread::last`). Two
@@ -668,7 +705,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             l.host.store(w, Ordering::Relaxed);
             // Acquire: the critical section after the previous owner's Release unlock.
             if h.0
-                .compare_exchange(w, w | me, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
                 return Ok(());
@@ -725,6 +762,18 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract; the word is `handle_word(t)`.
+        unsafe { Self::exit_with(rt, t, Self::handle_word(t), h) }
+    }
+
+    /// [`exit`](Protocol::exit) with `me` from the handle (`word`).
+    #[inline]
+    unsafe fn exit_with(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         if SEED {
             let w = h.0.load(Ordering::Relaxed);
             if w & LOCK_MASK == t.core().id_shifted16() {
@@ -743,7 +792,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         }
         let w = h.0.load(Ordering::Relaxed);
         // Shape 0, owner = me: the xor leaves the count and the host bits.
-        let x = w ^ l.me;
+        let x = w ^ word as u32;
         // §2.3.3 first: mine, count in 1..=255 (a count of 0 wraps around). Tested before
         // §2.3.2, whose single holds mostly take the blind store above: the nested unlock
         // then pays one test, not two.
