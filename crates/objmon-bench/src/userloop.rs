@@ -475,7 +475,8 @@ mod tests {
 
     /// The user's loop of [`protocol`] with the runtime, the context and the handle's word
     /// handed over directly (pointers and a word that arrive in registers), locking as a
-    /// handle does (`Protocol::enter_with` / `exit_with`).
+    /// handle's guard does (`Protocol::enter_hinted` / `exit_hinted`, the lock's hint passed
+    /// to the unlock).
     #[inline(never)]
     fn direct<P: Protocol>(
         rt: &Runtime<P>,
@@ -488,10 +489,10 @@ mod tests {
         for _ in 0..n {
             // SAFETY: `cx` is this thread's context (of a handle the caller holds on this
             // thread), `word` its `handle_word`, `h` outlives the calls, every enter is
-            // followed by its exit.
+            // followed by its exit, with the hint of that enter.
             unsafe {
-                P::enter_with(rt, cx, word, h).unwrap();
-                P::exit_with(rt, cx, word, h).unwrap();
+                let hint = P::enter_hinted(rt, cx, word, h).unwrap();
+                P::exit_hinted(rt, cx, word, hint, h).unwrap();
             }
         }
     }

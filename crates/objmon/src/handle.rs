@@ -242,6 +242,26 @@ impl<P: Protocol> HandleCore<P> {
         unsafe { P::enter_with(&self.rt, &self.cx, self.word, h) }
     }
 
+    /// [`enter`](Self::enter) for a guard: the protocol's hint for the guard's unlock
+    /// ([`Protocol::enter_hinted`]).
+    ///
+    /// # Safety
+    /// As [`enter`](Self::enter).
+    #[inline(always)]
+    pub(crate) unsafe fn enter_hinted(&self, h: &P::Header) -> Result<u64, MonitorError> {
+        // SAFETY: as in `enter`.
+        unsafe { P::enter_hinted(&self.rt, &self.cx, self.word, h) }
+    }
+
+    /// [`exit`](Self::exit) of a guard's level: `hint` is 0 or what
+    /// [`enter_hinted`](Self::enter_hinted) returned for `h` through this core.
+    #[inline(always)]
+    pub(crate) fn exit_hinted(&self, h: &P::Header, hint: u64) -> Result<(), MonitorError> {
+        // SAFETY: as in `exit`; the hint as the caller says, which is `exit_hinted`'s
+        // contract (this core is one thread's).
+        unsafe { P::exit_hinted(&self.rt, &self.cx, self.word, hint, h) }
+    }
+
     #[inline(always)]
     pub(crate) fn exit(&self, h: &P::Header) -> Result<(), MonitorError> {
         // SAFETY: `self.cx` is the calling thread's context: a `HandleCore` lives in a
@@ -345,8 +365,8 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
     pub fn enter<'a>(&'a self, h: &'a P::Header) -> Result<HeaderGuard<'a, P>, MonitorError> {
         // SAFETY: see `HandleCore::exit`: our own context, `h` borrowed by the guard for as
         // long as the lock is held through it.
-        unsafe { self.core.enter(h)? };
-        Ok(self.guard(h))
+        let hint = unsafe { self.core.enter_hinted(h)? };
+        Ok(self.guard(h, hint))
     }
 
     /// Locks `h` if no other thread owns it; `Ok(None)` if one does.
@@ -358,18 +378,22 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
         // Not `then_some`: that would build (and drop, i.e. exit) a guard on failure too.
         // SAFETY: as in `enter`.
         if unsafe { P::try_enter(&self.core.rt, &self.core.cx, h)? } {
-            Ok(Some(self.guard(h)))
+            Ok(Some(self.guard(h, 0)))
         } else {
             Ok(None)
         }
     }
 
     #[inline(always)]
-    fn guard<'a>(&'a self, h: &'a P::Header) -> HeaderGuard<'a, P> {
+    fn guard<'a>(&'a self, h: &'a P::Header, hint: u64) -> HeaderGuard<'a, P> {
         if !P::KNOWS_HOLDS {
             self.core.guards.set(self.core.guards.get().wrapping_add(1));
         }
-        HeaderGuard { th: &self.core, h }
+        HeaderGuard {
+            th: &self.core,
+            h,
+            hint,
+        }
     }
 
     /// Unstructured lock (JNI `MonitorEnter`): held until a matching
@@ -584,6 +608,8 @@ impl<P: Protocol> std::fmt::Debug for ThreadHandle<'_, P> {
 pub struct HeaderGuard<'a, P: Protocol> {
     th: &'a HandleCore<P>,
     h: &'a P::Header,
+    /// The protocol's hint for this level's unlock ([`Protocol::enter_hinted`]; 0: none).
+    hint: u64,
 }
 
 impl<P: Protocol> HeaderGuard<'_, P> {
@@ -623,7 +649,7 @@ impl<P: Protocol> Drop for HeaderGuard<'_, P> {
         if !P::KNOWS_HOLDS {
             self.th.guards.set(self.th.guards.get().wrapping_sub(1));
         }
-        let r = self.th.exit(self.h);
+        let r = self.th.exit_hinted(self.h, self.hint);
         // A guard's lock level is its own: the only way to lose it is a bug in a protocol.
         debug_assert!(r.is_ok(), "guard exit failed: {r:?}");
     }

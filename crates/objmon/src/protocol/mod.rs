@@ -119,6 +119,25 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         // SAFETY: the caller's contract, which includes `enter`'s.
         unsafe { Self::enter(rt, t, h) }
     }
+    /// [`enter_with`](Self::enter_with), returning a *hint* for the matching unlock: a guard
+    /// keeps it and passes it to [`exit_hinted`](Self::exit_hinted) when it drops, so a fast
+    /// path can carry a value from the lock to the unlock in a register (`thin`'s nested lock
+    /// returns the word it found, which its nested unlock then stores back instead of the
+    /// loaded word minus one: no arithmetic between one step's load and the next step's
+    /// store). 0 means none; by default always 0.
+    ///
+    /// # Safety
+    /// As [`enter_with`](Self::enter_with).
+    #[inline(always)]
+    unsafe fn enter_hinted(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        h: &Self::Header,
+    ) -> Result<u64, MonitorError> {
+        // SAFETY: the caller's contract, which is `enter_with`'s.
+        unsafe { Self::enter_with(rt, t, word, h) }.map(|()| 0)
+    }
     /// Acquires if that needs no waiting for another thread; `Ok(false)` otherwise.
     ///
     /// # Safety
@@ -153,6 +172,27 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         let _ = word;
         // SAFETY: the caller's contract, which includes `exit`'s.
         unsafe { Self::exit(rt, t, h) }
+    }
+    /// [`exit_with`](Self::exit_with) with the hint of the lock level it releases
+    /// ([`enter_hinted`](Self::enter_hinted)). A hint only: the outcome must be
+    /// `exit_with`'s for every hint the contract allows (a protocol checks what it uses);
+    /// by default `exit_with` itself.
+    ///
+    /// # Safety
+    /// As [`exit_with`](Self::exit_with), and `hint` is 0 or a value `enter_hinted` returned
+    /// for `h` on this thread (not necessarily for the level released: guards may drop in
+    /// any order).
+    #[inline(always)]
+    unsafe fn exit_hinted(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        hint: u64,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError> {
+        let _ = hint;
+        // SAFETY: the caller's contract, which includes `exit_with`'s.
+        unsafe { Self::exit_with(rt, t, word, h) }
     }
     /// Object.wait with an optional deadline.
     ///

@@ -23,11 +23,16 @@
 //!
 //! ## Fast paths (`thin`, issue 13 item 2)
 //!
-//! - **lock**: one load of the word; free → two plain stores of the thread's record of its
-//!   last fast lock ([`ThinThread`]: the word's address and host bits), then one CAS
-//!   (§2.3.1; a failed one forgets the record); held by us with count < 255 → §2.3.3's xor-compare and one plain store of
-//!   `word + 256` *before* any CAS (the seed fails a CAS first), and one plain store that
-//!   forgets the record. No call either way.
+//! - **lock**: one load of the word; held by us with count < 255 → §2.3.3's xor-compare
+//!   (tested first) and one plain store of `word + 256` *before* any CAS (the seed fails a
+//!   CAS first), a load of the record and, if it names this word, a store forgetting it;
+//!   the word as found goes back to the guard as the unlock's hint. Free → two plain stores
+//!   of the thread's record of its last fast lock ([`ThinThread`]: the word's address and
+//!   host bits), then one CAS (§2.3.1; a failed one forgets the record). No call either
+//!   way; the thread's id comes from the handle's word (a register).
+//! - **unlock of a nested guard** (its hint, `exit_hinted`): one load of the word; equal to
+//!   the hint plus one → one plain store of the hint (`word − 256`, from a register) and the
+//!   owner barrier below; otherwise the general unlock.
 //! - **unlock**: one load of the record and one compare with the word's address; equal →
 //!   one blind store (Release) of the recorded host bits and one plain store forgetting the
 //!   record — the word is not loaded after the CAS (§2.3's "the owner alone writes it": the
@@ -108,6 +113,18 @@
 //! 5.70–5.74 ns instead of 5.21–5.26 (bare CAS + store 4.87: 1.10×). The same load of `me`
 //! placed after the stores cost the same 0.5 ns; before them (as `l.me` was loaded first
 //! until then), nothing.
+//!
+//! Then the nested lock's hint (same day): the nested lock returns the word it found
+//! ([`Protocol::enter_hinted`]), the guard keeps it, and the guard's unlock
+//! ([`Protocol::exit_hinted`]) stores it back if the word is still that plus one — the store
+//! `exit_with`'s nested unlock makes (the loaded word minus one), from a register, so that a
+//! nested loop chains through memory alone (load → store → load) and loads no `last`; and
+//! the nested test comes before the free test, so that the nested path is laid out
+//! straight (with three or four taken branches per lock+unlock, one code placement in four
+//! ran at 0.95 ns). Callgrind 17 / 28 → 22 / 19 instructions plain / nested; `objmon-bench
+//! run --bench user-loop` (placement-averaged, three alternations): `thin-nested` 0.82–0.87
+//! → 0.48–0.57 ns against the pair's 0.24–0.25 (2.0–2.3×), `thin` 1.10× the CAS row before
+//! and after (docs/benchmarks.md, "`user-loop-thin-nested`, … fifth session").
 //!
 //! What each idea bought when it came (one idea taken out of `thin` at a time, a build-time
 //! switch not kept; ns ratios from one loaded run each, against the same process's bare
@@ -311,6 +328,9 @@ const COUNT_SHIFT: u32 = 8;
 const COUNT_MASK: u32 = 0xff << COUNT_SHIFT;
 /// One nested lock in the count field.
 const COUNT_ONE: u32 = 1 << COUNT_SHIFT;
+/// `thin`'s hint ([`Protocol::enter_hinted`]) of a nested lock, above the 32 bits of the word
+/// it found.
+const HINT_NESTED: u64 = 1 << 32;
 /// The lock field: everything but the host bits.
 const LOCK_MASK: u32 = !HOST_BITS_MASK;
 const INDEX_SHIFT: u32 = 8;
@@ -324,10 +344,11 @@ pub enum ThinLocks<const SEED: bool> {}
 /// `thin`: seed 000's thin locks with issue 13's fast paths — the nested lock and unlock
 /// inline without an atomic, and the blind-store unlock after the thread's last fast lock
 /// (module documentation, "Fast paths"). Measured per lock+unlock through the guard API
-/// (callgrind, `examples/user_loop.rs`): uncontended 17 instructions, one CAS and a blind
-/// release store (no load of the word after the CAS), 1.03–1.05× `user-loop-sol-cas-store`;
-/// nested 28 instructions, no atomic read-modify-write, two stores, 2.5×
-/// `user-loop-sol-plain-pair` (module documentation, "Measured").
+/// (callgrind, `examples/user_loop.rs`): uncontended 22 instructions, one CAS and a blind
+/// release store (no load of the word after the CAS), 1.10× `user-loop-sol-cas-store` (2-core
+/// AMD EPYC VM); nested 19 instructions, no atomic read-modify-write, two stores, the
+/// unlock's value from the lock's hint (a register), 2.0–2.3× `user-loop-sol-plain-pair`
+/// (module documentation, "Measured").
 /// Contended (module documentation, "Contended path"): an inflated word goes straight to its
 /// monitor, `BLOCKED` only around an enter that may suspend; 127 instructions per inflated
 /// lock+unlock (`examples/contended inflated thin`, callgrind): one CAS and no fence on the
@@ -580,6 +601,23 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
+    /// §2.3.3's nested unlock of a word we hold nested: store `new` (the word minus one),
+    /// then our half of the parked-hash Dekker. Not `last` (that is held once), so no record
+    /// to forget.
+    #[inline(always)]
+    fn unnest(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, new: u32) {
+        h.0.store(new, Ordering::Relaxed);
+        // The owner's half of the parked-hash Dekker (hash.rs), on our own line: a hasher
+        // that parks for a word we hold nested sets `look` before its barrier (`membarrier`:
+        // ours is a compiler barrier), so either it sees this store or we see its mark. A
+        // symmetric runtime's threads keep `look` set for good, and `nested_look` pays the
+        // fence.
+        crate::membarrier::owner_barrier();
+        if t.local().look.load(Ordering::Relaxed) != 0 {
+            Self::nested_look(rt, t, h, new);
+        }
+    }
+
     /// The unlock fast path did not apply: inflated, nested (`thin-seed`), or not ours.
     /// `thin` comes here only for an `h` that is not `ThinThread::last`, so the record stays.
     #[cold]
@@ -680,17 +718,43 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         word: u64,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract, which is `enter_hinted`'s.
+        unsafe { Self::enter_hinted(rt, t, word, h) }.map(|_| ())
+    }
+
+    /// [`enter_with`](Protocol::enter_with); a nested lock (§2.3.3) returns
+    /// [`HINT_NESTED`] and the word it found (owner me, count c), which the guard's unlock
+    /// stores back if the word is still that plus one (`exit_hinted`). Every other lock: 0.
+    #[inline]
+    unsafe fn enter_hinted(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        h: &LockWord,
+    ) -> Result<u64, MonitorError> {
         if SEED {
             if h.try_lock_unlocked(t.core().id_shifted16()) {
-                return Ok(());
+                return Ok(0);
             }
-            return Self::enter_slow(rt, t, h);
+            return Self::enter_slow(rt, t, h).map(|()| 0);
         }
         let l = t.local();
         // `ThinThread::me`, as `handle_word` derived it (the caller's contract).
         let me = word as u32;
         let w = h.0.load(Ordering::Relaxed);
-        if w & LOCK_MASK == 0 {
+        if (w ^ me) < (255 << COUNT_SHIFT) {
+            // §2.3.3 before any CAS: shape 0, owner = me, count < 255. Tested first so that
+            // the compiler lays the nested path out straight (the plain path's CAS costs
+            // ~4.5 ns; a taken branch there is nothing). Ours, so the load saw
+            // our own last write (or an inflation for us, ordered by our `unblock`). The word
+            // changes: if it is `last`, that must be forgotten — only then: a store of the
+            // record on every nested lock, reloaded by the unlock right after, was a third
+            // store per nested lock + unlock (the pair has two).
+            h.0.store(w + COUNT_ONE, Ordering::Relaxed);
+            l.forget_if_last(addr(h));
+            // The word as found, for the nested unlock to store back (`exit_hinted`).
+            return Ok(HINT_NESTED | u64::from(w));
+        } else if w & LOCK_MASK == 0 {
             // The CAS's new word before the record's stores (`computed_before_stores`: after
             // them, a lock+unlock took 0.5 ns more).
             let new = crate::sync::computed_before_stores(w | me);
@@ -708,20 +772,11 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
                 .compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
-                return Ok(());
+                return Ok(0);
             }
             l.forget_last();
-        } else if (w ^ me) < (255 << COUNT_SHIFT) {
-            // §2.3.3 before any CAS: shape 0, owner = me, count < 255. Ours, so the load saw
-            // our own last write (or an inflation for us, ordered by our `unblock`). The word
-            // changes: if it is `last`, that must be forgotten — only then: a store of the
-            // record on every nested lock, reloaded by the unlock right after, was a third
-            // store per nested lock + unlock (the pair has two).
-            h.0.store(w + COUNT_ONE, Ordering::Relaxed);
-            l.forget_if_last(addr(h));
-            return Ok(());
         }
-        Self::enter_slow(rt, t, h)
+        Self::enter_slow(rt, t, h).map(|()| 0)
     }
 
     unsafe fn try_enter(
@@ -774,6 +829,27 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         word: u64,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract; 0 is no hint.
+        unsafe { Self::exit_hinted(rt, t, word, 0, h) }
+    }
+
+    /// [`exit_with`](Protocol::exit_with); with a nested lock's hint (the word it found,
+    /// `enter_hinted`), if the word is that plus one — ours, held nested, as that lock left
+    /// it — the unlock stores the hint: the same store as `exit_with`'s nested unlock (the
+    /// loaded word minus one), its value taken from a register instead of computed from the
+    /// load, so that a user's nested loop chains one step to the next through memory alone
+    /// (load → store → load) rather than through an add and a subtract too. Nor does it load
+    /// `last` first: a word held nested is never `last`. One body for both (`exit_with`
+    /// passes no hint): with a second copy of the unlock for the hinted case, the guard's
+    /// drop was too big to inline (17 → 36 instructions per plain lock+unlock).
+    #[inline]
+    unsafe fn exit_hinted(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        word: u64,
+        hint: u64,
+        h: &LockWord,
+    ) -> Result<(), MonitorError> {
         if SEED {
             let w = h.0.load(Ordering::Relaxed);
             if w & LOCK_MASK == t.core().id_shifted16() {
@@ -783,39 +859,46 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             return Self::exit_slow(rt, t, h);
         }
         let l = t.local();
-        if l.last.load(Ordering::Relaxed) == addr(h) {
-            // `ThinThread::last`'s invariant: the word is `host | me`, ours once. Release: our
-            // critical section before the next owner's Acquire CAS.
-            h.0.store(l.host.load(Ordering::Relaxed), Ordering::Release);
-            l.forget_last();
-            return Ok(());
-        }
-        let w = h.0.load(Ordering::Relaxed);
-        // Shape 0, owner = me: the xor leaves the count and the host bits.
-        let x = w ^ word as u32;
-        // §2.3.3 first: mine, count in 1..=255 (a count of 0 wraps around). Tested before
-        // §2.3.2, whose single holds mostly take the blind store above: the nested unlock
-        // then pays one test, not two.
-        if x.wrapping_sub(COUNT_ONE) < (255 << COUNT_SHIFT) {
-            // Not `last` (that is held once), so no record to forget.
-            h.0.store(w - COUNT_ONE, Ordering::Relaxed);
-            // The owner's half of the parked-hash Dekker (hash.rs), on our own line: a
-            // hasher that parks for a word we hold nested sets `look` before its barrier
-            // (`membarrier`: ours is a compiler barrier), so either it sees this store or
-            // we see its mark. A symmetric runtime's threads keep `look` set for good, and
-            // `nested_look` pays the fence.
-            crate::membarrier::owner_barrier();
-            if l.look.load(Ordering::Relaxed) != 0 {
-                Self::nested_look(rt, t, h, w - COUNT_ONE);
+        // The word the unlock stores, for a nested hold: `unnest` below (one call site: with
+        // two, the guard's drop no longer inlined into a user's loop).
+        let new = 'nested: {
+            if hint & HINT_NESTED != 0 {
+                // `hint` is `HINT_NESTED | w0` from our nested lock of `h` (the contract), w0
+                // ours with a count below 255: w0 + 1 does not carry out of the count field,
+                // and a word equal to it is ours, held nested — the case the nested unlock
+                // below stores w − 1 = w0 for; here from a register. Such a word is never
+                // `last` (that is held once): no load of the record.
+                let w0 = hint as u32;
+                if h.0.load(Ordering::Relaxed) == w0 + COUNT_ONE {
+                    break 'nested w0;
+                }
+                // Changed since (inflated by a wait, or guards dropped out of order): the
+                // general unlock, from a fresh load.
+            } else if l.last.load(Ordering::Relaxed) == addr(h) {
+                // `ThinThread::last`'s invariant: the word is `host | me`, ours once.
+                // Release: our critical section before the next owner's Acquire CAS.
+                h.0.store(l.host.load(Ordering::Relaxed), Ordering::Release);
+                l.forget_last();
+                return Ok(());
             }
-            return Ok(());
-        }
-        if x <= HOST_BITS_MASK {
-            // §2.3.2: mine, count 0.
-            h.0.store(w & HOST_BITS_MASK, Ordering::Release);
-            return Ok(());
-        }
-        Self::exit_slow(rt, t, h)
+            let w = h.0.load(Ordering::Relaxed);
+            // Shape 0, owner = me: the xor leaves the count and the host bits.
+            let x = w ^ word as u32;
+            // §2.3.3 first: mine, count in 1..=255 (a count of 0 wraps around). Tested before
+            // §2.3.2, whose single holds mostly take the blind store above: the nested unlock
+            // then pays one test, not two.
+            if x.wrapping_sub(COUNT_ONE) < (255 << COUNT_SHIFT) {
+                break 'nested w - COUNT_ONE;
+            }
+            if x <= HOST_BITS_MASK {
+                // §2.3.2: mine, count 0.
+                h.0.store(w & HOST_BITS_MASK, Ordering::Release);
+                return Ok(());
+            }
+            return Self::exit_slow(rt, t, h);
+        };
+        Self::unnest(rt, t, h, new);
+        Ok(())
     }
 
     unsafe fn wait(
@@ -1710,6 +1793,67 @@ mod tests {
         drop(me.enter(&b).unwrap());
         let _g = me.enter(&b).unwrap();
         assert_eq!(me.context().local().last.load(Ordering::Relaxed), 0);
+    }
+
+    /// The nested lock's hint (`enter_hinted` → the guard → `exit_hinted`): the unlock of a
+    /// guard whose lock was nested stores the word that lock found — and only if the word is
+    /// still that plus one. Guards dropped out of order, and a wait's inflation under a
+    /// nested guard, leave a hint that no longer matches: those unlocks must take the
+    /// general path (storing the hint there would undo the wrong level, or write a thin
+    /// word over a fat one).
+    #[test]
+    fn the_nested_hint() {
+        let rt = Runtime::<Thin>::with_defaults();
+        let me = rt.attach().unwrap();
+        let cx = me.context();
+        let word = Thin::handle_word(cx);
+        let mine = u32::from(me.id().get()) << OWNER_SHIFT;
+        let h = LockWord::new(0x5a);
+        // SAFETY (all `unsafe` below): our own context, outside `in_native`; `h` outlives
+        // every hold, each released before the end.
+        let first = unsafe { Thin::enter_hinted(&rt, cx, word, &h) }.unwrap();
+        assert_eq!(first, 0, "a fresh CAS gives no hint");
+        let hint = unsafe { Thin::enter_hinted(&rt, cx, word, &h) }.unwrap();
+        assert_eq!(
+            hint,
+            HINT_NESTED | u64::from(0x5a | mine),
+            "the word as found"
+        );
+        assert_eq!(h.raw(), 0x5a | mine | COUNT_ONE);
+        unsafe { Thin::exit_hinted(&rt, cx, word, hint, &h) }.unwrap();
+        assert_eq!(h.raw(), 0x5a | mine);
+        unsafe { Thin::exit_hinted(&rt, cx, word, first, &h) }.unwrap();
+        assert_eq!(h.raw(), 0x5a);
+
+        // Out of order through guards: the outer guard (no hint) takes a level off, count 2
+        // → 1; then each nested guard's hint (the inner's count 1, the middle's count 0)
+        // expects one more than the word holds, and its unlock is the general one.
+        let g0 = me.enter(&h).unwrap();
+        let g1 = me.enter(&h).unwrap();
+        let g2 = me.enter(&h).unwrap();
+        assert_eq!(h.raw(), 0x5a | mine | (2 * COUNT_ONE));
+        drop(g0);
+        assert_eq!(h.raw(), 0x5a | mine | COUNT_ONE);
+        drop(g2); // hint: count 1 found, expects 2, finds 1: general unlock → count 0
+        assert_eq!(h.raw(), 0x5a | mine);
+        assert_eq!(me.lock_count(&h), 1);
+        drop(g1); // hint: count 0 found, expects 1, finds 0: general unlock → free
+        assert_eq!(h.raw(), 0x5a);
+        assert_eq!(rt.owner_of(&h), None);
+
+        // A wait's inflation under a nested guard: the hint meets a fat word.
+        let g0 = me.enter(&h).unwrap();
+        let g1 = me.enter(&h).unwrap();
+        g1.notify().unwrap();
+        assert_eq!(h.raw() >> 31, 1, "inflated");
+        drop(g1);
+        assert_eq!(me.lock_count(&h), 1);
+        drop(g0);
+        assert_eq!(rt.owner_of(&h), None);
+        std::thread::scope(|s| {
+            s.spawn(|| drop(rt.attach().unwrap().enter(&h).unwrap()));
+        });
+        assert_eq!(h.raw() & 0xff, 0x5a);
     }
 
     /// A parked hash follows its object when a moving GC reports the move.
