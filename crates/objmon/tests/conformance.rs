@@ -1164,8 +1164,21 @@ mod checks {
             }
         }
         // The dump with the host's objects: every member owns its object twice and is
-        // blocked on the next one, held by the next thread.
-        let dump = rt.thread_dump_with(hs.iter());
+        // blocked on the next one, held by the next thread. Taken once every member shows
+        // as blocked: a member may be between its spin on the thin word and its park on the
+        // monitor its spin inflated, published as neither for that moment — and at
+        // `SCHED_IDLE` (`idle_priority`) a moment can last while the machine is busy (seen
+        // once on `thin-seed`: `blocked_on` None right after both cycles were found).
+        let members = || two.iter().chain(three.iter());
+        let mut dump = rt.thread_dump_with(hs.iter());
+        eventually("every member of both cycles blocked in one dump", || {
+            dump = rt.thread_dump_with(hs.iter());
+            members().all(|id| {
+                dump.threads
+                    .iter()
+                    .any(|t| t.id == *id && t.blocked_on.is_some())
+            })
+        });
         for (ids, first) in [(&two, 0usize), (&three, 2)] {
             let n = ids.len();
             for (i, id) in ids.iter().enumerate() {
