@@ -723,7 +723,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
     }
 
     /// [`enter_with`](Protocol::enter_with); a nested lock (§2.3.3) returns
-    /// [`HINT_NESTED`] and the word it found (owner me, count c), which the guard's unlock
+    /// `HINT_NESTED` and the word it found (owner me, count c), which the guard's unlock
     /// stores back if the word is still that plus one (`exit_hinted`). Every other lock: 0.
     #[inline]
     unsafe fn enter_hinted(
