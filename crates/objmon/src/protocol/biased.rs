@@ -83,6 +83,20 @@
 //! instructions as before (code layout?; not settled). What is left above the pair on the
 //! owner's path: the handle's two loads and the records line's address, per step.
 //!
+//! **Memory operations, the records flavors' floor** (2026-11-29, the 2-core AMD EPYC
+//! (Zen 5) VM; `perf annotate` of `examples/user_loop biased plain`): the records step's
+//! lock loads the header, the line's bias bits and the top, stores the record, re-loads the
+//! header (the Dekker) and stores the top: 4 loads, 2 stores; its unlock loads the thin
+//! record (`last`), the header, the bias bits, the top and the slot, marks the slot, re-loads
+//! the header and stores the top: 6 loads, 2 stores. 14 memory operations per lock+unlock
+//! against the plain pair's 4 (2 loads, 2 stores). On this machine the pair runs at one
+//! cycle (0.24 ns) and the signal step, 6 operations, at 1.5 (0.36 ns): about four memory
+//! operations a cycle, which puts the records step's floor at 3.5 cycles, 3.5× the pair,
+//! before any other work — measured 4.3–4.8× (`user-loop-biased` 1.05–1.09 ns). Issue 13's
+//! 1.5× is out of this design's reach: a record and a top each way, and the Dekker's
+//! re-loads, are what lets a revoker count the owner's holds without a safepoint walk of
+//! its frames (HotSpot 17's biased exit stores nothing because its revoker walks them).
+//!
 //! **The known word** (issue 13 item 3, 2026-11-29). Through a handle (`enter_with` /
 //! `exit_with`, the handle's word being `my_bias`), the signal flavors'
 //! section first compares the header with the line's bias bits exactly (lock: rc 0; unlock:
