@@ -248,15 +248,15 @@ impl<P: Protocol> HandleCore<P> {
     /// # Safety
     /// As [`enter`](Self::enter).
     #[inline(always)]
-    pub(crate) unsafe fn enter_hinted(&self, h: &P::Header) -> Result<u64, MonitorError> {
+    pub(crate) unsafe fn enter_hinted(&self, h: &P::Header) -> Result<P::Hint, MonitorError> {
         // SAFETY: as in `enter`.
         unsafe { P::enter_hinted(&self.rt, &self.cx, self.word, h) }
     }
 
-    /// [`exit`](Self::exit) of a guard's level: `hint` is 0 or what
+    /// [`exit`](Self::exit) of a guard's level: `hint` is none or what
     /// [`enter_hinted`](Self::enter_hinted) returned for `h` through this core.
     #[inline(always)]
-    pub(crate) fn exit_hinted(&self, h: &P::Header, hint: u64) -> Result<(), MonitorError> {
+    pub(crate) fn exit_hinted(&self, h: &P::Header, hint: P::Hint) -> Result<(), MonitorError> {
         // SAFETY: as in `exit`; the hint as the caller says, which is `exit_hinted`'s
         // contract (this core is one thread's).
         unsafe { P::exit_hinted(&self.rt, &self.cx, self.word, hint, h) }
@@ -378,14 +378,14 @@ impl<'env, P: Protocol> ThreadHandle<'env, P> {
         // Not `then_some`: that would build (and drop, i.e. exit) a guard on failure too.
         // SAFETY: as in `enter`.
         if unsafe { P::try_enter(&self.core.rt, &self.core.cx, h)? } {
-            Ok(Some(self.guard(h, 0)))
+            Ok(Some(self.guard(h, P::Hint::default())))
         } else {
             Ok(None)
         }
     }
 
     #[inline(always)]
-    fn guard<'a>(&'a self, h: &'a P::Header, hint: u64) -> HeaderGuard<'a, P> {
+    fn guard<'a>(&'a self, h: &'a P::Header, hint: P::Hint) -> HeaderGuard<'a, P> {
         if !P::KNOWS_HOLDS {
             self.core.guards.set(self.core.guards.get().wrapping_add(1));
         }
@@ -608,8 +608,9 @@ impl<P: Protocol> std::fmt::Debug for ThreadHandle<'_, P> {
 pub struct HeaderGuard<'a, P: Protocol> {
     th: &'a HandleCore<P>,
     h: &'a P::Header,
-    /// The protocol's hint for this level's unlock ([`Protocol::enter_hinted`]; 0: none).
-    hint: u64,
+    /// The protocol's hint for this level's unlock ([`Protocol::enter_hinted`]; `()` for
+    /// most).
+    hint: P::Hint,
 }
 
 impl<P: Protocol> HeaderGuard<'_, P> {

@@ -1221,6 +1221,7 @@ impl<F: Flavor> Protocol for Biasing<F> {
     type Header = BiasWord;
     type State = BiasState;
     type ThreadState = BiasThread;
+    type Hint = ();
 
     fn new_state(_: &Config) -> BiasState {
         // `fable`, `fable-rseq` and `fable-signal` count per object, the seed's FABLE per

@@ -995,6 +995,7 @@ impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
     type Header = HostWord;
     type State = CacaoState;
     type ThreadState = ();
+    type Hint = ();
 
     fn new_state(config: &Config) -> CacaoState {
         CacaoState::new(config.monitor_capacity)

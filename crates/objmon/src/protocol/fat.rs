@@ -105,6 +105,7 @@ impl Protocol for Fat {
     type Header = LockWord;
     type State = ();
     type ThreadState = ();
+    type Hint = ();
 
     fn new_state(_: &Config) {}
     fn new_thread_state(_: ThreadId, _: &Config) {}

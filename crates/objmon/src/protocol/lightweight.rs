@@ -955,6 +955,7 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     /// The side table (empty unless `TABLE`), and the live-runtime count.
     type State = FastLockingState;
     type ThreadState = LockStack;
+    type Hint = ();
 
     fn new_state(_: &Config) -> FastLockingState {
         FastLockingState {

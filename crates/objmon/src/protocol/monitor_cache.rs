@@ -235,6 +235,7 @@ impl Protocol for MonitorCache {
     type Header = HostWord;
     type State = MonitorCacheState;
     type ThreadState = ();
+    type Hint = ();
 
     fn new_state(_: &Config) -> MonitorCacheState {
         MonitorCacheState {

@@ -708,6 +708,7 @@ impl Protocol for Stack {
     type Header = StackWord;
     type State = ();
     type ThreadState = LockRecords;
+    type Hint = ();
 
     fn new_state(_: &Config) {}
     fn new_thread_state(id: ThreadId, _: &Config) -> LockRecords {

@@ -606,6 +606,7 @@ impl Protocol for Tasuki {
     type Header = TasukiHeader;
     type State = ();
     type ThreadState = TasukiThread;
+    type Hint = ();
 
     fn new_state(_: &Config) {}
     fn new_thread_state(_: ThreadId, _: &Config) -> TasukiThread {

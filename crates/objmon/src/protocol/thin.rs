@@ -681,6 +681,8 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
     /// table's Dekker is then asymmetric (`SideHashes::owner_must_look`).
     type State = bool;
     type ThreadState = ThinThread;
+    /// `HINT_NESTED | w` from a nested lock that found `w` (`thin-seed`: always 0).
+    type Hint = u64;
 
     fn new_state(_: &Config) -> bool {
         crate::membarrier::init()
