@@ -253,12 +253,21 @@ impl<P: Protocol> HandleCore<P> {
         unsafe { P::enter_hinted(&self.rt, &self.cx, self.word, h) }
     }
 
-    /// [`exit`](Self::exit) of a guard's level: `hint` is none or what
-    /// [`enter_hinted`](Self::enter_hinted) returned for `h` through this core.
+    /// [`exit`](Self::exit) of a guard's level.
+    ///
+    /// # Safety
+    /// `hint` is none (`Default`) or what [`enter_hinted`](Self::enter_hinted) returned for
+    /// `h` through this core: a protocol may trust it (`thin` stores it into the header when
+    /// the header equals it plus one; a hint from another thread could name that thread's
+    /// word).
     #[inline(always)]
-    pub(crate) fn exit_hinted(&self, h: &P::Header, hint: P::Hint) -> Result<(), MonitorError> {
-        // SAFETY: as in `exit`; the hint as the caller says, which is `exit_hinted`'s
-        // contract (this core is one thread's).
+    pub(crate) unsafe fn exit_hinted(
+        &self,
+        h: &P::Header,
+        hint: P::Hint,
+    ) -> Result<(), MonitorError> {
+        // SAFETY: the context as in `exit` (this core is one thread's); the hint is the
+        // caller's promise, which is `Protocol::exit_hinted`'s contract.
         unsafe { P::exit_hinted(&self.rt, &self.cx, self.word, hint, h) }
     }
 
@@ -650,7 +659,10 @@ impl<P: Protocol> Drop for HeaderGuard<'_, P> {
         if !P::KNOWS_HOLDS {
             self.th.guards.set(self.th.guards.get().wrapping_sub(1));
         }
-        let r = self.th.exit_hinted(self.h, self.hint);
+        // SAFETY: `hint` is what `enter_hinted` returned for `self.h` through `self.th`
+        // when this guard was made (`ThreadHandle::enter`; `try_enter` stores none), and a
+        // guard's fields move only together.
+        let r = unsafe { self.th.exit_hinted(self.h, self.hint) };
         // A guard's lock level is its own: the only way to lose it is a bug in a protocol.
         debug_assert!(r.is_ok(), "guard exit failed: {r:?}");
     }

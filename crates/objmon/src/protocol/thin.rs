@@ -875,7 +875,9 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
                     break 'nested w0;
                 }
                 // Changed since (inflated by a wait, or guards dropped out of order): the
-                // general unlock, from a fresh load.
+                // general unlock, from a fresh load — without the `last` test: `last` names
+                // `h` only after a fresh CAS on `h`, which needs `h` free, and `h` has been
+                // held (thin, or fat for good) since the nested lock that forgot it.
             } else if l.last.load(Ordering::Relaxed) == addr(h) {
                 // `ThinThread::last`'s invariant: the word is `host | me`, ours once.
                 // Release: our critical section before the next owner's Acquire CAS.
