@@ -1,5 +1,7 @@
 //! The loop a user writes, through the public API: `drop(me.enter(&h).unwrap())` in a plain
-//! loop (`plain`), and the same with the object already held (`nested`).
+//! loop (`plain`), and the same with the object already held (`nested`). `monitor` in place of
+//! a protocol's name runs `drop(m.lock())` on an `objmon::Monitor<()>` (the default protocol,
+//! the process-wide runtime): the Rust user's type.
 //!
 //! **Instructions** (`PROTOCOL plain|nested N`): meant for `valgrind --tool=callgrind`, whose
 //! instruction counts repeat exactly on a shared machine:
@@ -72,6 +74,28 @@ fn user_loop<P: Protocol>(me: &objmon::vm::ThreadHandle<'_, P>, h: &P::Header, n
     let h = black_box(h);
     for _ in 0..n {
         drop(me.enter(h).unwrap());
+    }
+}
+
+/// `objmon::Monitor<()>` (the default protocol, the process-wide runtime): the Rust user's
+/// type, run as the protocol rows are (row name `monitor`). Seconds of this thread's CPU
+/// time.
+fn run_monitor(nested: bool, n: u64) -> f64 {
+    let m = objmon::Monitor::new(());
+    let outer = nested.then(|| m.lock());
+    let t0 = thread_cpu_secs();
+    monitor_loop(&m, n);
+    let secs = thread_cpu_secs() - t0;
+    drop(outer);
+    secs
+}
+
+/// The user's loop over a `Monitor`, out of line as `user_loop` is.
+#[inline(never)]
+fn monitor_loop(m: &objmon::Monitor<()>, n: u64) {
+    let m = black_box(m);
+    for _ in 0..n {
+        drop(m.lock());
     }
 }
 
@@ -213,6 +237,11 @@ fn time_all(n: u64, protocols: &[String]) {
         push(&mut rows, "bare pair", time_bare(|| bare_pair(&p, n)));
         for name in protocols {
             for nested in [false, true] {
+                let row = format!("{name}{}", if nested { " nested" } else { "" });
+                if name == "monitor" {
+                    push(&mut rows, &row, run_monitor(nested, n));
+                    continue;
+                }
                 let mut run = Run {
                     name: name.clone(),
                     nested,
@@ -222,7 +251,6 @@ fn time_all(n: u64, protocols: &[String]) {
                 };
                 objmon::vm::visit_all(&mut run);
                 assert!(run.found, "no protocol named {name}");
-                let row = format!("{name}{}", if nested { " nested" } else { "" });
                 push(&mut rows, &row, run.secs);
             }
         }
@@ -244,7 +272,7 @@ fn time_all(n: u64, protocols: &[String]) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: user_loop PROTOCOL plain|nested N | user_loop time [N] [PROTOCOL...]";
+    let usage = "usage: user_loop PROTOCOL|monitor plain|nested N | user_loop time [N] [PROTOCOL|monitor...]";
     let name = args.next().expect(usage);
     if name == "time" {
         let n = args.next().map_or(20_000_000, |s| s.parse().expect(usage));
@@ -261,6 +289,10 @@ fn main() {
     }
     let nested = args.next().expect(usage) == "nested";
     let n = args.next().expect(usage).parse().expect(usage);
+    if name == "monitor" {
+        run_monitor(nested, n);
+        return;
+    }
     let mut run = Run {
         name,
         nested,
