@@ -1,7 +1,9 @@
 //! The loop a user writes, through the public API: `drop(me.enter(&h).unwrap())` in a plain
 //! loop (`plain`), and the same with the object already held (`nested`). `monitor` in place of
 //! a protocol's name runs `drop(m.lock())` on an `objmon::Monitor<()>` (the default protocol,
-//! the process-wide runtime): the Rust user's type.
+//! the process-wide runtime): the Rust user's type; `raw-monitor` runs `drop(m.lock())` on a
+//! `lock_api::Mutex<objmon::RawMonitor, ()>` (its `nested` run holds another one around the
+//! loop: the lock is not reentrant).
 //!
 //! **Instructions** (`PROTOCOL plain|nested N`): meant for `valgrind --tool=callgrind`, whose
 //! instruction counts repeat exactly on a shared machine:
@@ -93,6 +95,29 @@ fn run_monitor(nested: bool, n: u64) -> f64 {
 /// The user's loop over a `Monitor`, out of line as `user_loop` is.
 #[inline(never)]
 fn monitor_loop(m: &objmon::Monitor<()>, n: u64) {
+    let m = black_box(m);
+    for _ in 0..n {
+        drop(m.lock());
+    }
+}
+
+/// `lock_api::Mutex<objmon::RawMonitor, ()>` (row name `raw-monitor`): the `&mut T` lock of
+/// the same protocol, through `lock_api`. Not reentrant: its nested run times the plain loop
+/// with another `RawMonitor` held.
+fn run_raw_monitor(nested: bool, n: u64) -> f64 {
+    let m = lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
+    let other = lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
+    let outer = nested.then(|| other.lock());
+    let t0 = thread_cpu_secs();
+    raw_monitor_loop(&m, n);
+    let secs = thread_cpu_secs() - t0;
+    drop(outer);
+    secs
+}
+
+/// The user's loop over a `lock_api` mutex of a `RawMonitor`, out of line as `user_loop` is.
+#[inline(never)]
+fn raw_monitor_loop(m: &lock_api::Mutex<objmon::RawMonitor, ()>, n: u64) {
     let m = black_box(m);
     for _ in 0..n {
         drop(m.lock());
@@ -242,6 +267,10 @@ fn time_all(n: u64, protocols: &[String]) {
                     push(&mut rows, &row, run_monitor(nested, n));
                     continue;
                 }
+                if name == "raw-monitor" {
+                    push(&mut rows, &row, run_raw_monitor(nested, n));
+                    continue;
+                }
                 let mut run = Run {
                     name: name.clone(),
                     nested,
@@ -272,7 +301,8 @@ fn time_all(n: u64, protocols: &[String]) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: user_loop PROTOCOL|monitor plain|nested N | user_loop time [N] [PROTOCOL|monitor...]";
+    let usage = "usage: user_loop PROTOCOL|monitor|raw-monitor plain|nested N \
+                 | user_loop time [N] [PROTOCOL|monitor|raw-monitor...]";
     let name = args.next().expect(usage);
     if name == "time" {
         let n = args.next().map_or(20_000_000, |s| s.parse().expect(usage));
@@ -291,6 +321,10 @@ fn main() {
     let n = args.next().expect(usage).parse().expect(usage);
     if name == "monitor" {
         run_monitor(nested, n);
+        return;
+    }
+    if name == "raw-monitor" {
+        run_raw_monitor(nested, n);
         return;
     }
     let mut run = Run {
