@@ -84,12 +84,8 @@ fn user_loop<P: Protocol>(me: &objmon::vm::ThreadHandle<'_, P>, h: &P::Header, n
 /// time.
 fn run_monitor(nested: bool, n: u64) -> f64 {
     let m = objmon::Monitor::new(());
-    let outer = nested.then(|| m.lock());
-    let t0 = thread_cpu_secs();
-    monitor_loop(&m, n);
-    let secs = thread_cpu_secs() - t0;
-    drop(outer);
-    secs
+    let _outer = nested.then(|| m.lock());
+    time_bare(|| monitor_loop(&m, n))
 }
 
 /// The user's loop over a `Monitor`, out of line as `user_loop` is.
@@ -107,12 +103,8 @@ fn monitor_loop(m: &objmon::Monitor<()>, n: u64) {
 fn run_raw_monitor(nested: bool, n: u64) -> f64 {
     let m = lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
     let other = lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
-    let outer = nested.then(|| other.lock());
-    let t0 = thread_cpu_secs();
-    raw_monitor_loop(&m, n);
-    let secs = thread_cpu_secs() - t0;
-    drop(outer);
-    secs
+    let _outer = nested.then(|| other.lock());
+    time_bare(|| raw_monitor_loop(&m, n))
 }
 
 /// The user's loop over a `lock_api` mutex of a `RawMonitor`, out of line as `user_loop` is.
