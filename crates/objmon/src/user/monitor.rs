@@ -25,31 +25,31 @@ use std::time::{Duration, Instant};
 
 /// The protocol of [`Monitor::new`] when none is named: `thin`, chosen by measurement.
 ///
-/// Uncontended, the loop a user writes (`objmon-bench run --bench user-loop --reps 9`, one
-/// quiet run on the 2-core development machine, 2026-11-25, thread CPU time, median ns per
-/// lock + unlock):
+/// Uncontended, the loop a user writes (`objmon-bench run --bench user-loop --reps 9 --no-java`
+/// with the rows below, one run on the 2-core development machine, an AMD EPYC VM,
+/// 2026-11-29, thread CPU time, median ns per lock + unlock):
 ///
 /// | | ns | | ns |
 /// |---|---|---|---|
-/// | `Monitor<()>` (thin) | 10.2 | nested | 3.0 |
-/// | `tasuki` (handle) | 19.3 | nested | 6.8 |
-/// | `lightweight` (handle) | 23.7 | nested | 2.3 |
-/// | `biased` / `fable` (bias owner) | 2.4 / 2.6 | | |
-/// | `std::sync::Mutex` | 14.1 | | |
-/// | `parking_lot::Mutex` | 12.9 | | |
-/// | `parking_lot::ReentrantMutex` | 17.5 | nested | 1.7 |
-/// | bare CAS + release store | 9.1 | | |
+/// | `Monitor<()>` (thin) | 5.75 | nested | 1.43 |
+/// | `tasuki` (handle) | 9.82 | nested | 3.81 |
+/// | `lightweight` (handle) | 10.1 | nested | 0.96 |
+/// | `biased` / `fable` (bias owner) | 1.11 / 1.16 | | |
+/// | `std::sync::Mutex` | 9.60 | | |
+/// | `parking_lot::Mutex` | 9.62 | | |
+/// | `parking_lot::ReentrantMutex` | 10.6 | nested | 1.46 |
+/// | bare CAS + release store | 4.79 | | |
 ///
 /// `thin` has the smallest header (4 bytes: `Monitor<u32>` is 8 bytes) and the fastest first
 /// lock of the general-purpose protocols. The biased ones are faster still for a value only
 /// one thread ever locks, but pay a revocation (a `membarrier`, milliseconds with many
 /// threads) the first time another thread comes: a poor default. Contended (2 / 4 / 8
-/// threads on one object, `objmon-bench run --bench threads --reps 7`, the same quiet
-/// session, wall time as a ratio to `parking_lot::Mutex` in the same run): `Monitor<()>`
-/// 0.71 / 1.24 / 1.29, `thin` 0.96 / 1.17 / 1.18 (a contended thin lock goes to its fat
-/// monitor once inflated, without the blocked-state bookkeeping; `thin-seed` 5.0–6.5);
-/// `tasuki` 0.91 / 1.57 / 1.64, `lightweight` 3.2 / 4.1 / 4.6 (docs/benchmarks.md,
-/// "Contended"). Contention does not change the choice either.
+/// threads on one object, `objmon-bench run --bench threads --reps 7 --param 2 --param 4
+/// --param 8`, the same session, wall time as a ratio to `parking_lot::Mutex` in the same
+/// run): `Monitor<()>` 0.89 / 0.91 / 0.94, `thin` 0.71 / 0.83 / 0.81 (a contended thin lock
+/// goes to its fat monitor once inflated, without `Monitor`'s thread-local look-up;
+/// `thin-seed` 2.8–3.6); `tasuki` 0.79 / 1.83 / 2.05, `lightweight` 1.82 / 1.52 / 1.73
+/// (docs/benchmarks.md, "Contended"). Contention does not change the choice either.
 pub type DefaultProtocol = crate::protocol::thin::Thin;
 
 /// A value of type `T` behind a Java-style monitor: a reentrant lock with `wait`, `notify`
