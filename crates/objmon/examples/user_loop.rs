@@ -116,6 +116,27 @@ fn raw_monitor_loop(m: &lock_api::Mutex<objmon::RawMonitor, ()>, n: u64) {
     }
 }
 
+/// One run of row `name` (a protocol, `monitor` or `raw-monitor`): seconds of this thread's
+/// CPU time for `n` lock+unlock pairs.
+fn run_row(name: &str, nested: bool, n: u64) -> f64 {
+    match name {
+        "monitor" => run_monitor(nested, n),
+        "raw-monitor" => run_raw_monitor(nested, n),
+        _ => {
+            let mut run = Run {
+                name: name.to_string(),
+                nested,
+                n,
+                found: false,
+                secs: 0.0,
+            };
+            objmon::vm::visit_all(&mut run);
+            assert!(run.found, "no protocol named {name}");
+            run.secs
+        }
+    }
+}
+
 /// A thread id pre-shifted into a thin word's owner field (seed 000 §2.3.1).
 const ME: u32 = 1 << 16;
 /// Seed 000 §2.3.3's nested check: `(word ^ me) < 255 << 8`.
@@ -255,24 +276,7 @@ fn time_all(n: u64, protocols: &[String]) {
         for name in protocols {
             for nested in [false, true] {
                 let row = format!("{name}{}", if nested { " nested" } else { "" });
-                if name == "monitor" {
-                    push(&mut rows, &row, run_monitor(nested, n));
-                    continue;
-                }
-                if name == "raw-monitor" {
-                    push(&mut rows, &row, run_raw_monitor(nested, n));
-                    continue;
-                }
-                let mut run = Run {
-                    name: name.clone(),
-                    nested,
-                    n,
-                    found: false,
-                    secs: 0.0,
-                };
-                objmon::vm::visit_all(&mut run);
-                assert!(run.found, "no protocol named {name}");
-                push(&mut rows, &row, run.secs);
+                push(&mut rows, &row, run_row(name, nested, n));
             }
         }
     }
@@ -311,21 +315,5 @@ fn main() {
     }
     let nested = args.next().expect(usage) == "nested";
     let n = args.next().expect(usage).parse().expect(usage);
-    if name == "monitor" {
-        run_monitor(nested, n);
-        return;
-    }
-    if name == "raw-monitor" {
-        run_raw_monitor(nested, n);
-        return;
-    }
-    let mut run = Run {
-        name,
-        nested,
-        n,
-        found: false,
-        secs: 0.0,
-    };
-    objmon::vm::visit_all(&mut run);
-    assert!(run.found, "no protocol named {}", run.name);
+    run_row(&name, nested, n);
 }
