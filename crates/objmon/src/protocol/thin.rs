@@ -454,15 +454,18 @@ impl<const SEED: bool> ThinLocks<SEED> {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
+        // Forget a record of `h` before anything else: we may write `h` (nested, overflow),
+        // and an inflated word here may be a header that safe code moved in over a word we
+        // locked once and forgot (`mem::forget` of its guard, then `mem::swap`): its unlock
+        // must not trust a record of the word that was here (`thin-seed` keeps none).
+        if !SEED {
+            t.local().forget_last();
+        }
         let w = h.0.load(Ordering::Relaxed);
         if !SEED && w & SHAPE != 0 {
             // Inflated (contended before): straight to the monitor. Tested here, not in the
             // fast path, where the branch cost 2–3 instructions per uncontended lock+unlock.
             return Self::enter_fat(rt, t, w);
-        }
-        // We may write `h` (nested, overflow): forget a record of it (`thin-seed` keeps none).
-        if !SEED {
-            t.local().forget_last();
         }
         let me = t.core().id_shifted16();
         // §2.3.3: shape 0, owner = me, count < 255, in one xor and one compare.
@@ -786,6 +789,11 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<bool, MonitorError> {
+        // No path here records `h` for the blind unlock, and the word here may not be the one
+        // a record of `h` describes (a forgotten guard's header swapped away): forget it.
+        if !SEED {
+            t.local().forget_if_last(addr(h));
+        }
         let me = t.core().id_shifted16();
         loop {
             let w = h.0.load(Ordering::Acquire);
