@@ -72,12 +72,17 @@ pub(crate) struct Parked {
     /// header that moved away while a forgotten guard held it, and is discarded.
     pub(crate) owner: u32,
     /// Parked under a *single* hold, after the hasher waited [`HASH_WAIT_BOUND`] for the
-    /// owner's release in vain: that owner's last unlock is the inline store, which never
-    /// settles it, so a loose entry is live whatever the word says and is adopted by the next
-    /// hash call that finds it (the behaviour before issue 11). Its one wrong answer: a
-    /// header moved (or freed and its address reused) between that release and the next hash
-    /// call loses (or inherits) the hash. The price of never waiting for good: an owner that
-    /// holds the lock once and waits for the hasher would otherwise deadlock with it.
+    /// owner's release in vain (never waiting for good: an owner that holds the lock once and
+    /// waits for the hasher would deadlock with it). A loose entry is live whatever the word
+    /// says and is adopted by the next hash call that finds it. `thin` in a process with
+    /// `membarrier` settles it at the owner's release: the hasher marks the owner
+    /// (`ThinThread::look`) and runs the Dekker, the owner's release looks at the mark after
+    /// its store and, while it still borrows the header, puts the hash in the header or
+    /// hands the entry to the thread that holds the word by then. Elsewhere (`thin-seed`, the
+    /// biased protocols' thin words, a process without `membarrier`) the owner's release
+    /// looks at nothing but the word, and a header moved (or freed and its address reused)
+    /// between that release and the next hash call loses (or inherits) the hash
+    /// (`docs/soundness.md`, "State outside the header").
     pub(crate) loose: bool,
 }
 
@@ -111,6 +116,12 @@ impl SideGuard<'_> {
             && self.map.values().any(|p| p.owner == owner && !p.loose)
     }
 
+    /// Whether a loose entry of `owner` (a raw thread id) is here.
+    pub(crate) fn owns_loose(&self, owner: u32) -> bool {
+        self.len.load(Ordering::Relaxed) != 0
+            && self.map.values().any(|p| p.owner == owner && p.loose)
+    }
+
     pub(crate) fn get(&self, a: usize) -> Option<Parked> {
         self.map.get(&a).copied()
     }
@@ -134,9 +145,11 @@ impl SideGuard<'_> {
     /// The hasher's park, once it has read `a`'s word under this guard and found it held by
     /// `owner` (nested; or once, with `loose`): an entry already there answers if `live`
     /// (else it is discarded with its monitor); otherwise a fresh monitor holding `fresh()`
-    /// is parked, and — unless `loose` — the hasher's half of the Dekker runs: barrier, then
-    /// `still_nested()` re-reads the word. `None`: the owner may have missed the entry (it
-    /// went down to one level or inflated), which is withdrawn: look again.
+    /// is parked, and — unless `loose` without `release_looks` — the hasher's half of the
+    /// Dekker runs: barrier, then `still_owned()` re-reads the word. `None`: the owner may
+    /// have missed the entry (it went down to one level, inflated, or — `release_looks`, a
+    /// loose entry whose owner's release looks at its mark — let go), which is withdrawn:
+    /// look again.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn park(
         &mut self,
@@ -147,7 +160,8 @@ impl SideGuard<'_> {
         live: impl Fn(&Parked) -> bool,
         fresh: &dyn Fn() -> u32,
         asymmetric: bool,
-        still_nested: impl FnOnce() -> bool,
+        release_looks: bool,
+        still_owned: impl FnOnce() -> bool,
     ) -> Result<Option<u32>, MonitorError> {
         if let Some(p) = self.get(a) {
             if live(&p) {
@@ -169,12 +183,12 @@ impl SideGuard<'_> {
                 loose,
             },
         );
-        if loose {
+        if loose && !release_looks {
             return Ok(Some(hash));
         }
         // The hasher's half of the Dekker (`SideHashes::owner_must_look`): entry, barrier, word.
         SideHashes::hasher_barrier(asymmetric);
-        if still_nested() {
+        if still_owned() {
             // Its decrement to one level (or an inflation) comes later and will see it.
             return Ok(Some(hash));
         }

@@ -46,6 +46,31 @@ fn thin_hash_taken_under_a_nested_hold_follows_a_move() {
     within(60, "thin", checks::nested_hold_then_move::<objmon::Thin>);
 }
 
+/// A hash taken while the owner holds the object once and waits for the hasher (so the hasher
+/// gives up waiting for the release and parks the hash by address) must be in the header once
+/// the owner lets go, so that the unlocked header can move. Failed on f46a3d1 (the moved
+/// object had another hash, and a fresh object at the old address saw the old one): the
+/// owner's plain-store unlock never settled the parked hash.
+#[test]
+fn thin_hash_the_owner_waited_for_follows_a_move() {
+    within(
+        60,
+        "thin",
+        checks::owner_waits_for_the_hasher_then_move::<objmon::Thin>,
+    );
+}
+
+/// The same, with a contender that locks the word right after the owner's release, before the
+/// owner has settled the parked hash (the owner then hands the entry to it).
+#[test]
+fn thin_hash_the_owner_waited_for_follows_a_move_past_a_contender() {
+    within(
+        60,
+        "thin",
+        checks::owner_waits_then_contender_then_move::<objmon::Thin>,
+    );
+}
+
 /// The monitor cycle "I hold P and hash O; you hold O and enter P" must not deadlock: a hash
 /// never waits for an owner that is itself blocked in objmon. (`thin` only: the biased
 /// protocols need the owner-side hook described in `biased_hash.rs`.)
@@ -138,6 +163,58 @@ mod checks {
         assert_eq!(owner.identity_hash(&h), Ok(v), "{}", P::NAME);
         drop(owner.enter(&h).unwrap());
         assert_eq!(owner.identity_hash(&h), Ok(v), "{}", P::NAME);
+    }
+
+    /// [`owner_waits_for_the_hasher`], then the released header is moved.
+    pub fn owner_waits_for_the_hasher_then_move<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let mut h = P::Header::default();
+        let owner = rt.attach().unwrap();
+        let g = owner.enter(&h).unwrap();
+        let v = thread::scope(|s| {
+            s.spawn(|| rt.attach().unwrap().identity_hash(&h).unwrap())
+                .join()
+                .unwrap()
+        });
+        drop(g);
+        drop(owner);
+        move_and_check(&rt, &mut h, v);
+    }
+
+    /// [`owner_waits_for_the_hasher_then_move`] with a thread that spins on `try_enter`
+    /// while the owner lets go, and holds the word a while once it has it.
+    pub fn owner_waits_then_contender_then_move<P: Protocol>() {
+        let rt = Runtime::<P>::with_defaults();
+        let mut h = P::Header::default();
+        let go = AtomicBool::new(false);
+        let v = thread::scope(|s| {
+            let (rt, h, go) = (&rt, &h, &go);
+            let owner = rt.attach().unwrap();
+            let g = owner.enter(h).unwrap();
+            let contender = s.spawn(move || {
+                let me = rt.attach().unwrap();
+                while !go.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                let g = loop {
+                    if let Some(g) = me.try_enter(h).unwrap() {
+                        break g;
+                    }
+                };
+                thread::sleep(Duration::from_millis(5));
+                drop(g);
+            });
+            let v = thread::scope(|s2| {
+                s2.spawn(|| rt.attach().unwrap().identity_hash(h).unwrap())
+                    .join()
+                    .unwrap()
+            });
+            go.store(true, Ordering::SeqCst);
+            drop(g);
+            contender.join().unwrap();
+            v
+        });
+        move_and_check(&rt, &mut h, v);
     }
 
     /// The owner holds the object once; another thread hashes it meanwhile; the owner lets go

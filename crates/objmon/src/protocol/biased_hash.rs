@@ -234,6 +234,7 @@ impl<F: Flavor> Biasing<F> {
             |p| p.owner == owner || p.loose || !OWNER_SETTLES,
             fresh,
             crate::membarrier::init(),
+            false,
             || held_nested_by(h.0.load(Ordering::Acquire), owner),
         )
     }

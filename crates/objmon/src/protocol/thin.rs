@@ -891,6 +891,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
                 // Release: our critical section before the next owner's Acquire CAS.
                 h.0.store(l.host.load(Ordering::Relaxed), Ordering::Release);
                 l.forget_last();
+                Self::released(rt, t, h);
                 return Ok(());
             }
             let w = h.0.load(Ordering::Relaxed);
@@ -905,6 +906,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             if x <= HOST_BITS_MASK {
                 // §2.3.2: mine, count 0.
                 h.0.store(w & HOST_BITS_MASK, Ordering::Release);
+                Self::released(rt, t, h);
                 return Ok(());
             }
             return Self::exit_slow(rt, t, h);
@@ -1036,6 +1038,12 @@ fn owner_raw(w: u32) -> u32 {
     (w & OWNER_MASK) >> OWNER_SHIFT
 }
 
+/// A thin word held by thread `owner` (raw id), at any count.
+#[inline]
+fn held_by(w: u32, owner: u32) -> bool {
+    w & SHAPE == 0 && owner_raw(w) == owner && w & LOCK_MASK != 0
+}
+
 /// A thin word held by thread `owner` (raw id) with at least two levels: every operation of
 /// that owner on it is a slow path until it is down to one level again.
 #[inline]
@@ -1087,6 +1095,11 @@ pub struct ThinThread {
 const LOOK_PARKED: u32 = 1;
 /// `ThinThread::look`: the side table's Dekker is symmetric (no `membarrier`).
 const LOOK_SYMMETRIC: u32 = 2;
+/// `ThinThread::look`: a hash may be parked loose (`hash.rs`, `Parked::loose`) for a word this
+/// thread holds once; its release settles it (`settle_loose`). Set under the side table's
+/// mutex before the hasher's barrier, cleared there by this thread once none is left. Never
+/// set in a symmetric runtime (the release would need a fence).
+const LOOK_LOOSE: u32 = 4;
 
 impl ThinThread {
     fn new(id: ThreadId) -> Self {
@@ -1279,12 +1292,15 @@ impl<const SEED: bool> ThinLocks<SEED> {
             return Ok(None);
         }
         let owner = owner_raw(w);
-        if !loose {
-            // Before the park's barrier: the owner's nested unlock looks at its own `look`
-            // (see `exit`). Under the table's mutex, where the owner clears it.
-            if let Some(cx) = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id)) {
-                cx.local().look.fetch_or(LOOK_PARKED, Ordering::Relaxed);
-            }
+        // A loose entry is settled by its owner's release where that release looks at its
+        // mark: `thin` with `membarrier` (the owner's side is then a compiler barrier).
+        let release_looks = loose && !SEED && *rt.state();
+        if !loose || release_looks {
+            // Before the park's barrier: the owner's nested unlock (and, for a loose entry,
+            // its release) looks at its own `look` (see `exit`). Under the table's mutex,
+            // where the owner clears it.
+            let mark = if loose { LOOK_LOOSE } else { LOOK_PARKED };
+            Self::mark(rt, owner, mark);
         }
         table.park(
             rt.monitors(),
@@ -1294,7 +1310,15 @@ impl<const SEED: bool> ThinLocks<SEED> {
             |p| p.owner == owner || p.loose,
             fresh,
             *rt.state(),
-            || held_nested_by(h.0.load(Ordering::Acquire), owner),
+            release_looks,
+            || {
+                let w = h.0.load(Ordering::Acquire);
+                if loose {
+                    held_by(w, owner)
+                } else {
+                    held_nested_by(w, owner)
+                }
+            },
         )
     }
 
@@ -1356,6 +1380,79 @@ impl<const SEED: bool> ThinLocks<SEED> {
             Ordering::Release,
         );
         rt.stats().inflated(InflationCause::IdentityHash);
+    }
+
+    /// Sets `mark` in the `look` of the thread with raw id `owner` (if it is attached); the
+    /// caller holds the side table's mutex, under which owners clear their marks.
+    fn mark(rt: &Runtime<Self>, owner: u32, mark: u32) {
+        if let Some(cx) = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id)) {
+            cx.local().look.fetch_or(mark, Ordering::Relaxed);
+        }
+    }
+
+    /// The owner's half of a loose park's Dekker, right after a release store of `h` (the
+    /// blind one or §2.3.2's): a compiler barrier (the hasher's is `membarrier`), then one
+    /// load of this thread's own `look`.
+    #[inline(always)]
+    fn released(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
+        crate::membarrier::owner_barrier();
+        if t.local().look.load(Ordering::Relaxed) & LOOK_LOOSE != 0 {
+            Self::settle_loose(rt, t, h);
+        }
+    }
+
+    /// We released `h`, held once, and a hash may have been parked loose for it meanwhile
+    /// (`LOOK_LOOSE`). We still borrow `h`, so its header cannot move yet: put the parked hash
+    /// where it moves with the header — the free word goes to the entry's monitor, which
+    /// holds the hash; a word inflated since takes it into its monitor — or, if another
+    /// thread holds the word by now, hand the entry to that thread as a hasher parks one
+    /// (mark, barrier, re-read: its release settles it). Then forget the mark if no loose
+    /// entry of ours is left. All under the side table's mutex.
+    #[cold]
+    #[inline(never)]
+    fn settle_loose(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
+        let (a, me) = (addr(h), t.core().raw_id());
+        let mut table = rt.side_hashes().lock();
+        if let Some(mut p) = table.get(a).filter(|p| p.loose && p.owner == me) {
+            loop {
+                let w = h.0.load(Ordering::Acquire);
+                if w & SHAPE != 0 {
+                    // Inflated since our release (an inflater looks here too, under this
+                    // mutex: whoever comes first gives the monitor the parked hash).
+                    table.remove(a);
+                    rt.monitors().free(p.monitor);
+                    if let Ok(m) = monitor_of(rt, w) {
+                        if m.identity_hash().is_none() {
+                            m.install_hash(p.hash);
+                        }
+                    }
+                    break;
+                }
+                if w & LOCK_MASK == 0 {
+                    let fat = SHAPE | (p.monitor.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK);
+                    if h.0
+                        .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        table.remove(a);
+                        rt.stats().inflated(InflationCause::IdentityHash);
+                        break;
+                    }
+                    continue;
+                }
+                // Locked by another thread since our release: its release settles it.
+                p.owner = owner_raw(w);
+                table.insert(a, p);
+                Self::mark(rt, p.owner, LOOK_LOOSE);
+                hash::SideHashes::hasher_barrier(true);
+                if held_by(h.0.load(Ordering::Acquire), p.owner) {
+                    break;
+                }
+            }
+        }
+        if !table.owns_loose(me) {
+            t.local().look.fetch_and(!LOOK_LOOSE, Ordering::Relaxed);
+        }
     }
 
     /// `thin`'s nested unlock found its `ThinThread::look` set: a hash may be parked for a
