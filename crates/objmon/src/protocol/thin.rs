@@ -604,20 +604,22 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
-    /// §2.3.3's nested unlock of a word we hold nested: store `new` (the word minus one),
-    /// then our half of the parked-hash Dekker. Not `last` (that is held once), so no record
-    /// to forget.
+    /// The unlock's one store, of `new`: the word minus one (§2.3.3, a word we hold nested)
+    /// or the host bits (a release: the blind store of the record's, or §2.3.2's). Then our
+    /// half of the side table's Dekker (hash.rs), on our own line: a hasher that parks for a
+    /// word we hold nested, or parks loose for one we hold once, sets `look` before its
+    /// barrier (`membarrier`: ours is a compiler barrier), so either it sees this store or we
+    /// see its mark. A symmetric runtime's threads keep `look` set for good, and
+    /// `unlock_looks` pays the fence where one is needed. One store for every case: with a
+    /// second call site, the guard's drop no longer inlined into a user's loop.
     #[inline(always)]
-    fn unnest(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, new: u32) {
-        h.0.store(new, Ordering::Relaxed);
-        // The owner's half of the parked-hash Dekker (hash.rs), on our own line: a hasher
-        // that parks for a word we hold nested sets `look` before its barrier (`membarrier`:
-        // ours is a compiler barrier), so either it sees this store or we see its mark. A
-        // symmetric runtime's threads keep `look` set for good, and `nested_look` pays the
-        // fence.
+    fn unlock_store(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, new: u32) {
+        // Release: our critical section before the next owner's Acquire CAS (a plain store on
+        // x86-64 and a `stlr` on AArch64 for a nested unlock too, which needs no ordering).
+        h.0.store(new, Ordering::Release);
         crate::membarrier::owner_barrier();
         if t.local().look.load(Ordering::Relaxed) != 0 {
-            Self::nested_look(rt, t, h, new);
+            Self::unlock_looks(rt, t, h, new);
         }
     }
 
@@ -869,9 +871,8 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             return Self::exit_slow(rt, t, h);
         }
         let l = t.local();
-        // The word the unlock stores, for a nested hold: `unnest` below (one call site: with
-        // two, the guard's drop no longer inlined into a user's loop).
-        let new = 'nested: {
+        // The word the unlock stores (`unlock_store` below, one call site).
+        let new = 'store: {
             if hint & HINT_NESTED != 0 {
                 // `hint` is `HINT_NESTED | w0` from our nested lock of `h` (the contract), w0
                 // ours with a count below 255: w0 + 1 does not carry out of the count field,
@@ -880,7 +881,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
                 // `last` (that is held once): no load of the record.
                 let w0 = hint as u32;
                 if h.0.load(Ordering::Relaxed) == w0 + COUNT_ONE {
-                    break 'nested w0;
+                    break 'store w0;
                 }
                 // Changed since (inflated by a wait, or guards dropped out of order): the
                 // general unlock, from a fresh load — without the `last` test: `last` names
@@ -888,11 +889,8 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
                 // held (thin, or fat for good) since the nested lock that forgot it.
             } else if l.last.load(Ordering::Relaxed) == addr(h) {
                 // `ThinThread::last`'s invariant: the word is `host | me`, ours once.
-                // Release: our critical section before the next owner's Acquire CAS.
-                h.0.store(l.host.load(Ordering::Relaxed), Ordering::Release);
                 l.forget_last();
-                Self::released(rt, t, h);
-                return Ok(());
+                break 'store l.host.load(Ordering::Relaxed);
             }
             let w = h.0.load(Ordering::Relaxed);
             // Shape 0, owner = me: the xor leaves the count and the host bits.
@@ -901,17 +899,15 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             // §2.3.2, whose single holds mostly take the blind store above: the nested unlock
             // then pays one test, not two.
             if x.wrapping_sub(COUNT_ONE) < (255 << COUNT_SHIFT) {
-                break 'nested w - COUNT_ONE;
+                break 'store w - COUNT_ONE;
             }
             if x <= HOST_BITS_MASK {
                 // §2.3.2: mine, count 0.
-                h.0.store(w & HOST_BITS_MASK, Ordering::Release);
-                Self::released(rt, t, h);
-                return Ok(());
+                break 'store w & HOST_BITS_MASK;
             }
             return Self::exit_slow(rt, t, h);
         };
-        Self::unnest(rt, t, h, new);
+        Self::unlock_store(rt, t, h, new);
         Ok(())
     }
 
@@ -1390,17 +1386,6 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
-    /// The owner's half of a loose park's Dekker, right after a release store of `h` (the
-    /// blind one or §2.3.2's): a compiler barrier (the hasher's is `membarrier`), then one
-    /// load of this thread's own `look`.
-    #[inline(always)]
-    fn released(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
-        crate::membarrier::owner_barrier();
-        if t.local().look.load(Ordering::Relaxed) & LOOK_LOOSE != 0 {
-            Self::settle_loose(rt, t, h);
-        }
-    }
-
     /// We released `h`, held once, and a hash may have been parked loose for it meanwhile
     /// (`LOOK_LOOSE`). We still borrow `h`, so its header cannot move yet: put the parked hash
     /// where it moves with the header — the free word goes to the entry's monitor, which
@@ -1455,14 +1440,26 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
+    /// `thin`'s unlock found its `ThinThread::look` set after storing `now`: a hash may be
+    /// parked for a word we hold (nested, or once and loose), or the runtime's Dekker is
+    /// symmetric. A release (`now` free) settles a loose entry of `h` (`settle_loose`); a
+    /// nested unlock goes on in [`nested_look`](Self::nested_look).
+    #[cold]
+    #[inline(never)]
+    fn unlock_looks(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, now: u32) {
+        if now & LOCK_MASK != 0 {
+            Self::nested_look(rt, t, h, now);
+        } else if t.local().look.load(Ordering::Relaxed) & LOOK_LOOSE != 0 {
+            Self::settle_loose(rt, t, h);
+        }
+    }
+
     /// `thin`'s nested unlock found its `ThinThread::look` set: a hash may be parked for a
     /// word we hold nested, or the runtime's Dekker is symmetric. `now` is the word our
     /// unlock just stored. Down to one level (our next unlock may be a fast path, which
-    /// looks at nothing but the word), settle a hash parked meanwhile (hash.rs), as
-    /// `thin-seed` does in `exit_slow`; then, in an asymmetric runtime, forget the mark if no
-    /// entry of ours is left — under the table's mutex, where hashers set it.
-    #[cold]
-    #[inline(never)]
+    /// looks at nothing but the word and this mark), settle a hash parked meanwhile (hash.rs),
+    /// as `thin-seed` does in `exit_slow`; then, in an asymmetric runtime, forget the mark if
+    /// no entry of ours is left — under the table's mutex, where hashers set it.
     fn nested_look(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord, now: u32) {
         let asymmetric = *rt.state();
         if !asymmetric {
