@@ -94,6 +94,18 @@ pub(crate) struct Parked {
 /// otherwise be a deadlock. Under loom time never passes, so the models never park loose.
 pub(crate) const HASH_WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Whether a hasher that began waiting for an owner's release at `since` has waited
+/// [`HASH_WAIT_BOUND`]. Under loom time never passes, except in a process with
+/// `OBJMON_LOOM_LOOSE` set, where the bound has always passed: the models of a loose entry
+/// (`tests/loom_hash_loose.rs`) park one at once.
+pub(crate) fn waited_enough(since: std::time::Instant) -> bool {
+    #[cfg(loom)]
+    if std::env::var_os("OBJMON_LOOM_LOOSE").is_some() {
+        return true;
+    }
+    crate::sync::deadline_passed(Some(since + HASH_WAIT_BOUND))
+}
+
 /// Hashes parked by header address (see the module documentation).
 pub(crate) struct SideHashes {
     map: Mutex<HashMap<usize, Parked>>,

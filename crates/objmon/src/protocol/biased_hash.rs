@@ -158,7 +158,7 @@ impl<F: Flavor> Biasing<F> {
                 // while: the owner may be waiting for us (a join, a channel), so after
                 // `HASH_WAIT_BOUND` park a loose entry (`hash.rs`, `Parked::loose`).
                 let since = *waited_since.get_or_insert_with(std::time::Instant::now);
-                if crate::sync::deadline_passed(Some(since + hash::HASH_WAIT_BOUND)) {
+                if hash::waited_enough(since) {
                     if let Some(v) = Self::park(rt, h, &fresh, true)? {
                         return Ok(v);
                     }

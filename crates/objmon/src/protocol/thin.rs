@@ -1247,7 +1247,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 continue;
             }
             let since = *waited_since.get_or_insert_with(Instant::now);
-            if crate::sync::deadline_passed(Some(since + hash::HASH_WAIT_BOUND)) {
+            if hash::waited_enough(since) {
                 // Waited long enough: the owner may be waiting for us (a join, a channel).
                 // Never wait for good; park a loose entry (`hash.rs`, `Parked::loose`).
                 if let Some(v) = Self::park(rt, h, &fresh, true)? {
