@@ -81,6 +81,19 @@
  * - `fable` (or `biased`): objects mostly locked by one thread (collections, buffered streams)
  *   run without atomic operations after a learning phase; revoking a bias costs a membarrier or
  *   a handshake, so they lose where objects are shared. Call `objmon_poll` / native as above.
+ * - `biased-rseq`, `fable-rseq`: the same two, the bias owner's lock and unlock a plain load and
+ *   store in a Linux restartable sequence (x86-64 Linux with glibc; elsewhere they bias nothing).
+ *   The fast bias owners; they ask nothing of the host's signal handlers.
+ * - `biased-signal`, `fable-signal`: the same two, the bias owner's step restarted by a signal
+ *   that a revoker sends it (`objmon_barrier_signal()`, SIGRTMIN + 6). SOUND ONLY IF every signal
+ *   handler that runs on a thread attached to the runtime has that signal in its `sa_mask` and
+ *   does not unblock it before it returns (no `sigprocmask` / `pthread_sigmask`, `sigsuspend`,
+ *   `ppoll` / `pselect` with a mask without it, no `swapcontext` / `setcontext` / `siglongjmp`
+ *   to a context without it), or no signal handler runs on those threads at all; and the host
+ *   leaves that signal to objmon (no handler, `sigwait` or `signalfd` of its own for it).
+ *   `SA_NODEFER` and alternate signal stacks change nothing. Broken, a revocation that lands
+ *   while a host's handler runs over the owner's step gives the lock two owners, and nothing can
+ *   detect it. When in doubt, use the `-rseq` names.
  * - `tasuki`: thin locking plus deflation: a contended object gets its thin lock back; 16 host
  *   bits.
  * - `fat`, `monitor-cache`, `cacao`, `cacao-seed`, `stack`, `lightweight-seed`,
@@ -384,10 +397,22 @@ const char *objmon_protocol_name(size_t i);
 const char *objmon_strerror(int32_t s);
 
 /**
+ * The signal a `biased-signal` / `fable-signal` revoker sends the bias owner (SIGRTMIN + 6),
+ * for the `sa_mask` of every signal handler that may run on a thread attached to such a
+ * runtime; -1 where those protocols bias nothing.
+ */
+int objmon_barrier_signal(void);
+
+/**
  * Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
  *
  * # Safety
  * `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
+ * For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
+ * attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
+ * the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
+ * those threads; otherwise a lock can have two owners (PROTOCOLS, above). The "-rseq" names
+ * ask nothing of the kind.
  */
 enum objmon_status objmon_runtime_new(const char *protocol,
                                       const struct objmon_config *config,

@@ -39,7 +39,7 @@ use objmon::vm::{
     ThreadId, WaitOutcome,
 };
 use std::cell::{Cell, RefCell};
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -728,8 +728,13 @@ impl ProtocolVisitor for Make<'_> {
         // A word of at most 4 bytes leaves bytes 4..8 free for the runtime tag.
         let tag = if size <= 4 { next_tag() } else { 0 };
         self.out = Some(if fits {
+            // SAFETY: the -signal flavors' contract (`Runtime::new_unchecked`: every signal
+            // handler on an attached thread keeps the barrier signal blocked) is the C host's
+            // to keep: `objmon_runtime_new` states it for those names, and a C caller is
+            // trusted with every contract of the header. The other protocols have none.
+            let rt = unsafe { Runtime::<P>::new_unchecked(self.config.clone()) };
             Ok(objmon_runtime {
-                inner: Box::new(Rt::<P>(Runtime::new(self.config.clone()))),
+                inner: Box::new(Rt::<P>(rt)),
                 tag,
                 host: host_bits::HostBits::of::<P::Header>(),
                 handles: Arc::default(),
@@ -890,10 +895,23 @@ pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
         .as_ptr()
 }
 
+/// The signal a `biased-signal` / `fable-signal` revoker sends the bias owner (SIGRTMIN + 6),
+/// for the `sa_mask` of every signal handler that may run on a thread attached to such a
+/// runtime; -1 where those protocols bias nothing.
+#[no_mangle]
+pub extern "C" fn objmon_barrier_signal() -> c_int {
+    objmon::vm::barrier_signal().unwrap_or(-1)
+}
+
 /// Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
 ///
 /// # Safety
 /// `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
+/// For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
+/// attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
+/// the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
+/// those threads; otherwise a lock can have two owners (PROTOCOLS, above). The "-rseq" names
+/// ask nothing of the kind.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_runtime_new(
     protocol: *const c_char,

@@ -55,7 +55,7 @@
 //! | [`BiasedSeed`] | the same, as the seed wrote it | count in the header (Figures 3-4) | 8 B |
 //! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread | 8 B |
 //! | [`BiasedRseq`], [`FableRseq`] | the same two, the owner's Figure 4 / 7 step in a Linux restartable sequence | no Dekker, no record; x86-64 Linux with glibc's rseq | 8 B |
-//! | [`BiasedSignal`], [`FableSignal`] | the same two, the owner's step restarted by a revoker's signal | Figure 4 / 7's load, compare, store and nothing else; x86-64 Linux with glibc | 8 B |
+//! | [`BiasedSignal`], [`FableSignal`] | the same two, the owner's step restarted by a revoker's signal | Figure 4 / 7's load, compare, store and nothing else; x86-64 Linux with glibc; **`unsafe` to create, not for [`Monitor`]** (below) | 8 B |
 //! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor | 4 B |
 //! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up | 4 B |
 //! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table | 4 B |
@@ -73,7 +73,20 @@
 //!
 //! Misuse is an error or a panic, never undefined behaviour, never a hang that a correct
 //! Java program would not have: `docs/soundness.md` has the argument and the tests that try
-//! to break it. The protocols' entry points are `unsafe fn` (they trust the caller to be the
+//! to break it.
+//!
+//! One promise is the host's, and so it is `unsafe`: [`BiasedSignal`] and [`FableSignal`]
+//! are sound only if every signal handler that runs on a locking thread blocks objmon's
+//! barrier signal ([`vm::barrier_signal`], `SIGRTMIN + 6`) in its `sa_mask`. Their revoker
+//! signals the bias owner, whose handler restarts the owner's lock step if it interrupted
+//! it; delivered inside a host's handler that interrupted that step, it sees only the
+//! host's handler, and when that returns the step's store overwrites the revoked header:
+//! two owners. Nothing at run time can tell the two cases apart, so `Monitor` and
+//! `RawMonitor` do not take these two, [`Runtime::new`](vm::Runtime::new) does not compile
+//! for them, and [`Runtime::new_unchecked`](vm::Runtime::new_unchecked) states the
+//! contract. [`BiasedRseq`] and [`FableRseq`] give the same plain load and store to the
+//! bias owner with nothing asked of the host (the kernel aborts a restartable sequence at
+//! the first signal, whoever handles it). The protocols' entry points are `unsafe fn` (they trust the caller to be the
 //! thread whose context it passes); [`Monitor`], [`RawMonitor`] and
 //! [`ThreadHandle`](vm::ThreadHandle) are what make them safe to use.
 //!

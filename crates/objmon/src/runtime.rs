@@ -124,7 +124,73 @@ pub struct Runtime<P: Protocol> {
 
 impl<P: Protocol> Runtime<P> {
     /// A runtime with `config`.
+    ///
+    /// Does not compile for a protocol that is sound only while the host keeps a promise
+    /// about its signal handlers ([`Protocol::HOST_SIGNAL_CONTRACT`]: `biased-signal`,
+    /// `fable-signal`); those are made with [`new_unchecked`](Self::new_unchecked). The
+    /// refusal is a constant evaluated when `new` is instantiated for the protocol, so
+    /// `cargo build` and `cargo test` report it (as "evaluation panicked"), `cargo check`
+    /// does not; generic code that may see every protocol ([`visit_all`](crate::vm::visit_all))
+    /// calls `new_unchecked`.
+    ///
+    /// ```compile_fail,E0080
+    /// let rt = objmon::vm::Runtime::<objmon::BiasedSignal>::new(Default::default());
+    /// ```
+    /// ```compile_fail,E0080
+    /// let rt = objmon::vm::Runtime::<objmon::FableSignal>::with_defaults();
+    /// ```
+    /// ```
+    /// let rt = objmon::vm::Runtime::<objmon::BiasedRseq>::new(Default::default());
+    /// ```
     pub fn new(config: Config) -> Arc<Self> {
+        const {
+            assert!(
+                !P::HOST_SIGNAL_CONTRACT,
+                "this protocol (biased-signal, fable-signal) is sound only while the host keeps \
+                 the signal-handler contract: use the unsafe Runtime::new_unchecked, see its \
+                 Safety section"
+            )
+        };
+        // SAFETY: `P` asks nothing of the host (checked above, at compile time).
+        unsafe { Self::new_unchecked(config) }
+    }
+
+    /// A runtime with `config`, for any protocol, the ones [`new`](Self::new) refuses
+    /// included.
+    ///
+    /// # Safety
+    ///
+    /// Nothing, for a protocol without [`Protocol::HOST_SIGNAL_CONTRACT`] (the same as
+    /// `new`). For `biased-signal` and `fable-signal`: **every signal handler that runs on a
+    /// thread while it is attached to this runtime keeps the barrier signal blocked from
+    /// its entry until it returns** — it has the signal ([`barrier_signal`](crate::vm::barrier_signal),
+    /// `SIGRTMIN + 6`) in its `sa_mask`, and neither it nor anything it calls unblocks it
+    /// (`sigprocmask` / `pthread_sigmask`, `sigsuspend`, `pselect` / `ppoll` /
+    /// `epoll_pwait` with a mask without it, `setcontext` / `swapcontext` / `siglongjmp` to a
+    /// context whose mask lacks it) — or no signal handler runs on those threads at all
+    /// (the host blocks its handled signals there). A handler that never returns to the
+    /// code it interrupted (it ends the process) is free. The host also leaves the barrier
+    /// signal to objmon: no handler, `sigwait` or `signalfd` of its own for it.
+    ///
+    /// Why: a revoker signals the bias owner, and the barrier's handler restarts the
+    /// owner's section if it interrupted one — it sees only the innermost interrupted
+    /// context. Delivered inside a host's handler that interrupted the section, it sees the
+    /// host handler's instruction pointer, restarts nothing and acknowledges; when the
+    /// host's handler returns, the section's committing store overwrites the revoked word:
+    /// two owners. With the signal blocked while a host handler runs, the kernel delivers
+    /// it when that handler returns (`rt_sigreturn` restores the section's mask), where
+    /// the interrupted context is the section's own. `SA_NODEFER` does not matter (it
+    /// leaves the handler's own signal unblocked; `sa_mask` still applies), nor does an
+    /// alternate signal stack. Rust's own handlers (std's `SIGSEGV` / `SIGBUS` stack
+    /// overflow handler) run on a fault, which the owner's section never makes, and end
+    /// the process on a guard-page hit; a host that sends those signals with `kill` to a
+    /// locking thread breaks the contract. Kept wrong, a lock can have two owners; no
+    /// check at run time can see it (the nesting leaves no trace the barrier's handler can
+    /// read: an `SA_NODEFER` handler with an empty mask runs with the section's mask).
+    /// `biased-rseq` and `fable-rseq`, the same owner step in a kernel restartable
+    /// sequence, ask nothing: the kernel aborts the section at the first signal delivery,
+    /// the host's included.
+    pub unsafe fn new_unchecked(config: Config) -> Arc<Self> {
         Arc::new(Self {
             threads: Registry::new(config.max_threads),
             monitors: MonitorTable::new(config.monitor_capacity, config.system_lock)
@@ -136,9 +202,19 @@ impl<P: Protocol> Runtime<P> {
         })
     }
 
-    /// A runtime with the default configuration.
+    /// A runtime with the default configuration; like [`new`](Self::new), does not compile
+    /// for `biased-signal` or `fable-signal`.
     pub fn with_defaults() -> Arc<Self> {
-        Self::new(Config::default())
+        const {
+            assert!(
+                !P::HOST_SIGNAL_CONTRACT,
+                "this protocol (biased-signal, fable-signal) is sound only while the host keeps \
+                 the signal-handler contract: use the unsafe Runtime::new_unchecked, see its \
+                 Safety section"
+            )
+        };
+        // SAFETY: `P` asks nothing of the host (checked above, at compile time).
+        unsafe { Self::new_unchecked(Config::default()) }
     }
 
     /// The configuration.

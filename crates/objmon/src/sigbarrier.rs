@@ -27,10 +27,20 @@
 //! runs, more when it must be scheduled). An owner at a safepoint (parked, waiting, in
 //! native) is not signalled at all: the revoker's `safe` test says so first.
 //!
-//! Host contract: the signal ([`signal`], `SIGRTMIN + 6` where glibc leaves it free) must be
-//! left to objmon (the handler installs only over `SIG_DFL` and the flavors bias nothing
-//! otherwise) and not be blocked on attached threads that bias: a thread that blocks it at
-//! attach never biases; one that blocks it later delays its revokers until it unblocks it.
+//! Host contract (the flavors' runtimes are made only by the `unsafe`
+//! `Runtime::new_unchecked`, which states it): the signal ([`signal`], `SIGRTMIN + 6` where
+//! glibc leaves it free) must be left to objmon (the handler installs only over `SIG_DFL` and
+//! the flavors bias nothing otherwise) and not be blocked on attached threads that bias: a
+//! thread that blocks it at attach never biases; one that blocks it later delays its
+//! revokers until it unblocks it. And every signal handler of the host that runs on such a
+//! thread keeps the signal blocked from its entry until it returns (in its `sa_mask`, never
+//! unblocked inside). The handler here sees only the innermost interrupted context: nested
+//! inside a host handler that interrupted a section, it would find the host handler's
+//! instruction pointer, restart nothing and acknowledge, and the section would commit over
+//! the revoker's mark when the host handler returned. Nothing tells that case apart here (an
+//! `SA_NODEFER` handler with an empty mask runs with the section's own mask; its stack may
+//! be any), so the host keeps the signal out instead: blocked while its handler runs, the
+//! signal is delivered as the handler returns, over the restored section context.
 //! A blocking system call the owner is in returns `EINTR` where `SA_RESTART` does not
 //! restart it (futex and sleep waits, among others), as with any signal.
 //!
@@ -158,6 +168,11 @@ mod imp {
         libc::SIGRTMIN() + 6
     }
 
+    /// The signal, for a host's `sa_mask` (see the crate's `vm::barrier_signal`).
+    pub fn barrier_signal() -> Option<i32> {
+        Some(signal())
+    }
+
     /// The kernel's `siginfo_t` for `SI_QUEUE` on x86-64 (`_sifields._rt`): what the
     /// revoker sends and the handler reads; 128 bytes as the kernel expects.
     #[repr(C)]
@@ -173,7 +188,8 @@ mod imp {
     }
 
     /// The handler: restart a section in flight, then acknowledge through the word the
-    /// revoker named. Async-signal-safe: reads the (immutable) table, one atomic add, one
+    /// revoker named. Sound only under the host contract (module docs): `uc` must be the
+    /// context of the code the section runs in, not of a host handler nested over it. Async-signal-safe: reads the (immutable) table, one atomic add, one
     /// futex system call; `errno` is preserved.
     extern "C" fn on_signal(_sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
         // SAFETY: the kernel passes a valid `siginfo_t` and `ucontext_t` to an `SA_SIGINFO`
@@ -401,6 +417,10 @@ mod imp {
     target_env = "gnu"
 )))]
 mod imp {
+    /// No signal barrier here (the flavors bias nothing): no signal to mask.
+    pub fn barrier_signal() -> Option<i32> {
+        None
+    }
     /// No signal barrier here: the flavors bias nothing.
     pub(crate) fn install() -> bool {
         cfg!(loom)

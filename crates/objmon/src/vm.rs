@@ -67,6 +67,20 @@ pub use crate::protocol::ThreadContext;
 pub use crate::protocol::{names, visit_all, Knob, KnobError, LockWord, ProtocolVisitor};
 pub use crate::revoke::{Revocation, RevocationKind, RevocationStats};
 pub use crate::runtime::{Config, InflationCause, Runtime, StatsSnapshot};
+
+/// The signal a `biased-signal` / `fable-signal` revoker sends the bias owner
+/// (`SIGRTMIN + 6`), or `None` where those protocols bias nothing (outside x86-64 Linux with
+/// glibc). A host that makes such a runtime ([`Runtime::new_unchecked`]) adds it to the
+/// `sa_mask` of every signal handler that may run on a thread attached to it.
+///
+/// ```
+/// if let Some(sig) = objmon::vm::barrier_signal() {
+///     assert!(sig > 0);
+/// }
+/// ```
+pub fn barrier_signal() -> Option<i32> {
+    crate::sigbarrier::barrier_signal()
+}
 pub use crate::table::MAX_MONITOR_INDEX;
 pub use crate::tasuki::{SystemLockConfig, SystemLockVariant};
 pub use crate::thread::{AttachedThread, Registry, ThreadCore, ThreadId, MAX_THREAD_ID};

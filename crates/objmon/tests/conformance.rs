@@ -85,7 +85,10 @@ mod checks {
     use super::*;
 
     fn rt<P: Protocol>() -> Arc<Runtime<P>> {
-        Runtime::<P>::with_defaults()
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        unsafe { Runtime::<P>::new_unchecked(Default::default()) }
     }
 
     pub fn uncontended_enter_exit<P: Protocol>() {
@@ -578,10 +581,15 @@ mod checks {
     }
 
     pub fn thread_ids_are_bounded_and_reused<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            max_threads: 3,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                max_threads: 3,
+                ..Config::default()
+            })
+        };
         thread::scope(|s| {
             let (a, _ra) = attached_elsewhere(s, &rt);
             let (b, rb) = attached_elsewhere(s, &rt);
@@ -609,10 +617,15 @@ mod checks {
     }
 
     pub fn monitor_table_full_is_an_error<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            monitor_capacity: 2,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                monitor_capacity: 2,
+                ..Config::default()
+            })
+        };
         let hs: Vec<P::Header> = (0..8).map(|_| P::Header::default()).collect();
         let me = rt.attach().unwrap();
         // wait needs a wait set, so every protocol needs a monitor per waited-on object
@@ -765,11 +778,16 @@ mod checks {
     }
 
     pub fn reclaim_returns_monitors<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            monitor_capacity: 4,
-            system_lock: SystemLockConfig::default(),
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                monitor_capacity: 4,
+                system_lock: SystemLockConfig::default(),
+                ..Config::default()
+            })
+        };
         let me = rt.attach().unwrap();
         // Far more objects than monitors: each waited on, then declared dead by the "GC".
         for _ in 0..50 {
@@ -1037,10 +1055,15 @@ mod checks {
     /// With room for one monitor, hashing succeeds or fails with `MonitorTableFull` (where the
     /// hash needs a monitor), and a hash once given is given again.
     pub fn hash_with_a_full_monitor_table<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            monitor_capacity: 1,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                monitor_capacity: 1,
+                ..Config::default()
+            })
+        };
         let me = rt.attach().unwrap();
         let hs: Vec<P::Header> = (0..4).map(|_| P::Header::default()).collect();
         // One of them held, so that protocols which must inflate a held lock try that too.
@@ -1116,10 +1139,15 @@ mod checks {
     /// A deliberate two-thread and three-thread deadlock (threads leaked, never joined) are
     /// both found with the right threads, objects and owners; the dump agrees.
     pub fn deadlocks_of_two_and_three_threads_are_found<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            max_threads: 64,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                max_threads: 64,
+                ..Config::default()
+            })
+        };
         let hs: &'static [P::Header] = Box::leak(
             (0..5)
                 .map(|_| P::Header::default())
@@ -1399,10 +1427,15 @@ mod checks {
     }
 
     pub fn profiling_on_counts_contention_and_waits<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            profiling: true,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                profiling: true,
+                ..Config::default()
+            })
+        };
         let (h, quiet) = (P::Header::default(), P::Header::default());
         {
             let me = rt.attach().unwrap();
@@ -1431,10 +1464,15 @@ mod checks {
     /// on A; T2 takes A, notifies T1 and, still holding A, blocks on B. T1 now waits to
     /// re-enter A, held by T2: a deadlock through a notified waiter (threads leaked).
     pub fn notified_waiter_reentering_is_a_deadlock_edge<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            max_threads: 64,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                max_threads: 64,
+                ..Config::default()
+            })
+        };
         let hs: &'static [P::Header] = Box::leak(
             (0..2)
                 .map(|_| P::Header::default())

@@ -24,10 +24,15 @@ mod checks {
     /// Finding 6: a guard passed to `mem::forget` keeps its lock forever; the thread that gets
     /// the next id must not own it (it did: `holds_lock` true, `lock_count` 1).
     pub fn forgotten_guard_is_not_inherited_by_id_reuse<P: Protocol>() {
-        let rt = Runtime::<P>::new(Config {
-            max_threads: 2,
-            ..Config::default()
-        });
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe {
+            Runtime::<P>::new_unchecked(Config {
+                max_threads: 2,
+                ..Config::default()
+            })
+        };
         let h = P::Header::default();
         let first = thread::scope(|s| {
             s.spawn(|| {
@@ -70,7 +75,10 @@ mod checks {
     /// as JNI's `AttachCurrentThread`; before, it was a second id, so `try_enter` on a lock the
     /// thread held returned "held by another" and `enter` would have self-deadlocked.
     pub fn attach_twice_is_one_identity<P: Protocol>() {
-        let rt = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let h = P::Header::default();
         let a = rt.attach().unwrap();
         let b = rt.attach().unwrap();
@@ -87,7 +95,10 @@ mod checks {
         drop(g);
         assert_eq!(rt.stats_snapshot().attached_threads, 1);
         // Another runtime is another identity space.
-        let rt2 = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt2 = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let c = rt2.attach().unwrap();
         assert_eq!(rt2.stats_snapshot().attached_threads, 1);
         drop(c);
@@ -96,7 +107,10 @@ mod checks {
 
     /// The thread detaches with its last handle, and unstructured holds are each handle's own.
     pub fn handle_detaches_with_its_last_clone<P: Protocol>() {
-        let rt = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let (x, y) = (P::Header::default(), P::Header::default());
         let a = rt.attach().unwrap();
         let b = rt.attach().unwrap();
@@ -127,7 +141,10 @@ mod checks {
     /// distinct objects got `MonitorTableFull`. Below `monitor_capacity`, monitorenter never
     /// fails for capacity.
     pub fn holding_many_objects_never_runs_out_below_capacity<P: Protocol>() {
-        let rt = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let hs: Vec<P::Header> = (0..5000).map(|_| P::Header::default()).collect();
         let me = rt.attach().unwrap();
         let guards: Vec<_> = hs
@@ -147,7 +164,10 @@ mod checks {
 
     /// Finding 16, the reported shape: 12 threads each holding a chain of 800 objects.
     pub fn threads_holding_long_chains_never_run_out<P: Protocol>() {
-        let rt = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let objs: Vec<Vec<P::Header>> = (0..12)
             .map(|_| (0..800).map(|_| P::Header::default()).collect())
             .collect();

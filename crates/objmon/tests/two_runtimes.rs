@@ -90,8 +90,14 @@ mod checks {
     /// A's first thread holds `h` (inflated first if `inflate`); B's first thread (the same
     /// small id before the fix) tries it.
     fn held_by_a<P: Protocol>(inflate: bool) {
-        let ra = Runtime::<P>::with_defaults();
-        let rb = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let ra = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rb = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let h = P::Header::default();
         let a_holds = AtomicBool::new(false);
         let (held_tx, held_rx) = mpsc::channel();
@@ -128,8 +134,14 @@ mod checks {
     /// (`h2`), at the index A's header names. B must not enter that monitor for `h`: an error,
     /// or (a protocol whose header names no monitor) a lock that A then sees as held.
     pub fn inflated_by_a_is_no_monitor_of_b<P: Protocol>() {
-        let ra = Runtime::<P>::with_defaults();
-        let rb = Runtime::<P>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let ra = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rb = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
         let h = P::Header::default();
         let h2 = P::Header::default();
         let (inflated_tx, inflated_rx) = mpsc::channel();

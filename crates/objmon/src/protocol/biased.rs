@@ -13,7 +13,10 @@
 //!   `fable-signal`, issue 13 item 3): the same load, compare and store, the load the only
 //!   one of the header on the owner's path and nothing armed before it; a revoker
 //!   interrupts the owner with a signal whose handler moves it out of a section in flight
-//!   (`crate::sigbarrier`) instead of the process-wide rseq barrier;
+//!   (`crate::sigbarrier`) instead of the process-wide rseq barrier. Sound only while every
+//!   host signal handler on a locking thread blocks that signal (the handler sees only the
+//!   innermost interrupted context), so these two are made only by the `unsafe`
+//!   `Runtime::new_unchecked` and are no `MonitorProtocol`;
 //! - **lock records** (`biased`, [`Fable`](super::fable::Fable); HotSpot 17's scheme, the
 //!   portable default): the bias owner keeps one
 //!   record per biased hold in a small per-thread array ([`LOCK_RECORDS`] slots and a top),
@@ -655,6 +658,8 @@ pub trait Flavor: Send + Sync + 'static {
     /// With [`RSEQ`](Self::RSEQ): the section is never armed; a revoker restarts it by a
     /// signal to the owner (`crate::sigbarrier`) instead of the rseq barrier, so the owner's
     /// step is Figure 4's load, compare and store with no store before it (module docs).
+    /// Such a flavor is sound only while the host keeps the signal-handler contract
+    /// ([`Protocol::HOST_SIGNAL_CONTRACT`], [`Runtime::new_unchecked`](crate::vm::Runtime::new_unchecked)).
     const SIGNAL: bool = false;
 }
 
@@ -1217,6 +1222,9 @@ impl<F: Flavor> Protocol for Biasing<F> {
     const NAME: &'static str = F::NAME;
     const SUMMARY: &'static str = F::SUMMARY;
     const HEADER_LOCK_BITS: u32 = 56;
+    // The signal barrier sees only the innermost interrupted context: a host handler that
+    // lets the barrier signal nest inside it hides the owner's section (`sigbarrier.rs`).
+    const HOST_SIGNAL_CONTRACT: bool = F::SIGNAL;
 
     type Header = BiasWord;
     type State = BiasState;

@@ -403,7 +403,10 @@ mod tests {
     fn a_recycled_id_does_not_continue_a_dead_guess() {
         fn check<F: crate::protocol::biased::Flavor>(rule: LearnRule) {
             type B<F> = crate::protocol::biased::Biasing<F>;
-            let rt = Runtime::<B<F>>::with_defaults();
+            // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+            // run only on a fault, which no owner section makes): the -signal flavors' contract
+            // (`Runtime::new_unchecked`) holds; the other protocols have none.
+            let rt = unsafe { Runtime::<B<F>>::new_unchecked(Default::default()) };
             rt.state().set_learn_rule(rule);
             let n = rt.state().learn_limit();
             let h = BiasWord::default();
@@ -477,7 +480,10 @@ mod tests {
 
     fn learn_steps_in_native_are_refused_in<F: crate::protocol::biased::Flavor>() {
         type B<F> = crate::protocol::biased::Biasing<F>;
-        let rt = Runtime::<B<F>>::with_defaults();
+        // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+        // run only on a fault, which no owner section makes): the -signal flavors' contract
+        // (`Runtime::new_unchecked`) holds; the other protocols have none.
+        let rt = unsafe { Runtime::<B<F>>::new_unchecked(Default::default()) };
         let me = rt.attach().unwrap();
         let (learning, fresh) = (BiasWord::default(), BiasWord::default());
         drop(me.enter(&learning).unwrap());

@@ -68,6 +68,11 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     const SUMMARY: &'static str;
     /// Bits of the object header the protocol uses for locking.
     const HEADER_LOCK_BITS: u32;
+    /// Whether the protocol is sound only while the host keeps a promise about its own
+    /// signal handlers (`biased-signal`, `fable-signal`; the promise is
+    /// [`Runtime::new_unchecked`]'s). [`Runtime::new`] refuses such a protocol at compile
+    /// time, and [`Monitor`](crate::Monitor) does not take it.
+    const HOST_SIGNAL_CONTRACT: bool = false;
 
     /// What the host embeds in each object.
     type Header: Send + Sync + Default + 'static;

@@ -7,8 +7,8 @@
 //! fast path of `Monitor::lock` is one thread-local load, then the protocol's own.
 
 use super::attach::{self, Auto, Cache};
-use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed, BiasedSignal};
-use crate::protocol::fable::{Fable, FableRseq, FableSignal};
+use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed};
+use crate::protocol::fable::{Fable, FableRseq};
 use crate::protocol::fat::Fat;
 use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
 use crate::protocol::stack::Stack;
@@ -23,15 +23,34 @@ use std::ptr::NonNull;
 /// use: its header carries the lock state with it, so the value and its header may move
 /// together while unlocked (into a `Vec` that grows, through `into_inner` or `drop(m)`, which
 /// move), and it has a process-wide runtime, so that `Monitor::with_protocol` needs none.
-/// Every protocol of this crate but `cacao`, `cacao-seed` and `monitor-cache`, which find an object's
-/// monitor by its header's *address* (a moved header would leave its fat monitor behind: a
-/// leak per move). Those three remain available to hosts through [`objmon::vm`](crate::vm),
-/// where the host reports moves ([`Runtime::relocate`](crate::vm::Runtime::relocate)).
-/// Sealed.
+/// Every protocol of this crate but `cacao`, `cacao-seed` and `monitor-cache`, which find an
+/// object's monitor by its header's *address* (a moved header would leave its fat monitor
+/// behind: a leak per move), and `biased-signal` / `fable-signal` (below). Those remain
+/// available to hosts through [`objmon::vm`](crate::vm), where the host reports moves
+/// ([`Runtime::relocate`](crate::vm::Runtime::relocate)) or keeps the signal flavors'
+/// contract. Sealed.
 ///
 /// ```compile_fail,E0277
 /// // `cacao` keys monitors by address: a moved `Monitor` would leak its fat monitor.
 /// let m = objmon::Monitor::<u32, objmon::Cacao>::with_protocol(0);
+/// ```
+///
+/// Nor `biased-signal` and `fable-signal`, which are sound only while the host keeps a
+/// promise about its signal handlers ([`Runtime::new_unchecked`]); `biased-rseq` and
+/// `fable-rseq` are the fast bias owners a `Monitor` takes.
+///
+/// ```compile_fail,E0277
+/// let m = objmon::Monitor::<u32, objmon::BiasedSignal>::with_protocol(0);
+/// ```
+/// ```compile_fail,E0277
+/// let m = objmon::Monitor::<u32, objmon::FableSignal>::with_protocol(0);
+/// ```
+/// ```compile_fail,E0277
+/// let m: Option<objmon::RawMonitor<objmon::BiasedSignal>> = None;
+/// ```
+/// ```
+/// let m = objmon::Monitor::<u32, objmon::BiasedRseq>::with_protocol(0);
+/// drop(m.lock());
 /// ```
 pub trait MonitorProtocol: Protocol + sealed::MonitorProtocol {}
 
@@ -181,7 +200,5 @@ process_wide! {
     Fable => crate::protocol::biased::BiasWord::new(0);
     BiasedRseq => crate::protocol::biased::BiasWord::new(0);
     FableRseq => crate::protocol::biased::BiasWord::new(0);
-    BiasedSignal => crate::protocol::biased::BiasWord::new(0);
-    FableSignal => crate::protocol::biased::BiasWord::new(0);
     Tasuki => crate::protocol::tasuki_bimodal::TasukiHeader::new(0, 0);
 }

@@ -17,7 +17,10 @@ const MODES: [Revocation; 3] = [
 ];
 
 fn rt_with<F: Flavor>(mode: Revocation, learn_limit: u32) -> Arc<Rt<F>> {
-    let rt = Runtime::<Biasing<F>>::with_defaults();
+    // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+    // run only on a fault, which no owner section makes): the -signal flavors' contract
+    // (`Runtime::new_unchecked`) holds; the other protocols have none.
+    let rt = unsafe { Runtime::<Biasing<F>>::new_unchecked(Default::default()) };
     assert_eq!(
         Biasing::<F>::configure(
             &rt,
@@ -640,7 +643,10 @@ fn last_of<F: Flavor>(me: &crate::vm::ThreadHandle<Biasing<F>>) -> usize {
 /// The inline thin lock records the word before its CAS; the unlock stores it back blind
 /// and forgets the record; the seed flavors record nothing.
 fn record_blind_unlock<F: Flavor>() {
-    let rt = Runtime::<Biasing<F>>::with_defaults();
+    // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+    // run only on a fault, which no owner section makes): the -signal flavors' contract
+    // (`Runtime::new_unchecked`) holds; the other protocols have none.
+    let rt = unsafe { Runtime::<Biasing<F>>::new_unchecked(Default::default()) };
     let me = rt.attach().unwrap();
     let h = free_thin_word();
     let g = me.enter(&h).unwrap();
@@ -681,7 +687,10 @@ fn thin_record_blind_unlock() {
 /// or notify — and the unlock must then release the monitor, not store the thin word back
 /// blind over the fat one.
 fn record_then_inflate<F: Flavor>(by_hash: bool) {
-    let rt = Runtime::<Biasing<F>>::with_defaults();
+    // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+    // run only on a fault, which no owner section makes): the -signal flavors' contract
+    // (`Runtime::new_unchecked`) holds; the other protocols have none.
+    let rt = unsafe { Runtime::<Biasing<F>>::new_unchecked(Default::default()) };
     let me = rt.attach().unwrap();
     let h = free_thin_word();
     let g = me.enter(&h).unwrap();
@@ -719,7 +728,10 @@ fn thin_record_forgotten_by_own_inflation() {
 /// one of an object moved while held by `relocate` (whose new address then unlocks by the
 /// word), so that a blind store never lands on a new object at the old address.
 fn record_cleared_by_reclaim_and_relocate<F: Flavor>() {
-    let rt = Runtime::<Biasing<F>>::with_defaults();
+    // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+    // run only on a fault, which no owner section makes): the -signal flavors' contract
+    // (`Runtime::new_unchecked`) holds; the other protocols have none.
+    let rt = unsafe { Runtime::<Biasing<F>>::new_unchecked(Default::default()) };
     let me = rt.attach().unwrap();
     let mut x = free_thin_word();
     // SAFETY (the direct calls here): `me` is this thread's handle; `x` dies held, reported
@@ -793,7 +805,10 @@ fn fable_learn_record_blind_unlock() {
 /// unlock —, and a held learn word's nested lock failed `enter`'s nested test, whose mask
 /// kept the word's learn tag and count, and took `fresh_enter`'s instead.)
 fn nested_keeps_another_words_record<F: Flavor>() {
-    let rt = Runtime::<Biasing<F>>::with_defaults();
+    // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
+    // run only on a fault, which no owner section makes): the -signal flavors' contract
+    // (`Runtime::new_unchecked`) holds; the other protocols have none.
+    let rt = unsafe { Runtime::<Biasing<F>>::new_unchecked(Default::default()) };
     let me = rt.attach().unwrap();
     let held = if F::LEARN {
         BiasWord::new(0x33)
