@@ -47,7 +47,7 @@
 //! | [`Thin`] (default) | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock | 4 B |
 //! | [`ThinSeed`] | the same, as the seed wrote it | nested lock after a failed CAS, unlock loads the word | 4 B |
 //! | [`Tasuki`] | Onodera and Kawachiya (1999) | thin lock + contention bit, deflation | 8 B |
-//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack | 8 B |
+//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack; with the next two, **`unsafe` to create, not for [`Monitor`]** (below) | 8 B |
 //! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates | 8 B |
 //! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table | 8 B |
 //! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker | 8 B |
@@ -86,7 +86,17 @@
 //! for them, and [`Runtime::new_unchecked`](vm::Runtime::new_unchecked) states the
 //! contract. [`BiasedRseq`] and [`FableRseq`] give the same plain load and store to the
 //! bias owner with nothing asked of the host (the kernel aborts a restartable sequence at
-//! the first signal, whoever handles it). The protocols' entry points are `unsafe fn` (they trust the caller to be the
+//! the first signal, whoever handles it).
+//!
+//! The other promise is about moving held headers: [`Lightweight`], [`LightweightSeed`] and
+//! [`LightweightTable`] keep a thread's fast-locks on a lock stack of header addresses, and a
+//! fast-locked word names no owner (HotSpot's design). After `mem::forget` of a guard and
+//! `mem::swap` of two headers, nothing can tell the forgetful thread's stale entry from a live
+//! one: its recursive fast path would enter a header another thread has locked since. So the
+//! host promises never to move or free a header that a leaked guard still holds without
+//! reporting it ([`Runtime::relocate`](vm::Runtime::relocate)), as a collector does;
+//! `Monitor` does not take them and `Runtime::new` does not compile for them. [`Thin`] (the
+//! default), [`Stack`] and [`Tasuki`] keep the owner in the word and ask nothing. The protocols' entry points are `unsafe fn` (they trust the caller to be the
 //! thread whose context it passes); [`Monitor`], [`RawMonitor`] and
 //! [`ThreadHandle`](vm::ThreadHandle) are what make them safe to use.
 //!

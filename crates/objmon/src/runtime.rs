@@ -127,7 +127,9 @@ impl<P: Protocol> Runtime<P> {
     ///
     /// Does not compile for a protocol that is sound only while the host keeps a promise
     /// about its signal handlers ([`Protocol::HOST_SIGNAL_CONTRACT`]: `biased-signal`,
-    /// `fable-signal`); those are made with [`new_unchecked`](Self::new_unchecked). The
+    /// `fable-signal`) or about moving held headers ([`Protocol::HOST_MOVE_CONTRACT`]:
+    /// `lightweight`, `lightweight-seed`, `lightweight-table`); those are made with
+    /// [`new_unchecked`](Self::new_unchecked). The
     /// refusal is a constant evaluated when `new` is instantiated for the protocol, so
     /// `cargo build` and `cargo test` report it (as "evaluation panicked"), `cargo check`
     /// does not; generic code that may see every protocol ([`visit_all`](crate::vm::visit_all))
@@ -139,20 +141,39 @@ impl<P: Protocol> Runtime<P> {
     /// ```compile_fail,E0080
     /// let rt = objmon::vm::Runtime::<objmon::FableSignal>::with_defaults();
     /// ```
+    /// ```compile_fail,E0080
+    /// let rt = objmon::vm::Runtime::<objmon::Lightweight>::new(Default::default());
+    /// ```
+    /// ```compile_fail,E0080
+    /// let rt = objmon::vm::Runtime::<objmon::LightweightTable>::with_defaults();
+    /// ```
     /// ```
     /// let rt = objmon::vm::Runtime::<objmon::BiasedRseq>::new(Default::default());
     /// ```
     pub fn new(config: Config) -> Arc<Self> {
+        Self::asks_nothing_of_the_host();
+        // SAFETY: `P` asks nothing of the host (checked above, at compile time).
+        unsafe { Self::new_unchecked(config) }
+    }
+
+    /// Fails to compile, when instantiated for `P`, if `P` is sound only under a promise of
+    /// the host's ([`Protocol::HOST_SIGNAL_CONTRACT`], [`Protocol::HOST_MOVE_CONTRACT`]).
+    #[inline(always)]
+    fn asks_nothing_of_the_host() {
         const {
             assert!(
                 !P::HOST_SIGNAL_CONTRACT,
                 "this protocol (biased-signal, fable-signal) is sound only while the host keeps \
                  the signal-handler contract: use the unsafe Runtime::new_unchecked, see its \
                  Safety section"
-            )
-        };
-        // SAFETY: `P` asks nothing of the host (checked above, at compile time).
-        unsafe { Self::new_unchecked(config) }
+            );
+            assert!(
+                !P::HOST_MOVE_CONTRACT,
+                "this protocol (lightweight, lightweight-seed, lightweight-table) is sound only \
+                 while the host never moves or frees a header held through a leaked guard: use \
+                 the unsafe Runtime::new_unchecked, see its Safety section"
+            );
+        }
     }
 
     /// A runtime with `config`, for any protocol, the ones [`new`](Self::new) refuses
@@ -160,8 +181,22 @@ impl<P: Protocol> Runtime<P> {
     ///
     /// # Safety
     ///
-    /// Nothing, for a protocol without [`Protocol::HOST_SIGNAL_CONTRACT`] (the same as
-    /// `new`). For `biased-signal` and `fable-signal`: **every signal handler that runs on a
+    /// Nothing, for a protocol without [`Protocol::HOST_SIGNAL_CONTRACT`] or
+    /// [`Protocol::HOST_MOVE_CONTRACT`] (the same as `new`).
+    ///
+    /// For `lightweight`, `lightweight-seed` and `lightweight-table`: **a header that a
+    /// leaked guard still holds (a [`HeaderGuard`](crate::vm::HeaderGuard) passed to
+    /// `mem::forget`, or kept alive for good) is never moved, nor freed and its memory
+    /// reused for another header, unless the host reports it** ([`relocate`](Self::relocate),
+    /// [`reclaim`](Self::reclaim)). A host whose objects move only by its own collector,
+    /// which reports them, keeps it; so does one that never leaks a guard. Why: the thread's
+    /// lock stack names the header by address and a fast-locked word names no owner (seed
+    /// 001's anonymous owner), so nothing can tell the stale entry of a moved header from a
+    /// live one: the thread's recursive fast path would enter a header another thread has
+    /// locked since (two owners), and a new header at the address would stay locked after
+    /// its release (`docs/soundness.md` §8).
+    ///
+    /// For `biased-signal` and `fable-signal`: **every signal handler that runs on a
     /// thread while it is attached to this runtime keeps the barrier signal blocked from
     /// its entry until it returns** — it has the signal ([`barrier_signal`](crate::vm::barrier_signal),
     /// `SIGRTMIN + 6`) in its `sa_mask`, and neither it nor anything it calls unblocks it
@@ -203,16 +238,9 @@ impl<P: Protocol> Runtime<P> {
     }
 
     /// A runtime with the default configuration; like [`new`](Self::new), does not compile
-    /// for `biased-signal` or `fable-signal`.
+    /// for a protocol that asks a promise of the host.
     pub fn with_defaults() -> Arc<Self> {
-        const {
-            assert!(
-                !P::HOST_SIGNAL_CONTRACT,
-                "this protocol (biased-signal, fable-signal) is sound only while the host keeps \
-                 the signal-handler contract: use the unsafe Runtime::new_unchecked, see its \
-                 Safety section"
-            )
-        };
+        Self::asks_nothing_of_the_host();
         // SAFETY: `P` asks nothing of the host (checked above, at compile time).
         unsafe { Self::new_unchecked(Config::default()) }
     }

@@ -75,7 +75,7 @@ fn eager_exit_vs_deflater_vs_enterer<P: Protocol>(
     // that is a livelock or only a long execution through the yield loops (the claim's and the
     // inflation's waits for a lock held with no owner) is not settled here.
     model(2, move || {
-        let rt = Runtime::<P>::new(config(EAGER));
+        let rt = common::hosted::<P>(config(EAGER));
         let obj = Arc::new(P::Header::default());
         let inside = Arc::new(AtomicBool::new(false));
         let me = rt.attach().unwrap();
@@ -146,7 +146,7 @@ fn stale_first_try_vs_reclaim<P: Protocol>(
     // Four preemptions: `t` is preempted after reading the index, before its `try_lock`, and
     // before its header check; three miss the schedule.
     model(4, move || {
-        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<P>(config(DeflationPolicy::OnRequest));
         let a = Arc::new(P::Header::default());
         let mut b = P::Header::default();
         {
@@ -236,7 +236,7 @@ fn vs_last_exit<P: Protocol>(
     P::Header: 'static,
 {
     model(3, move || {
-        let rt = Runtime::<P>::new(config(EAGER));
+        let rt = common::hosted::<P>(config(EAGER));
         let obj = Arc::new(P::Header::default());
         let me = rt.attach().unwrap();
         let g = me.enter(&obj).unwrap();
@@ -287,7 +287,7 @@ where
     P::Header: 'static,
 {
     model(3, move || {
-        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<P>(config(DeflationPolicy::OnRequest));
         let obj = Arc::new(P::Header::default());
         {
             let me = rt.attach().unwrap();

@@ -49,7 +49,7 @@ where
     // length of an execution that spins after the breakage.
     b.max_branches = 1_000_000;
     b.check(move || {
-        let rt = Runtime::<P>::new(config());
+        let rt = common::hosted::<P>(config());
         let h = Arc::new(P::Header::default());
         let inside = Arc::new(AtomicBool::new(false));
         let (rt2, h2, inside2) = (rt.clone(), h.clone(), inside.clone());

@@ -42,7 +42,7 @@ where
     P::Header: 'static,
 {
     model(|| {
-        let rt = Runtime::<P>::new(config(EAGER));
+        let rt = common::hosted::<P>(config(EAGER));
         let obj = Arc::new(P::Header::default());
         let inside = Arc::new(AtomicBool::new(false));
         let hs: Vec<_> = (0..2)
@@ -86,7 +86,7 @@ fn lightweight_table_two_contenders() {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(1);
     b.check(|| {
-        let rt = Runtime::<LightweightTable>::new(config(EAGER));
+        let rt = common::hosted::<LightweightTable>(config(EAGER));
         let obj = Arc::new(MarkWord::default());
         let me = rt.attach().unwrap();
         let g = me.enter(&obj).unwrap();
@@ -120,12 +120,12 @@ fn lightweight_table_two_contenders() {
 #[test]
 fn lightweight_second_runtime_vs_contender() {
     model(|| {
-        let ra = Runtime::<Lightweight>::new(config(EAGER));
+        let ra = common::hosted::<Lightweight>(config(EAGER));
         let obj = Arc::new(MarkWord::default());
         let t = {
             let obj = obj.clone();
             thread::spawn(move || {
-                let rb = Runtime::<Lightweight>::new(config(EAGER));
+                let rb = common::hosted::<Lightweight>(config(EAGER));
                 let b = rb.attach().unwrap();
                 b.monitor_enter(&obj).unwrap();
                 assert_eq!(b.monitor_exit(&obj), Ok(()), "B's own release");
@@ -158,7 +158,7 @@ where
     P::Header: 'static,
 {
     model(|| {
-        let rt = Runtime::<P>::new(config(EAGER));
+        let rt = common::hosted::<P>(config(EAGER));
         let obj = Arc::new(P::Header::default());
         let me = rt.attach().unwrap();
         let g1 = me.enter(&obj).unwrap();
@@ -204,7 +204,7 @@ where
     P::Header: 'static,
 {
     model(move || {
-        let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<P>(config(DeflationPolicy::OnRequest));
         let obj = Arc::new(P::Header::default());
         {
             // Inflate (wait needs a monitor) and leave the monitor installed and idle.
@@ -254,7 +254,7 @@ fn stack_deflate_vs_enter() {
 #[test]
 fn deflation_spares_notified_waiter() {
     model(|| {
-        let rt = Runtime::<Lightweight>::new(config(EAGER));
+        let rt = common::hosted::<Lightweight>(config(EAGER));
         let obj = Arc::new(MarkWord::default());
         let waiting = Arc::new(AtomicBool::new(false));
         let (rt2, obj2, waiting2) = (rt.clone(), obj.clone(), waiting.clone());
@@ -288,7 +288,7 @@ fn deflation_spares_notified_waiter() {
 #[test]
 fn lightweight_owner_query_vs_reshuffle() {
     model(|| {
-        let rt = Runtime::<Lightweight>::new(config(EAGER));
+        let rt = common::hosted::<Lightweight>(config(EAGER));
         let (a, b) = (Arc::new(MarkWord::default()), Arc::new(MarkWord::default()));
         let me = rt.attach().unwrap();
         me.monitor_enter(&a).unwrap();
@@ -318,7 +318,7 @@ fn idle_monitor_on_a<P: Protocol>() -> (std::sync::Arc<Runtime<P>>, Arc<P::Heade
 where
     P::Header: 'static,
 {
-    let rt = Runtime::<P>::new(config(DeflationPolicy::OnRequest));
+    let rt = common::hosted::<P>(config(DeflationPolicy::OnRequest));
     let (a, b) = (
         Arc::new(P::Header::default()),
         Arc::new(P::Header::default()),
@@ -433,7 +433,7 @@ fn lightweight_stale_first_try_vs_reallocation() {
 #[test]
 fn lightweight_table_stale_entry_vs_inflations() {
     model(|| {
-        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<LightweightTable>(config(DeflationPolicy::OnRequest));
         let mut slot = std::sync::Arc::new(MarkWord::default());
         {
             let me = rt.attach().unwrap();
@@ -477,7 +477,7 @@ fn lightweight_table_stale_entry_vs_inflations() {
 #[test]
 fn lightweight_table_orphan_vs_enter() {
     model(|| {
-        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<LightweightTable>(config(DeflationPolicy::OnRequest));
         let mut slot = std::sync::Arc::new(MarkWord::default());
         {
             let me = rt.attach().unwrap();

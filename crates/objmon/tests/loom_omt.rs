@@ -41,7 +41,7 @@ fn inflate_idle(rt: &std::sync::Arc<Runtime<LightweightTable>>, h: &MarkWord) {
 #[test]
 fn cached_pair_vs_deflation_and_reuse() {
     common::builder(2).check(|| {
-        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<LightweightTable>(config(DeflationPolicy::OnRequest));
         let (a, b) = (Arc::new(MarkWord::default()), Arc::new(MarkWord::default()));
         inflate_idle(&rt, &a);
         let (rt2, a2, b2) = (rt.clone(), a.clone(), b.clone());
@@ -83,7 +83,7 @@ fn cached_pair_vs_deflation_and_reuse() {
 #[test]
 fn cached_pair_vs_eager_deflation() {
     common::builder(2).check(|| {
-        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::AtExit { keep: 0 }));
+        let rt = common::hosted::<LightweightTable>(config(DeflationPolicy::AtExit { keep: 0 }));
         let a = Arc::new(MarkWord::default());
         let inside = Arc::new(AtomicBool::new(false));
         let hs: Vec<_> = (0..2)
@@ -124,7 +124,7 @@ fn cached_pair_vs_eager_deflation() {
 #[test]
 fn cached_pair_vs_stale_entry_replacement() {
     common::builder(2).check(|| {
-        let rt = Runtime::<LightweightTable>::new(config(DeflationPolicy::OnRequest));
+        let rt = common::hosted::<LightweightTable>(config(DeflationPolicy::OnRequest));
         let mut slot = std::sync::Arc::new(MarkWord::default());
         inflate_idle(&rt, &slot);
         let ready = Arc::new(AtomicBool::new(false));

@@ -59,7 +59,7 @@ fn stale_monitor_held_at_retirement(
     bound: usize,
 ) {
     common::builder(bound).check(move || {
-        let rt = Runtime::<LightweightTable>::new(config());
+        let rt = common::hosted::<LightweightTable>(config());
         let a = Arc::new(MarkWord::default());
         let mut b = Box::new(MarkWord::default());
         inflate(&rt, &a);

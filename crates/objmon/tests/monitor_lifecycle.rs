@@ -125,19 +125,7 @@ fn sizes() {
             );
         )*};
     }
-    row!(
-        Fat,
-        Thin,
-        ThinSeed,
-        Tasuki,
-        Stack,
-        Lightweight,
-        LightweightSeed,
-        LightweightTable,
-        Biased,
-        BiasedSeed,
-        Fable
-    );
+    row!(Fat, Thin, ThinSeed, Tasuki, Stack, Biased, BiasedSeed, Fable);
     assert!(size_of::<Monitor<u64>>() <= 16);
     assert!(
         size_of::<Monitor<u32>>() <= 8,

@@ -950,6 +950,9 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
         (false, true) => "lightweight-seed with the monitor in a side table",
     };
     const HEADER_LOCK_BITS: u32 = 26;
+    // A fast-locked word names no owner, so a lock-stack entry whose header safe code moved
+    // away under a leaked guard cannot be told from a live one (`Runtime::new_unchecked`).
+    const HOST_MOVE_CONTRACT: bool = true;
 
     type Header = MarkWord;
     /// The side table (empty unless `TABLE`), and the live-runtime count.
@@ -1235,6 +1238,15 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+
+    /// A runtime of `P` by `Runtime::new_unchecked` (the lightweight protocols ask the host
+    /// never to move or free a header held through a leaked guard).
+    fn hosted<P: Protocol>(config: Config) -> std::sync::Arc<Runtime<P>> {
+        // SAFETY: `new_unchecked`'s contract: the tests here that leak a guard and then move
+        // or free its header do so on purpose, to check that the protocol stays memory-safe;
+        // no data is guarded by these headers.
+        unsafe { Runtime::new_unchecked(config) }
+    }
     use super::*;
     use crate::vm::{DeflationPolicy, Runtime};
     use std::time::Duration;
@@ -1242,7 +1254,7 @@ mod tests {
     const HOST: u64 = 0x8000_0000_0000_00a4;
 
     fn rt_with(deflation: DeflationPolicy) -> std::sync::Arc<Runtime<Lightweight>> {
-        Runtime::new(Config {
+        hosted(Config {
             deflation,
             ..Config::default()
         })
@@ -1252,7 +1264,7 @@ mod tests {
     /// the upper bits", "pushes the object-reference to a thread-local lock-stack".
     #[test]
     fn fast_lock_flips_low_bits_and_pushes() {
-        let rt = Runtime::<Lightweight>::with_defaults();
+        let rt = hosted::<Lightweight>(Config::default());
         let me = rt.attach().unwrap();
         let h = MarkWord::new(HOST);
         assert_eq!(h.raw(), HOST | FAST_UNLOCKED);
@@ -1275,7 +1287,7 @@ mod tests {
     /// Recursion as adjacent duplicate entries (HotSpot JDK-8319796), no inflation.
     #[test]
     fn recursion_is_adjacent_entries() {
-        let rt = Runtime::<Lightweight>::with_defaults();
+        let rt = hosted::<Lightweight>(Config::default());
         let me = rt.attach().unwrap();
         let h = MarkWord::new(HOST);
         let gs: Vec<_> = (0..3).map(|_| me.enter(&h).unwrap()).collect();
@@ -1291,7 +1303,7 @@ mod tests {
     /// happens, the fast-lock gets inflated to a full monitor."
     #[test]
     fn seed_variant_inflates_on_recursion() {
-        let rt = Runtime::<LightweightSeed>::new(Config {
+        let rt = hosted::<LightweightSeed>(Config {
             deflation: DeflationPolicy::Never,
             ..Config::default()
         });
@@ -1312,7 +1324,7 @@ mod tests {
     /// table), and deflation empties the table again.
     #[test]
     fn table_variant_keeps_header_bits() {
-        let rt = Runtime::<LightweightTable>::with_defaults();
+        let rt = hosted::<LightweightTable>(Config::default());
         let me = rt.attach().unwrap();
         let h = MarkWord::new(HOST);
         let g = me.enter(&h).unwrap();
@@ -1335,7 +1347,7 @@ mod tests {
     /// deflates it in place, hash and host bits kept; the old address keeps the stale entry.
     #[test]
     fn table_orphan_is_deflated_in_place() {
-        let rt = Runtime::<LightweightTable>::new(Config {
+        let rt = hosted::<LightweightTable>(Config {
             deflation: DeflationPolicy::Never,
             ..Config::default()
         });
@@ -1366,8 +1378,8 @@ mod tests {
             deflation: DeflationPolicy::Never,
             ..Config::default()
         };
-        let ra = Runtime::<LightweightTable>::new(config());
-        let rb = Runtime::<LightweightTable>::new(config());
+        let ra = hosted::<LightweightTable>(config());
+        let rb = hosted::<LightweightTable>(config());
         let (a, b) = (ra.attach().unwrap(), rb.attach().unwrap());
         let h = MarkWord::new(HOST);
         a.enter(&h).unwrap().wait(Some(Duration::ZERO)).unwrap();
@@ -1400,7 +1412,7 @@ mod tests {
     /// idle monitor.
     #[test]
     fn table_reclaim_clears_a_stale_entry() {
-        let rt = Runtime::<LightweightTable>::new(Config {
+        let rt = hosted::<LightweightTable>(Config {
             deflation: DeflationPolicy::Never,
             ..Config::default()
         });
@@ -1422,7 +1434,7 @@ mod tests {
     /// `a`'s new monitor, never `b`'s.
     #[test]
     fn table_cache_refuses_a_reused_monitor() {
-        let rt = Runtime::<LightweightTable>::new(Config {
+        let rt = hosted::<LightweightTable>(Config {
             deflation: DeflationPolicy::OnRequest,
             ..Config::default()
         });
@@ -1473,7 +1485,7 @@ mod tests {
     /// it; the monitor stays installed (`OnRequest`) and the next owner's exit works too.
     #[test]
     fn table_cached_exit_only_for_the_owner() {
-        let rt = Runtime::<LightweightTable>::new(Config {
+        let rt = hosted::<LightweightTable>(Config {
             deflation: DeflationPolicy::OnRequest,
             ..Config::default()
         });
@@ -1514,7 +1526,7 @@ mod tests {
     /// thread's next enter must take the new monitor, not its cached pair.
     #[test]
     fn table_cache_refuses_a_replaced_stale_entry() {
-        let rt = Runtime::<LightweightTable>::new(Config {
+        let rt = hosted::<LightweightTable>(Config {
             deflation: DeflationPolicy::OnRequest,
             ..Config::default()
         });
@@ -1578,7 +1590,7 @@ mod tests {
     /// Unstructured exit: A, B, exit A, exit B; B's entry slides down.
     #[test]
     fn out_of_order_exit_keeps_fast_locks() {
-        let rt = Runtime::<Lightweight>::with_defaults();
+        let rt = hosted::<Lightweight>(Config::default());
         let (a, b) = (MarkWord::default(), MarkWord::default());
         let me = rt.attach().unwrap();
         me.monitor_enter(&a).unwrap();
@@ -1615,7 +1627,7 @@ mod tests {
     /// owner fixes the monitor at exit and hands over. Eager deflation then gives it back.
     #[test]
     fn contender_inflates_with_anonymous_owner() {
-        let rt = Runtime::<Lightweight>::with_defaults();
+        let rt = hosted::<Lightweight>(Config::default());
         let h = MarkWord::new(HOST);
         let me = rt.attach().unwrap();
         let g1 = me.enter(&h).unwrap();
@@ -1649,7 +1661,7 @@ mod tests {
     /// HotSpot's quick_notify: notify on a fast-locked object does not inflate; wait does.
     #[test]
     fn notify_on_fast_lock_is_free_wait_inflates() {
-        let rt = Runtime::<Lightweight>::with_defaults();
+        let rt = hosted::<Lightweight>(Config::default());
         let me = rt.attach().unwrap();
         let h = MarkWord::default();
         let g = me.enter(&h).unwrap();
@@ -1710,7 +1722,7 @@ mod tests {
     /// stood in while the thread is stopped between calls), `relocate` lets the owner exit it.
     #[test]
     fn relocate_rewrites_lock_stacks() {
-        let rt = Runtime::<Lightweight>::with_defaults();
+        let rt = hosted::<Lightweight>(Config::default());
         let old = MarkWord::new(HOST);
         let new = MarkWord::new(HOST);
         let me = rt.attach().unwrap();

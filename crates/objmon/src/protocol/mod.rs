@@ -73,6 +73,13 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// [`Runtime::new_unchecked`]'s). [`Runtime::new`] refuses such a protocol at compile
     /// time, and [`Monitor`](crate::Monitor) does not take it.
     const HOST_SIGNAL_CONTRACT: bool = false;
+    /// Whether the protocol is sound only while the host promises that a header held
+    /// through a leaked guard is never moved, nor freed and its memory reused, unless the
+    /// host reports it (`lightweight`, `lightweight-seed`, `lightweight-table`: a fast-locked
+    /// word names no owner, so a lock stack's entry cannot be checked against it; the
+    /// promise is [`Runtime::new_unchecked`]'s). [`Runtime::new`] refuses such a protocol
+    /// at compile time, and [`Monitor`](crate::Monitor) does not take it.
+    const HOST_MOVE_CONTRACT: bool = false;
 
     /// What the host embeds in each object.
     type Header: Send + Sync + Default + 'static;

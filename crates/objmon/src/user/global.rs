@@ -10,7 +10,6 @@ use super::attach::{self, Auto, Cache};
 use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed};
 use crate::protocol::fable::{Fable, FableRseq};
 use crate::protocol::fat::Fat;
-use crate::protocol::lightweight::{Lightweight, LightweightSeed, LightweightTable};
 use crate::protocol::stack::Stack;
 use crate::protocol::tasuki_bimodal::Tasuki;
 use crate::protocol::thin::{Thin, ThinSeed};
@@ -25,10 +24,10 @@ use std::ptr::NonNull;
 /// move), and it has a process-wide runtime, so that `Monitor::with_protocol` needs none.
 /// Every protocol of this crate but `cacao`, `cacao-seed` and `monitor-cache`, which find an
 /// object's monitor by its header's *address* (a moved header would leave its fat monitor
-/// behind: a leak per move), and `biased-signal` / `fable-signal` (below). Those remain
-/// available to hosts through [`objmon::vm`](crate::vm), where the host reports moves
-/// ([`Runtime::relocate`](crate::vm::Runtime::relocate)) or keeps the signal flavors'
-/// contract. Sealed.
+/// behind: a leak per move), `biased-signal` / `fable-signal` and the three `lightweight`
+/// protocols (below). Those remain available to hosts through [`objmon::vm`](crate::vm),
+/// where the host reports moves ([`Runtime::relocate`](crate::vm::Runtime::relocate)) or
+/// keeps the contract of [`Runtime::new_unchecked`]. Sealed.
 ///
 /// ```compile_fail,E0277
 /// // `cacao` keys monitors by address: a moved `Monitor` would leak its fat monitor.
@@ -47,6 +46,19 @@ use std::ptr::NonNull;
 /// ```
 /// ```compile_fail,E0277
 /// let m: Option<objmon::RawMonitor<objmon::BiasedSignal>> = None;
+/// ```
+///
+/// Nor `lightweight`, `lightweight-seed` and `lightweight-table`: a fast-locked word names
+/// no owner, so after `mem::forget` of a guard and `mem::swap` of two monitors (or a drop
+/// and a new monitor at the freed address) the thread's lock stack cannot be checked
+/// against the header now at the address. `thin` (the default) and `stack` keep the owner in
+/// the word.
+///
+/// ```compile_fail,E0277
+/// let m = objmon::Monitor::<u32, objmon::Lightweight>::with_protocol(0);
+/// ```
+/// ```compile_fail,E0277
+/// let m = objmon::Monitor::<u32, objmon::LightweightTable>::with_protocol(0);
 /// ```
 /// ```
 /// let m = objmon::Monitor::<u32, objmon::BiasedRseq>::with_protocol(0);
@@ -192,9 +204,6 @@ process_wide! {
     Thin => crate::protocol::LockWord::new(0);
     ThinSeed => crate::protocol::LockWord::new(0);
     Stack => crate::protocol::stack::StackWord::new(0);
-    Lightweight => crate::protocol::mark::MarkWord::new(0);
-    LightweightSeed => crate::protocol::mark::MarkWord::new(0);
-    LightweightTable => crate::protocol::mark::MarkWord::new(0);
     Biased => crate::protocol::biased::BiasWord::new(0);
     BiasedSeed => crate::protocol::biased::BiasWord::new(0);
     Fable => crate::protocol::biased::BiasWord::new(0);

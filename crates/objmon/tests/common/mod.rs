@@ -48,3 +48,16 @@ pub fn critical(inside: &loom::sync::atomic::AtomicBool, count: &loom::sync::ato
     count.store(c + 1, Ordering::Relaxed);
     inside.store(false, Ordering::Relaxed);
 }
+
+/// A runtime of `P`, made with `Runtime::new_unchecked` because some protocols the models
+/// run (`lightweight*`) ask the host never to move or free a header held through a leaked
+/// guard.
+#[allow(dead_code)] // not every model file uses it
+pub fn hosted<P: objmon::vm::Protocol>(
+    config: objmon::vm::Config,
+) -> std::sync::Arc<objmon::vm::Runtime<P>> {
+    // SAFETY: the contract of `new_unchecked`: no model moves or frees a header held through
+    // a leaked guard without reporting it (the models that move headers do so unlocked, or
+    // through `reclaim`).
+    unsafe { objmon::vm::Runtime::new_unchecked(config) }
+}
