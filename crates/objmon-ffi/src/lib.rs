@@ -731,7 +731,10 @@ impl ProtocolVisitor for Make<'_> {
             // SAFETY: the -signal flavors' contract (`Runtime::new_unchecked`: every signal
             // handler on an attached thread keeps the barrier signal blocked) is the C host's
             // to keep: `objmon_runtime_new` states it for those names, and a C caller is
-            // trusted with every contract of the header. The other protocols have none.
+            // trusted with every contract of the header. The lightweight protocols' (no header
+            // held through a leaked guard moved or freed unreported) is the header's rule for
+            // every protocol: C has no guards, and a locked object that moves is reported with
+            // `objmon_relocate` (model.md, "Moves"). The other protocols have none.
             let rt = unsafe { Runtime::<P>::new_unchecked(self.config.clone()) };
             Ok(objmon_runtime {
                 inner: Box::new(Rt::<P>(rt)),
