@@ -215,7 +215,7 @@ mod checks {
                 let mut others = Vec::new();
                 let fresh = loop {
                     let b = Box::new(BiasWord::default());
-                    if &*b as *const BiasWord == at || others.len() == 10_000 {
+                    if std::ptr::eq(&*b, at) || others.len() == 10_000 {
                         break b;
                     }
                     others.push(b);
