@@ -3,8 +3,9 @@
 //! blind store): against a revoker of another object of the owner's (revocation writes only
 //! biased words, never the recorded thin one), against a hasher (which waits for a single
 //! hold's release, while the owner may inflate the word itself and must forget the record),
-//! and a `reclaim` clearing the owner's record with a CAS while the owner writes it with
-//! plain stores.
+//! a `reclaim` clearing the owner's record with a CAS while the owner writes it with plain
+//! stores, and a record made stale by safe code (a forgotten guard, then `mem::swap`)
+//! against a revoker of the header swapped in (every non-seed flavor's kind of step).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_biased_record`.
@@ -17,8 +18,8 @@ use common::critical;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko};
-use objmon::protocol::fable::FableHeuristics;
+use objmon::protocol::biased::{BiasMode, Biasing, Flavor, Kko, KkoRseq, KkoSignal};
+use objmon::protocol::fable::{FableHeuristics, FableSignalHeuristics};
 use objmon::vm::{BiasConfig, BiasWord, Config, Protocol, Revocation, Runtime};
 
 fn config() -> Config {
@@ -126,6 +127,69 @@ fn kko_record_vs_revoker() {
 #[test]
 fn fable_record_vs_revoker() {
     record_vs_revoker::<FableHeuristics>();
+}
+
+/// Safe code moved the recorded thin word away (a guard forgotten, then `mem::swap`) and put
+/// a header biased to the owner at its address. The owner holds that header twice while a
+/// second thread revokes it and contends; the owner's inner unlock must not store the
+/// recorded thin word over the revoked one: the records and rseq flavors forget the record
+/// at the biased lock, and a revoker clears it before it marks the word (the signal
+/// flavors, whose unlock reaches the record only after a failed section). Mutual exclusion;
+/// the header ends free with its own host bits.
+fn stale_record_vs_revoker<F: Flavor>() {
+    let mut b = common::builder(2);
+    b.max_branches = 100_000;
+    b.check(|| {
+        let rt = runtime::<F>();
+        let me = rt.attach().unwrap();
+        let x: &'static mut BiasWord = Box::leak(Box::new(BiasWord::new(0x11)));
+        let mut y = BiasWord::new(0x22);
+        make_thin(&rt, &me, x);
+        drop(me.enter(&y).unwrap());
+        drop(me.enter(&y).unwrap());
+        assert_eq!(y.mode(), BiasMode::Biased);
+        std::mem::forget(me.enter(x).unwrap()); // the thin record now names `x`'s address
+        std::mem::swap(x, &mut y);
+        let h: &'static BiasWord = x;
+        let inside = Arc::new(AtomicBool::new(false));
+        let n = Arc::new(AtomicUsize::new(0));
+        let (rt2, inside2, n2) = (rt.clone(), inside.clone(), n.clone());
+        let revoker = thread::spawn(move || {
+            let me = rt2.attach().unwrap();
+            let g = me.enter(h).unwrap();
+            critical(&inside2, &n2);
+            drop(g);
+        });
+        let outer = me.enter(h).unwrap();
+        drop(me.enter(h).unwrap());
+        critical(&inside, &n);
+        drop(outer);
+        revoker.join().unwrap();
+        assert_eq!(n.load(Ordering::Relaxed), 2);
+        assert_eq!(rt.owner_of(h), None);
+        assert_eq!(me.lock_count(h), 0);
+        assert_eq!(h.host_bits(), 0x22);
+    });
+}
+
+#[test]
+fn kko_stale_record_vs_revoker() {
+    stale_record_vs_revoker::<Kko>();
+}
+
+#[test]
+fn kko_rseq_stale_record_vs_revoker() {
+    stale_record_vs_revoker::<KkoRseq>();
+}
+
+#[test]
+fn kko_signal_stale_record_vs_revoker() {
+    stale_record_vs_revoker::<KkoSignal>();
+}
+
+#[test]
+fn fable_signal_stale_record_vs_revoker() {
+    stale_record_vs_revoker::<FableSignalHeuristics>();
 }
 
 /// The owner holds thin `y` by the recorded CAS and hashes it itself (it inflates: the

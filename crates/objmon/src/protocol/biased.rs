@@ -258,7 +258,15 @@
 //!   nested locks, `enter_slow` — nested, overflow, biasing at the learn limit —, and
 //!   `inflate_own` — wait / notify, our own hash, contention); `reclaim` and
 //!   `relocate_records` clear it with a CAS (`forget_record`: a dead or moved header held
-//!   once). Loom: `tests/loom_biased_record.rs`.
+//!   once). Safe code can also move the recorded header away (a forgotten guard, then
+//!   `mem::swap` / `mem::replace`) and put another at its address, which may be biased to
+//!   us: so a lock that biases a header (`bias_to_me`) and, in the records and rseq
+//!   flavors, whose unlock checks the record before the header, every biased lock
+//!   (`biased_step`) forget a record naming it; and before a biased word is rewritten
+//!   while we may hold it — a revoker's mark or in-place CAS, our own `revoke_now` — the
+//!   record naming it is cleared (`LockRecords::clear_last`; the signal flavors' unlock
+//!   reaches the record only after its section failed on that rewrite). Loom:
+//!   `tests/loom_biased_record.rs`.
 //!
 //!   Measured (2-core Xeon VM shared with other jobs, load ~4–5; interleaved runs of the
 //!   builds before and after): Cloud (§5.1), `fable` ÷ `thin` in thread CPU time
@@ -492,6 +500,29 @@
 //! must report it at a safepoint with [`Runtime::relocate`](crate::vm::Runtime::relocate); the records are GC
 //! roots ([`locked_objects`](Biasing::locked_objects)). Records are never dereferenced: a
 //! missed relocation is a wrong count, never undefined behaviour.
+//!
+//! **A forgotten guard, then a move (records flavors: `biased`, `fable`).** Safe code can
+//! move a header that is still locked: `mem::forget` a guard (or leak it), and the borrow
+//! ends with the hold. In these two flavors a biased hold is a record of the header's
+//! *address*, and the lock writes nothing to the header, so the hold stays with the
+//! address, not with the value: the moved value is no longer held (another thread may lock
+//! it; nothing reaches its data through the forgotten guard). What comes to the address:
+//!
+//! - a fresh header (`mem::replace`, `mem::swap` with a new one, a new `Box` in the freed
+//!   place), or any header not biased to the owner: not held. The owner buries its records of
+//!   an address when it biases the header there (`bias_to_me`: a header that is not biased
+//!   has no biased holds), so they never count for it;
+//! - **a header already biased to the same thread** (`mem::swap` of two such headers): its
+//!   word is the very word the record was made for, and nothing tells them apart. It counts
+//!   as held by that thread, once, for good — `holds_lock` / `is_owned_by_current_thread`
+//!   answer `true`, and another thread's lock waits until that thread exits (detaches). Never
+//!   two owners, never undefined behaviour. A per-object tag in the biased word would only
+//!   narrow this (the bits it could use are finite, so two headers biased to one thread can
+//!   share a tag) at a cost on every lock and unlock; the header-count flavors (`biased-rseq`,
+//!   `biased-seed`, and FABLE's) keep the hold in the word, which moves with the value.
+//!
+//! The record of the last inline thin lock (`LockRecords::last`, every non-seed flavor) is
+//! not trusted across such a move: see its invariant above.
 
 use super::fable::{LearnRule, LEARN_LIMIT};
 use super::{KnobError, Protocol, HOST_BITS_MASK};
@@ -769,6 +800,11 @@ pub struct Biasing<F: Flavor> {
 /// `biased`: KKO biased locking (seed 002 §2.2) with the bias owner's count in lock records
 /// (HotSpot 17's scheme: the owner never writes a biased header; [`Kko`] has the measured
 /// counts). Portable wherever `membarrier` works.
+///
+/// A forgotten guard's biased hold stays with the header's address, not its value: moved
+/// away (`mem::swap`, `mem::replace`), the value is no longer held, and a header biased to
+/// the same thread swapped into that address counts as held by it for good (the module
+/// documentation, "A forgotten guard, then a move"). Never two owners.
 pub type Biased = Biasing<Kko>;
 
 /// `biased-seed`: KKO biased locking with the count in the header (Figures 3 and 4).
@@ -1060,6 +1096,8 @@ impl<F: Flavor> Biasing<F> {
                 Self::revoke(rt, t, h, w)?;
                 continue;
             }
+            // Ours, perhaps held: a thin record naming `h` is stale (`LockRecords::clear_last`).
+            t.local().rec.forget_if_last(addr(h));
             let n = if F::RECORDS {
                 u64::from(t.local().rec.own_count(addr(h)))
             } else {
@@ -1122,11 +1160,7 @@ impl<F: Flavor> Biasing<F> {
         let raw = ((w & OWNER_MASK) >> OWNER_SHIFT) as u32;
         let cx = ThreadId::from_raw(raw).and_then(|id| rt.threads().get(id));
         if let Some(cx) = cx {
-            let _ =
-                cx.local()
-                    .rec
-                    .last
-                    .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed);
+            cx.local().rec.clear_last(a);
         }
     }
 

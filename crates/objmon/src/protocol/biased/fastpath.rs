@@ -28,6 +28,14 @@ impl<F: Flavor> Biasing<F> {
     /// a thin or learn word, and loading it again would be one more µop in the Cloud's
     /// window — see [`enter`](Protocol::enter)). The step re-loads it after publishing, so an
     /// old `w` only makes it back out.
+    ///
+    /// A lock by the records and rseq flavors also forgets the thin record if it names `h`
+    /// (`LockRecords::last`): their unlock trusts that record before it looks at the
+    /// header, and a header biased to us can sit at its address — safe code moved it there
+    /// after a guard of the recorded thin word was forgotten (`mem::swap`, `mem::replace`).
+    /// A load and a branch; the signal flavors, whose unlock tries the owner's section
+    /// first, need it only once the word stops being biased while held, which a revoker
+    /// or `revoke_now` sees to (`LockRecords::clear_last`).
     #[inline(always)]
     pub(super) fn biased_step(t: &Cx<F>, h: &BiasWord, w: u64, lock: bool) -> Option<u64> {
         if F::RECORDS {
@@ -76,6 +84,10 @@ impl<F: Flavor> Biasing<F> {
         // Commit. Release (a plain `mov` on x86): a revoker that reads this top with acquire
         // and so finds the hold released sees the critical section that preceded it.
         r.top.store(new_top, Ordering::Release);
+        if lock {
+            // See `biased_step`.
+            r.forget_if_last(a);
+        }
         None
     }
 
@@ -101,10 +113,17 @@ impl<F: Flavor> Biasing<F> {
     #[inline(always)]
     pub(super) fn rseq_step(t: &Cx<F>, h: &BiasWord, lock: bool) -> Option<u64> {
         let r = &t.local().rec;
+        if lock && !F::SIGNAL {
+            // See `biased_step`.
+            r.forget_if_last(addr(h));
+        }
         #[cfg(loom)]
         {
             let _cpu = crate::sync::lock(&r.cpu);
-            let w = h.0.load(Ordering::Relaxed);
+            // Acquire, as x86-64's plain load is: a signal flavor's unlock that fails on a
+            // revoker's mark or thin word then reads the thin record the revoker cleared
+            // before it (`LockRecords::clear_last`).
+            let w = h.0.load(Ordering::Acquire);
             let x = w.wrapping_sub(r.bias.load(Ordering::Relaxed));
             let x = if lock { x } else { x.wrapping_sub(RC_ONE) };
             if x >= RC_LIMIT {

@@ -56,7 +56,11 @@ pub(crate) struct LockRecords {
     /// CAS (forgotten after a failed one; the unlock, the record's one reader, runs only
     /// outside that `enter`); forgotten before any write of ours to a word we hold that
     /// might be `last` (the inline nested lock, `enter_slow`, `inflate_own`); cleared by
-    /// `reclaim` / `relocate_records` with a CAS (`Biasing::forget_record`). Nobody else
+    /// `reclaim` / `relocate_records` with a CAS (`Biasing::forget_record`); and, since safe
+    /// code may move the recorded header away and put one biased to us at `a` (a forgotten
+    /// guard, then `mem::swap`), forgotten by a lock that biases `a` or (records and rseq
+    /// flavors) steps a biased `a`, and cleared before a biased word at `a` is rewritten
+    /// ([`clear_last`](Self::clear_last)). Nobody else
     /// writes a held thin word (engine module docs, "Fast paths": contenders spin, a
     /// revoker writes biased words only, a hasher waits for a single hold's release).
     /// Relaxed: only this thread reads it (except that CAS).
@@ -150,6 +154,18 @@ impl LockRecords {
         }
     }
 
+    /// Another thread's (or this one's) forgetting of the thin record if it names `a`: a CAS
+    /// against the owner's plain stores, which fails if the owner has recorded another word
+    /// since (that record stays). Forgetting is always safe (the next unlock of `a` loads
+    /// the header); a revoker calls it before it rewrites a biased word at `a`, which the
+    /// record cannot describe (`last`'s invariant: the word is thin), so that the owner's
+    /// unlock after the rewrite does not store the recorded word over it.
+    pub(super) fn clear_last(&self, a: usize) {
+        let _ = self
+            .last
+            .compare_exchange(a, 0, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// Owner only: the records naming `a` below the top (all committed: the owner is not in a
     /// fast path while it asks).
     pub(super) fn own_count(&self, a: usize) -> u32 {
@@ -203,13 +219,20 @@ impl LockRecords {
     /// Owner only: buries every record of `a` (the header no longer counts on them), then
     /// drops buried records from the top.
     pub(super) fn bury(&self, a: usize) {
+        self.mark_tombs(a);
+        self.pop_tombs();
+    }
+
+    /// Owner only: [`bury`](Self::bury) without lowering the top (the caller's next
+    /// [`push_committed`](Self::push_committed) does).
+    #[inline]
+    pub(super) fn mark_tombs(&self, a: usize) {
         let top = self.top.load(Ordering::Relaxed);
         for s in &self.slots[..top] {
             if s.load(Ordering::Relaxed) == a {
                 s.store(REC_TOMB, Ordering::Release);
             }
         }
-        self.pop_tombs();
     }
 
     /// Owner only: lowers the top past buried records. Slots above the top hold no header's

@@ -33,6 +33,9 @@ impl<F: Flavor> Biasing<F> {
     /// revoker that found the owner detached rewrites it without the owner's mutex).
     pub(super) fn thin_from_bias(rt: &Rt<F>, h: &BiasWord, w: u64, rec: &LockRecords) -> bool {
         let who = w & (OWNER_MASK | GEN_MASK);
+        // Before the rewrite: the owner's thin record may name `h` (a stale one: the word is
+        // biased), and after the rewrite its unlock would trust it (`LockRecords::clear_last`).
+        rec.clear_last(addr(h));
         let mut cur = h.0.load(Ordering::Acquire);
         while cur & (STATE_MASK | REVOKING) == BIASED && cur & (OWNER_MASK | GEN_MASK) == who {
             let n = if F::RECORDS {
@@ -225,6 +228,9 @@ impl<F: Flavor> Biasing<F> {
         owner: &BiasThread,
     ) -> Option<bool> {
         let who = w & (OWNER_MASK | GEN_MASK);
+        // Before the mark (its CAS releases this): an owner whose step then fails on the mark
+        // or on the thin word finds no thin record naming `h` (`LockRecords::clear_last`).
+        owner.rec.clear_last(addr(h));
         loop {
             if h.0
                 .compare_exchange(w, w | REVOKING, Ordering::AcqRel, Ordering::Acquire)

@@ -121,14 +121,22 @@ impl<F: Flavor> Biasing<F> {
     /// committed before the CAS publishes the bias, so a revoker that sees the bias finds
     /// it. `None` if the records are full (the caller takes another route); `Some(false)` if
     /// the CAS failed.
+    ///
+    /// `h` is not biased, so nothing of ours at its address is true of it: a thin record
+    /// naming it is forgotten (its unlock would otherwise store the recorded word over the
+    /// bias), and (records variant) so are lock records naming it — a forgotten guard's
+    /// hold of a header that safe code has since moved away (`mem::replace`, out of a
+    /// `Box`) or dropped; counted, they would make this fresh object ours for good.
     pub(super) fn bias_to_me(local: &BiasThread, h: &BiasWord, w: u64) -> Option<bool> {
         let rec = &local.rec;
+        rec.forget_if_last(addr(h));
         if !F::RECORDS {
             // Header variant: the hold is the rc of the biased word itself.
             let bias = rec.bias.load(Ordering::Relaxed);
             debug_assert_ne!(bias, NO_BIAS);
             return Some(Self::cas(h, w, (w & HOST) | bias | RC_ONE));
         }
+        rec.mark_tombs(addr(h));
         if !rec.push_committed(addr(h)) {
             return None;
         }
