@@ -29,7 +29,10 @@ type Rt<F> = Arc<Runtime<Biasing<F>>>;
 /// A runtime whose learn limit is 1 (a FABLE object biases on its second acquisition),
 /// revoking by `mode`, or as if the kernel refused `membarrier` when `barrier` is false.
 fn runtime<F: Flavor>(mode: Revocation, barrier: bool) -> Rt<F> {
-    let rt = Runtime::<Biasing<F>>::with_defaults();
+    // SAFETY: the signal flavors' contract (`Runtime::new_unchecked`): no signal handler of
+    // this test process runs on a locking thread except the barrier's own (and the
+    // `signal_host` tests, which mask the barrier signal, are another process).
+    let rt = unsafe { Runtime::<Biasing<F>>::new_unchecked(Default::default()) };
     let c = BiasConfig {
         revocation: mode,
         learn_limit: 1,
