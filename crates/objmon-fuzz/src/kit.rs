@@ -37,6 +37,9 @@ pub trait Kit: Send + Sync + Sized + 'static {
     fn new() -> Self;
     /// A fresh, unlocked, unhashed object.
     fn slot(&self) -> Self::Slot;
+    /// What a host does before an object dies (the VM's GC hook, `Runtime::reclaim`; a
+    /// `Monitor` does it in its own `drop`).
+    fn retire(&self, s: &mut Self::Slot);
     /// Called first on each worker thread.
     fn anchor(&self) -> Self::Anchor;
     /// The worker's thread id, where the surface exposes one (for interrupts).
@@ -111,6 +114,7 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
     fn slot(&self) -> M<P> {
         Monitor::with_runtime(&self.0, Payload::default())
     }
+    fn retire(&self, _: &mut M<P>) {}
     fn anchor(&self) {}
     fn id(_: &()) -> Option<ThreadId> {
         None
@@ -198,6 +202,9 @@ impl<P: Protocol> Kit for VmKit<P> {
     }
     fn slot(&self) -> P::Header {
         P::Header::default()
+    }
+    fn retire(&self, s: &mut P::Header) {
+        self.0.reclaim(s)
     }
     fn anchor(&self) -> ThreadHandle<'static, P> {
         self.0.attach().expect("attach")

@@ -32,8 +32,10 @@ use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+pub use driver::Adversary;
+
 /// Runs a case against the model; `Err` describes the first violation.
-type RunFn = fn(&Case, bool) -> Result<(), String>;
+type RunFn = fn(&Case, Adversary) -> Result<(), String>;
 
 /// One protocol of the catalog, with the surfaces it has.
 #[derive(Clone, Copy)]
@@ -50,16 +52,26 @@ impl Target {
     pub fn is_signal(&self) -> bool {
         self.name.ends_with("-signal")
     }
-    /// Whether it has the `Monitor<T, P>` surface.
+    /// Whether it has the `Monitor<T, P>` surface (all but the three protocols that find a
+    /// monitor by the header's address).
     pub fn has_monitor(&self) -> bool {
         self.monitor.is_some()
     }
+    /// The default adversary for this protocol: signals for the `-signal` flavors (or all if
+    /// `signals_everywhere`), moves of live objects except for the address-keyed protocols
+    /// (or all if `moves_everywhere`).
+    pub fn adversary(&self, signals_everywhere: bool, moves_everywhere: bool) -> Adversary {
+        Adversary {
+            signals: signals_everywhere || self.is_signal(),
+            moves: moves_everywhere || self.has_monitor(),
+        }
+    }
     /// Runs one case.
-    pub fn run(&self, case: &Case, signals: bool) -> Result<(), String> {
+    pub fn run(&self, case: &Case, adv: Adversary) -> Result<(), String> {
         match case.surface {
-            Surface::Vm => (self.vm)(case, signals),
+            Surface::Vm => (self.vm)(case, adv),
             Surface::Monitor => match self.monitor {
-                Some(f) => f(case, signals),
+                Some(f) => f(case, adv),
                 None => Ok(()),
             },
         }
@@ -102,14 +114,19 @@ pub fn targets() -> Vec<Target> {
     v.0
 }
 
-/// Replays `case` on protocol `name` (what a printed regression test calls). The host
-/// signal adversary is in the set for the `-signal` protocols.
+/// Replays `case` on protocol `name` (what a printed regression test calls), with the
+/// protocol's default adversary ([`Target::adversary`]).
 pub fn replay(name: &str, case: &Case) -> Result<(), String> {
+    replay_with(name, case, false, false)
+}
+
+/// [`replay`] with the signal and move adversaries widened as in [`Options`].
+pub fn replay_with(name: &str, case: &Case, signals: bool, moves: bool) -> Result<(), String> {
     let t = targets()
         .into_iter()
         .find(|t| t.name == name)
         .ok_or_else(|| format!("no protocol {name:?}"))?;
-    t.run(case, t.is_signal())
+    t.run(case, t.adversary(signals, moves))
 }
 
 /// How to fuzz one protocol.
@@ -123,8 +140,13 @@ pub struct Options {
     pub len: usize,
     /// Put the host signal adversary in every protocol's set, not only the `-signal` ones'.
     pub signals_everywhere: bool,
+    /// Move live objects on the address-keyed protocols too (`cacao`, `cacao-seed`,
+    /// `monitor-cache`, whose hosts must report moves through an `unsafe fn`).
+    pub moves_everywhere: bool,
     /// Most time to spend shrinking a finding.
     pub shrink: Duration,
+    /// Only this surface (both where the protocol has both, if `None`).
+    pub surface: Option<Surface>,
 }
 
 /// A failing case, shrunk.
@@ -162,8 +184,8 @@ fn mix(mut x: u64) -> u64 {
 
 /// Fuzzes `t` for `o.budget`, stopping at the first finding, which it shrinks.
 pub fn fuzz(t: &Target, o: &Options) -> Report {
-    let signals = o.signals_everywhere || t.is_signal();
-    let strategy = step::cases(t.has_monitor(), signals, o.len);
+    let adv = t.adversary(o.signals_everywhere, o.moves_everywhere);
+    let strategy = step::cases(t.has_monitor(), o.surface, adv.signals, o.len);
     let name_key = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     });
@@ -197,7 +219,7 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
             // schedule among threads the model lets race is the kernel's.
             let tries = if found.get() { 3 } else { 1 };
             for _ in 0..tries {
-                if let Err(e) = t.run(&case, signals) {
+                if let Err(e) = t.run(&case, adv) {
                     found.set(true);
                     return Err(proptest::test_runner::TestCaseError::fail(e));
                 }
@@ -207,7 +229,16 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
         batch += 1;
         if let Err(TestError::Fail(why, minimal)) = r {
             let message = why.message().to_string();
-            let test = regression_test(t.name, &minimal, &message);
+            let mut test = regression_test(t.name, &minimal, &message);
+            if o.signals_everywhere || o.moves_everywhere {
+                test = test.replace(
+                    &format!("objmon_fuzz::replay({:?}, &case)", t.name),
+                    &format!(
+                        "objmon_fuzz::replay_with({:?}, &case, {}, {})",
+                        t.name, o.signals_everywhere, o.moves_everywhere
+                    ),
+                );
+            }
             return Report {
                 name: t.name,
                 cases: cases.get(),

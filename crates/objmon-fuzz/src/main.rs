@@ -28,6 +28,13 @@ struct Args {
     /// Put the host signal adversary in every protocol's set (always in the `-signal` ones').
     #[arg(long)]
     signals_everywhere: bool,
+    /// Move live objects on the address-keyed protocols too (cacao, cacao-seed,
+    /// monitor-cache: their hosts must report moves through an unsafe call).
+    #[arg(long)]
+    moves_everywhere: bool,
+    /// Only this surface: `monitor` (Monitor<T, P>) or `vm` (ThreadHandle); default both.
+    #[arg(long, value_parser = ["monitor", "vm"])]
+    surface: Option<String>,
     /// Most seconds to spend shrinking a finding.
     #[arg(long, default_value_t = 120.0)]
     shrink_seconds: f64,
@@ -59,7 +66,12 @@ fn main() -> ExitCode {
         budget: Duration::from_secs_f64(per),
         len: a.len,
         signals_everywhere: a.signals_everywhere,
+        moves_everywhere: a.moves_everywhere,
         shrink: Duration::from_secs_f64(a.shrink_seconds),
+        surface: a.surface.as_deref().map(|s| match s {
+            "monitor" => objmon_fuzz::Surface::Monitor,
+            _ => objmon_fuzz::Surface::Vm,
+        }),
     };
     println!(
         "objmon-fuzz: seed {}, {per:.1} s per protocol, at most {} steps per case, {} protocol(s)",

@@ -62,6 +62,11 @@ impl<K: Kit> Driver<K> {
                 o => return fail(format!("T{me}'s wait({ms} ms) on #{l}: {o:?}")),
             },
             None => {
+                // Some other worker must stay free to notify (or the phase end to rescue).
+                let idle = (0..self.threads.len()).filter(|&x| x != w && self.m.workers[x].busy == Busy::Idle);
+                if idle.count() == 0 {
+                    return Ok(());
+                }
                 self.send(w, a)?;
                 self.m.workers[w].busy = Busy::Waiting {
                     l,
@@ -257,11 +262,13 @@ impl<K: Kit> Driver<K> {
                 self.m.release(l);
                 self.settle()?;
             }
-            // Unstructured levels that a blocked locker waits for are exited here (the
-            // others go with the phase handle).
+            // Unstructured levels that a blocked locker or a waiter waits for are exited
+            // here (the others go with the phase handle).
             if let Some((w, l)) = (0..self.threads.len()).find_map(|w| {
                 let x = &self.m.workers[w];
-                let l = x.unstructured.iter().map(|&(l, _)| l).find(|&l| self.m.blocked(l).next().is_some());
+                let l = x.unstructured.iter().map(|&(l, _)| l).find(|&l| {
+                    self.m.blocked(l).next().is_some() || self.m.waiters(l).next().is_some()
+                });
                 (x.busy == Busy::Idle).then_some(()).and(l).map(|l| (w, l))
             }) {
                 let Some(s) = self.slot_of.iter().position(|&o| o == l) else {
@@ -277,10 +284,15 @@ impl<K: Kit> Driver<K> {
                 self.settle()?;
                 continue;
             }
-            let Some(w) = (0..self.threads.len()).find(|&w| self.m.workers[w].busy != Busy::Idle) else {
+            let busy = |b: &Busy| *b != Busy::Idle;
+            if !self.m.workers.iter().any(|x| busy(&x.busy)) {
                 break;
-            };
-            self.rescue(w)?;
+            }
+            // A waiter first: a blocked locker waits for what a waiter holds.
+            let w = (0..self.threads.len())
+                .find(|&w| matches!(self.m.workers[w].busy, Busy::Waiting { .. }))
+                .or_else(|| (0..self.threads.len()).find(|&w| busy(&self.m.workers[w].busy)));
+            self.rescue(w.unwrap_or(0))?;
         }
         if let Some(w) = (0..self.threads.len()).find(|&w| self.m.workers[w].busy != Busy::Idle) {
             return fail(format!("the phase cannot end: T{} stays {:?}", self.m.workers[w].ident, self.m.workers[w].busy));

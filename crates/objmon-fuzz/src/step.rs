@@ -149,17 +149,111 @@ fn step(vm: bool, signals: bool) -> BoxedStrategy<Step> {
     ])
 }
 
-/// Cases for a protocol: `monitor` whether it has the `Monitor` surface, `signals` whether
-/// the host signal adversary is in the set, at most `len` steps.
-pub fn cases(monitor: bool, signals: bool, len: usize) -> impl Strategy<Value = Case> {
-    let surface = if monitor {
-        prop_oneof![Just(Surface::Monitor), Just(Surface::Vm)].boxed()
-    } else {
-        Just(Surface::Vm).boxed()
+/// A focused episode: two workers `a`, `b` and two slots `x`, `y`, some operations of
+/// theirs on those two, then an adversary move of `x` (swap with `y`, replace, rebox, drop),
+/// then more of their operations on the two. The shape of every hole of the kind "state kept
+/// outside the header names it by address, trusted after safe code moved it": hold, look
+/// from another thread, forget or release, move, use again.
+fn episode(vm: bool) -> BoxedStrategy<Vec<Step>> {
+    let v = u32::from(vm);
+    let focused = |vm: u32| {
+        let slot = prop_oneof![Just(0u8), Just(1u8)];
+        let who = prop_oneof![Just(0u8), Just(1u8)];
+        let op = pick(vec![
+            (8, slot.clone().prop_map(Op::Lock).boxed()),
+            (3, slot.clone().prop_map(Op::TryLock).boxed()),
+            (5, (0..2u8).prop_map(Op::Unlock).boxed()),
+            (3, (0..2u8).prop_map(Op::Forget).boxed()),
+            (2, (slot.clone(), (0..3u8).prop_map(Some)).prop_map(|(a, b)| Op::Wait(a, b)).boxed()),
+            (1, slot.clone().prop_map(Op::NotifyAll).boxed()),
+            (4, slot.clone().prop_map(Op::Query).boxed()),
+            (3 * vm, slot.clone().prop_map(Op::Hash).boxed()),
+            (2 * vm, slot.clone().prop_map(Op::Peek).boxed()),
+            (vm, slot.clone().prop_map(Op::Enter).boxed()),
+        ]);
+        proptest::collection::vec((who, op), 1..7)
+    };
+    let moves = prop_oneof![
+        4 => Just(Step::Swap(0, 1)),
+        2 => Just(Step::Replace(0)),
+        1 => Just(Step::Rebox(0)),
+        1 => Just(Step::Fresh(0)),
+    ];
+    (w(), 1..WORKERS, 0..SLOTS, 1..SLOTS, focused(v), moves, focused(v))
+        .prop_map(|(a, db, x, dy, pre, mv, post)| {
+            let b = (a + db) % WORKERS;
+            let y = (x + dy) % SLOTS;
+            let at = |k: u8| if k == 0 { a } else { b };
+            let on = |op: Op| match op {
+                Op::Lock(k) => Op::Lock(if k == 0 { x } else { y }),
+                Op::TryLock(k) => Op::TryLock(if k == 0 { x } else { y }),
+                Op::Wait(k, t) => Op::Wait(if k == 0 { x } else { y }, t),
+                Op::NotifyAll(k) => Op::NotifyAll(if k == 0 { x } else { y }),
+                Op::Query(k) => Op::Query(if k == 0 { x } else { y }),
+                Op::Hash(k) => Op::Hash(if k == 0 { x } else { y }),
+                Op::Peek(k) => Op::Peek(if k == 0 { x } else { y }),
+                Op::Enter(k) => Op::Enter(if k == 0 { x } else { y }),
+                o => o,
+            };
+            let mv = match mv {
+                Step::Swap(..) => Step::Swap(x, y),
+                Step::Replace(_) => Step::Replace(x),
+                Step::Rebox(_) => Step::Rebox(x),
+                _ => Step::Fresh(x),
+            };
+            let mut out: Vec<Step> = pre.into_iter().map(|(k, op)| Step::Do(at(k), on(op))).collect();
+            out.push(mv);
+            out.extend(post.into_iter().map(|(k, op)| Step::Do(at(k), on(op))));
+            out
+        })
+        .boxed()
+}
+
+/// A contended episode under the host signal adversary: a fresh object, biased (or
+/// learnt) by one worker's bursts, then bursts of two workers on it at once.
+fn signal_episode() -> BoxedStrategy<Vec<Step>> {
+    (w(), 1..WORKERS, 0..SLOTS, 1..16u8, 1..16u8, 1..16u8)
+        .prop_map(|(a, db, x, n0, n1, n2)| {
+            let b = (a + db) % WORKERS;
+            vec![
+                Step::Replace(x),
+                Step::Signals(true),
+                Step::Do(a, Op::Burst(x, n0)),
+                Step::Do(a, Op::Query(x)),
+                Step::Do(a, Op::Burst(x, n1)),
+                Step::Do(b, Op::Burst(x, n2)),
+                Step::Signals(false),
+            ]
+        })
+        .boxed()
+}
+
+/// Cases for a protocol: `monitor` whether it has the `Monitor` surface (`only`: just one
+/// surface), `signals` whether
+/// the host signal adversary is in the set, about `len` steps at most. A case mixes single
+/// random steps with focused episodes ([`episode`]; contended ones under signals too).
+pub fn cases(
+    monitor: bool,
+    only: Option<Surface>,
+    signals: bool,
+    len: usize,
+) -> impl Strategy<Value = Case> {
+    let surface = match only {
+        Some(Surface::Monitor) if monitor => Just(Surface::Monitor).boxed(),
+        None if monitor => prop_oneof![Just(Surface::Monitor), Just(Surface::Vm)].boxed(),
+        _ => Just(Surface::Vm).boxed(),
     };
     surface.prop_flat_map(move |surface| {
-        proptest::collection::vec(step(surface == Surface::Vm, signals), 1..len)
-            .prop_map(move |steps| Case { surface, steps })
+        let vm = surface == Surface::Vm;
+        let part = pick(vec![
+            (6, step(vm, signals).prop_map(|s| vec![s]).boxed()),
+            (1, episode(vm)),
+            (u32::from(signals), signal_episode()),
+        ]);
+        proptest::collection::vec(part, 1..len.div_ceil(4).max(2)).prop_map(move |parts| Case {
+            surface,
+            steps: parts.into_iter().flatten().take(len).collect(),
+        })
     })
 }
 
