@@ -143,6 +143,8 @@ pub struct Options {
     /// Move live objects on the address-keyed protocols too (`cacao`, `cacao-seed`,
     /// `monitor-cache`, whose hosts must report moves through an `unsafe fn`).
     pub moves_everywhere: bool,
+    /// No moves of live objects at all (to look for what needs none, e.g. under signals).
+    pub no_moves: bool,
     /// Most time to spend shrinking a finding.
     pub shrink: Duration,
     /// Only this surface (both where the protocol has both, if `None`).
@@ -184,7 +186,8 @@ fn mix(mut x: u64) -> u64 {
 
 /// Fuzzes `t` for `o.budget`, stopping at the first finding, which it shrinks.
 pub fn fuzz(t: &Target, o: &Options) -> Report {
-    let adv = t.adversary(o.signals_everywhere, o.moves_everywhere);
+    let mut adv = t.adversary(o.signals_everywhere, o.moves_everywhere);
+    adv.moves &= !o.no_moves;
     let strategy = step::cases(t.has_monitor(), o.surface, adv.signals, o.len);
     let name_key = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
@@ -227,7 +230,11 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
             Ok(())
         });
         batch += 1;
-        if let Err(TestError::Fail(why, minimal)) = r {
+        if let Err(TestError::Fail(why, mut minimal)) = r {
+            if !adv.moves {
+                // Skipped when run: leave them out of the printed case.
+                minimal.steps.retain(|s| !matches!(s, Step::Swap(..) | Step::Replace(_) | Step::Rebox(_)));
+            }
             let message = why.message().to_string();
             let mut test = regression_test(t.name, &minimal, &message);
             if o.signals_everywhere || o.moves_everywhere {

@@ -32,6 +32,9 @@ struct Args {
     /// monitor-cache: their hosts must report moves through an unsafe call).
     #[arg(long)]
     moves_everywhere: bool,
+    /// No moves of live objects (swap, replace, box moves) on any protocol.
+    #[arg(long, conflicts_with = "moves_everywhere")]
+    no_moves: bool,
     /// Only this surface: `monitor` (Monitor<T, P>) or `vm` (ThreadHandle); default both.
     #[arg(long, value_parser = ["monitor", "vm"])]
     surface: Option<String>,
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         len: a.len,
         signals_everywhere: a.signals_everywhere,
         moves_everywhere: a.moves_everywhere,
+        no_moves: a.no_moves,
         shrink: Duration::from_secs_f64(a.shrink_seconds),
         surface: a.surface.as_deref().map(|s| match s {
             "monitor" => objmon_fuzz::Surface::Monitor,
