@@ -201,19 +201,24 @@ fn parse_fuzz(args: &[String]) -> Result<Fuzz, String> {
         match a.as_str() {
             "--minutes" => {
                 let m = it.next().ok_or("--minutes needs a number")?;
-                minutes = Some(m.parse::<f64>().map_err(|_| format!("--minutes {m:?}: not a number"))?);
+                minutes = Some(
+                    m.parse::<f64>()
+                        .map_err(|_| format!("--minutes {m:?}: not a number"))?,
+                );
             }
             "--protocol" | "--seed" | "--surface" => {
                 let v = it.next().ok_or(format!("{a} needs a value"))?;
                 pass.extend([a.clone(), v.clone()]);
             }
-            "--expect-find" | "--signals-everywhere" | "--moves-everywhere" | "--no-moves" => pass.push(a.clone()),
+            "--expect-find" | "--signals-everywhere" | "--moves-everywhere" | "--no-moves" => {
+                pass.push(a.clone())
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     let minutes = minutes.ok_or("--minutes N is required")?;
-    if !(minutes > 0.0) {
+    if minutes.is_nan() || minutes <= 0.0 {
         return Err("--minutes must be positive".into());
     }
     Ok(Fuzz { minutes, pass })

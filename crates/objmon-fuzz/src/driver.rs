@@ -208,7 +208,10 @@ impl<K: Kit> Driver<K> {
                     return Ok(());
                 }
                 self.end(true)?;
-                self.log(format!("mem::swap(slot {a} = #{}, slot {b} = #{})", self.slot_of[a], self.slot_of[b]));
+                self.log(format!(
+                    "mem::swap(slot {a} = #{}, slot {b} = #{})",
+                    self.slot_of[a], self.slot_of[b]
+                ));
                 let mut slots = self.sh.slots.write().unwrap();
                 let (x, y) = slots.split_at_mut(b.max(a));
                 std::mem::swap(&mut *x[a.min(b)], &mut *y[0]);
@@ -224,7 +227,10 @@ impl<K: Kit> Driver<K> {
                 }
                 self.end(true)?;
                 let fresh = self.m.objs.len();
-                self.log(format!("mem::replace(slot {a} = #{}, fresh #{fresh}); old one pushed as slot {n}", self.slot_of[a]));
+                self.log(format!(
+                    "mem::replace(slot {a} = #{}, fresh #{fresh}); old one pushed as slot {n}",
+                    self.slot_of[a]
+                ));
                 let mut slots = self.sh.slots.write().unwrap();
                 let realloc = slots.len() == slots.capacity();
                 let old = std::mem::replace(&mut *slots[a], self.sh.kit.slot());
@@ -250,7 +256,10 @@ impl<K: Kit> Driver<K> {
                 }
                 self.end(true)?;
                 let fresh = self.m.objs.len();
-                self.log(format!("drop slot {a} = #{} in place, fresh #{fresh}", self.slot_of[a]));
+                self.log(format!(
+                    "drop slot {a} = #{} in place, fresh #{fresh}",
+                    self.slot_of[a]
+                ));
                 let mut slots = self.sh.slots.write().unwrap();
                 self.sh.kit.retire(&mut slots[a]);
                 *slots[a] = self.sh.kit.slot();
@@ -270,7 +279,11 @@ impl<K: Kit> Driver<K> {
                     Place::Boxed(b) => Place::Inline(*b),
                 };
                 drop(slots);
-                let what = if boxed { "out of its Box" } else { "into a Box" };
+                let what = if boxed {
+                    "out of its Box"
+                } else {
+                    "into a Box"
+                };
                 self.log(format!("move slot {a} = #{} {what}", self.slot_of[a]));
                 self.taint(self.slot_of[a]);
             }
@@ -282,7 +295,10 @@ impl<K: Kit> Driver<K> {
                 if !signals {
                     return Ok(());
                 }
-                self.log(format!("signal adversary {}", if on { "on" } else { "off" }));
+                self.log(format!(
+                    "signal adversary {}",
+                    if on { "on" } else { "off" }
+                ));
                 if on && self.storm.is_none() {
                     self.storm = Some(Storm::start(self.threads.iter().map(|t| t.pt).collect()));
                 } else if !on {
@@ -355,7 +371,11 @@ impl<K: Kit> Driver<K> {
                 if u && K::SURFACE != "vm" {
                     return Ok(());
                 }
-                let a = if u { Act::Enter { s, l } } else { Act::Lock { s, l } };
+                let a = if u {
+                    Act::Enter { s, l }
+                } else {
+                    Act::Lock { s, l }
+                };
                 if self.m.objs[l].tainted && self.m.objs[l].owner == me {
                     // Moved while held: only what the others see is checked.
                 } else if self.m.lock_is_immediate(w, l) {
@@ -372,7 +392,11 @@ impl<K: Kit> Driver<K> {
             Op::TryLock(s) | Op::TryLockFor(s, _) => {
                 let s = sl(s);
                 let l = self.slot_of[s];
-                let ms = if let Op::TryLockFor(_, ms) = op { ms as u64 } else { 0 };
+                let ms = if let Op::TryLockFor(_, ms) = op {
+                    ms as u64
+                } else {
+                    0
+                };
                 self.try_lock(w, s, l, ms)?;
             }
             Op::Unlock(g) => {
@@ -459,7 +483,9 @@ impl<K: Kit> Driver<K> {
                 if let Out::Flag(f) = self.call(w, Act::Interrupted)? {
                     let want = std::mem::take(&mut self.m.workers[w].interrupt);
                     if f != want {
-                        return fail(format!("interrupted() of T{me} is {f}, the model says {want}"));
+                        return fail(format!(
+                            "interrupted() of T{me} is {f}, the model says {want}"
+                        ));
                     }
                 }
             }
@@ -513,7 +539,9 @@ impl<K: Kit> Driver<K> {
         }
         if !got && want {
             if o.owner == me {
-                return fail(format!("T{me} holds #{l} but its reentrant try_lock failed"));
+                return fail(format!(
+                    "T{me} holds #{l} but its reentrant try_lock failed"
+                ));
             }
             // Free per the model: it must be acquirable, allowing for a busy back-off.
             match self.call(w, Act::TryLock { s, l, ms: 1000 })? {
@@ -522,7 +550,11 @@ impl<K: Kit> Driver<K> {
                     return fail(format!(
                         "#{l} (slot {s}) is free per the model (nobody holds it), but T{me} \
                          cannot lock it in 1 s{}",
-                        if o.forgotten > 0 { "" } else { " (a released lock stays held?)" }
+                        if o.forgotten > 0 {
+                            ""
+                        } else {
+                            " (a released lock stays held?)"
+                        }
                     ))
                 }
             }
@@ -541,7 +573,11 @@ impl<K: Kit> Driver<K> {
         let Out::Query(holds, count, locked) = self.call(w, Act::Query { s })? else {
             return fail("query: unexpected answer");
         };
-        let whose = if o.owner == 0 { "nobody".to_string() } else { format!("T{}", o.owner) };
+        let whose = if o.owner == 0 {
+            "nobody".to_string()
+        } else {
+            format!("T{}", o.owner)
+        };
         // Moved while held: the owner's own view is not checked, only the others'.
         let lenient = o.tainted && mine;
         if holds != mine && !lenient {
@@ -555,7 +591,9 @@ impl<K: Kit> Driver<K> {
             let want = if mine { o.count } else { 0 };
             let ok = lenient || c == want;
             if !ok {
-                return fail(format!("lock_count of #{l} by T{me} is {c}, the model says {want}"));
+                return fail(format!(
+                    "lock_count of #{l} by T{me} is {c}, the model says {want}"
+                ));
             }
         }
         if locked != (o.count > 0) {

@@ -112,7 +112,7 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
         Self(Runtime::with_defaults())
     }
     fn slot(&self) -> M<P> {
-        Monitor::with_runtime(&self.0, Payload::default())
+        Monitor::with_runtime(&self.0, Payload)
     }
     fn retire(&self, _: &mut M<P>) {}
     fn anchor(&self) {}
@@ -171,10 +171,10 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
     fn peek(_: &(), _: &M<P>) -> Option<Option<u32>> {
         None
     }
-    fn enter_u<'e>(_: &(), _: &'e M<P>) -> Option<Result<(), MonitorError>> {
+    fn enter_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
         None
     }
-    fn exit_u<'e>(_: &(), _: &'e M<P>) -> Option<Result<(), MonitorError>> {
+    fn exit_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
         None
     }
     fn interrupt(&self, _: ThreadId) -> Option<Result<(), MonitorError>> {

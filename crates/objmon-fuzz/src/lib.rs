@@ -93,8 +93,21 @@ macro_rules! monitor_protocols {
 // Every `MonitorProtocol` (the catalog less the three that find a monitor by address);
 // `tests/catalog.rs` checks that this list and `visit_all` agree.
 monitor_protocols!(
-    Fat, Thin, ThinSeed, Tasuki, Stack, Lightweight, LightweightSeed, LightweightTable, Biased,
-    BiasedSeed, Fable, BiasedRseq, FableRseq, BiasedSignal, FableSignal,
+    Fat,
+    Thin,
+    ThinSeed,
+    Tasuki,
+    Stack,
+    Lightweight,
+    LightweightSeed,
+    LightweightTable,
+    Biased,
+    BiasedSeed,
+    Fable,
+    BiasedRseq,
+    FableRseq,
+    BiasedSignal,
+    FableSignal,
 );
 
 /// Every protocol of `visit_all`, in catalog order.
@@ -210,7 +223,8 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
             max_shrink_iters: 4096,
             ..Config::default()
         };
-        let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
         let r = runner.run(&strategy, |case| {
             if !found.get() {
                 cases.set(cases.get() + 1);
@@ -233,7 +247,9 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
         if let Err(TestError::Fail(why, mut minimal)) = r {
             if !adv.moves {
                 // Skipped when run: leave them out of the printed case.
-                minimal.steps.retain(|s| !matches!(s, Step::Swap(..) | Step::Replace(_) | Step::Rebox(_)));
+                minimal
+                    .steps
+                    .retain(|s| !matches!(s, Step::Swap(..) | Step::Replace(_) | Step::Rebox(_)));
             }
             let message = why.message().to_string();
             let mut test = regression_test(t.name, &minimal, &message);

@@ -53,7 +53,10 @@ fn main() -> ExitCode {
         for p in &a.protocols {
             if !targets.iter().any(|t| t.name == p) {
                 let names: Vec<_> = targets.iter().map(|t| t.name).collect();
-                eprintln!("objmon-fuzz: no protocol {p:?}; the catalog: {}", names.join(", "));
+                eprintln!(
+                    "objmon-fuzz: no protocol {p:?}; the catalog: {}",
+                    names.join(", ")
+                );
                 return ExitCode::from(2);
             }
         }
@@ -115,11 +118,18 @@ fn main() -> ExitCode {
         }
     }
     println!("objmon-fuzz: {found} protocol(s) with a finding, {clean} without");
-    let ok = if a.expect_find { clean == 0 } else { found == 0 };
+    let ok = if a.expect_find {
+        clean == 0
+    } else {
+        found == 0
+    };
     // Workers of a failing case may be blocked for good: leave without joining them.
     std::process::exit(if ok { 0 } else { 1 })
 }
 
 fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+    s.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -155,7 +155,9 @@ impl Model {
             .enumerate()
             .filter(|(_, w)| match w.busy {
                 Busy::Acquiring { l: o, .. } => o == l,
-                Busy::Waiting { l: o, interrupted, .. } => o == l && (pending || interrupted),
+                Busy::Waiting {
+                    l: o, interrupted, ..
+                } => o == l && (pending || interrupted),
                 _ => false,
             })
             .map(|(i, _)| i)

@@ -22,10 +22,20 @@ impl<K: Kit> Driver<K> {
         let ms = t.map(|m| m as u64);
         if o.owner != me {
             if K::SURFACE == "vm" {
-                let a = Act::Wait { s, l, gi: None, ms: Some(1), held: false };
+                let a = Act::Wait {
+                    s,
+                    l,
+                    gi: None,
+                    ms: Some(1),
+                    held: false,
+                };
                 match self.call(w, a)? {
                     Out::Waited(Err(MonitorError::IllegalMonitorState), _) => {}
-                    o => return fail(format!("wait on #{l} by T{me}, who does not hold it: {o:?}")),
+                    o => {
+                        return fail(format!(
+                            "wait on #{l} by T{me}, who does not hold it: {o:?}"
+                        ))
+                    }
                 }
             }
             return Ok(());
@@ -41,12 +51,20 @@ impl<K: Kit> Driver<K> {
         if o.tainted || contended {
             return Ok(());
         }
-        let a = Act::Wait { s, l, gi, ms, held: true };
+        let a = Act::Wait {
+            s,
+            l,
+            gi,
+            ms,
+            held: true,
+        };
         if self.m.workers[w].interrupt {
             self.m.workers[w].interrupt = false;
             return match self.call(w, a)? {
                 Out::Waited(Err(MonitorError::Interrupted), _) => Ok(()),
-                o => fail(format!("T{me} was interrupted before its wait on #{l}, which gave {o:?}")),
+                o => fail(format!(
+                    "T{me} was interrupted before its wait on #{l}, which gave {o:?}"
+                )),
             };
         }
         match ms {
@@ -63,7 +81,8 @@ impl<K: Kit> Driver<K> {
             },
             None => {
                 // Some other worker must stay free to notify (or the phase end to rescue).
-                let idle = (0..self.threads.len()).filter(|&x| x != w && self.m.workers[x].busy == Busy::Idle);
+                let idle = (0..self.threads.len())
+                    .filter(|&x| x != w && self.m.workers[x].busy == Busy::Idle);
                 if idle.count() == 0 {
                     return Ok(());
                 }
@@ -84,7 +103,8 @@ impl<K: Kit> Driver<K> {
 
     /// Waits until another worker sees `l` unlocked (the waiter `w` gave it up).
     fn await_release(&mut self, w: usize, s: usize, l: usize) -> R {
-        let Some(x) = (0..self.threads.len()).find(|&x| x != w && self.m.workers[x].busy == Busy::Idle)
+        let Some(x) =
+            (0..self.threads.len()).find(|&x| x != w && self.m.workers[x].busy == Busy::Idle)
         else {
             std::thread::sleep(Duration::from_millis(20));
             return Ok(());
@@ -95,7 +115,12 @@ impl<K: Kit> Driver<K> {
             match self.threads[x].rx.recv_timeout(HANG) {
                 Ok(Msg::Out(Ok(Out::Query(_, _, false)))) => return Ok(()),
                 Ok(Msg::Out(Ok(Out::Query(..)))) => {}
-                _ => return fail(format!("hang: T{}'s is_locked of #{l}", self.m.workers[x].ident)),
+                _ => {
+                    return fail(format!(
+                        "hang: T{}'s is_locked of #{l}",
+                        self.m.workers[x].ident
+                    ))
+                }
             }
             if start.elapsed() > HANG {
                 return fail(format!(
@@ -121,7 +146,12 @@ impl<K: Kit> Driver<K> {
         match (r, held) {
             (Out::Done, true) => {}
             (Out::Err(MonitorError::IllegalMonitorState), false) => return Ok(()),
-            (o, _) => return fail(format!("notify{} on #{l} by T{me} (holds it: {held}): {o:?}", if all { "_all" } else { "" })),
+            (o, _) => {
+                return fail(format!(
+                    "notify{} on #{l} by T{me} (holds it: {held}): {o:?}",
+                    if all { "_all" } else { "" }
+                ))
+            }
         }
         let n = self.m.waiters(l).count() as u32;
         let o = &mut self.m.objs[l];
@@ -178,7 +208,12 @@ impl<K: Kit> Driver<K> {
             if start.elapsed() > HANG {
                 let who: Vec<String> = c
                     .iter()
-                    .map(|&i| format!("T{} ({:?})", self.m.workers[i].ident, self.m.workers[i].busy))
+                    .map(|&i| {
+                        format!(
+                            "T{} ({:?})",
+                            self.m.workers[i].ident, self.m.workers[i].busy
+                        )
+                    })
                     .collect();
                 return fail(format!(
                     "lost wakeup / hang: #{l} is free per the model, but none of {} got it in {HANG:?}",
@@ -200,7 +235,15 @@ impl<K: Kit> Driver<K> {
         self.log(format!("T{me}: returned {out:?} from {busy:?}"));
         match (busy, out) {
             (Busy::Acquiring { l, u }, Out::Done) => self.locked(i, l, u),
-            (Busy::Waiting { l, count, forgotten, interrupted }, Out::Waited(r, _)) => {
+            (
+                Busy::Waiting {
+                    l,
+                    count,
+                    forgotten,
+                    interrupted,
+                },
+                Out::Waited(r, _),
+            ) => {
                 let o = &mut self.m.objs[l];
                 (o.owner, o.count, o.forgotten) = (me, count, forgotten);
                 match r {
@@ -214,7 +257,11 @@ impl<K: Kit> Driver<K> {
                         self.m.workers[i].interrupt |= interrupted;
                     }
                     Err(MonitorError::Interrupted) if interrupted => {}
-                    r => return fail(format!("T{me}'s untimed wait on #{l} (interrupted: {interrupted}) returned {r:?}")),
+                    r => {
+                        return fail(format!(
+                        "T{me}'s untimed wait on #{l} (interrupted: {interrupted}) returned {r:?}"
+                    ))
+                    }
                 }
                 self.m.clamp_pending(l);
             }
@@ -251,9 +298,9 @@ impl<K: Kit> Driver<K> {
         }
         self.join_bursts()?;
         for _ in 0..64 {
-            while let Some(w) = (0..self.threads.len())
-                .find(|&w| self.m.workers[w].busy == Busy::Idle && !self.m.workers[w].guards.is_empty())
-            {
+            while let Some(w) = (0..self.threads.len()).find(|&w| {
+                self.m.workers[w].busy == Busy::Idle && !self.m.workers[w].guards.is_empty()
+            }) {
                 let n = self.m.workers[w].guards.len();
                 let gi = if lifo { n - 1 } else { 0 };
                 let l = self.m.workers[w].guards[gi];
@@ -295,7 +342,10 @@ impl<K: Kit> Driver<K> {
             self.rescue(w.unwrap_or(0))?;
         }
         if let Some(w) = (0..self.threads.len()).find(|&w| self.m.workers[w].busy != Busy::Idle) {
-            return fail(format!("the phase cannot end: T{} stays {:?}", self.m.workers[w].ident, self.m.workers[w].busy));
+            return fail(format!(
+                "the phase cannot end: T{} stays {:?}",
+                self.m.workers[w].ident, self.m.workers[w].busy
+            ));
         }
         for t in &self.threads {
             let _ = t.tx.send(Cmd::End(lifo));
@@ -325,7 +375,10 @@ impl<K: Kit> Driver<K> {
     /// worker locks the object, notifies all and unlocks.
     fn rescue(&mut self, w: usize) -> R {
         let Busy::Waiting { l, .. } = self.m.workers[w].busy else {
-            return fail(format!("the phase cannot end: T{} stays {:?}", self.m.workers[w].ident, self.m.workers[w].busy));
+            return fail(format!(
+                "the phase cannot end: T{} stays {:?}",
+                self.m.workers[w].ident, self.m.workers[w].busy
+            ));
         };
         let Some(s) = self.slot_of.iter().position(|&o| o == l) else {
             return fail(format!("#{l} has a waiter but no slot"));
@@ -333,7 +386,9 @@ impl<K: Kit> Driver<K> {
         let Some(x) = (0..self.threads.len())
             .find(|&x| self.m.workers[x].busy == Busy::Idle && self.m.lock_is_immediate(x, l))
         else {
-            return fail(format!("the phase cannot end: nobody can lock #{l} to notify its waiters"));
+            return fail(format!(
+                "the phase cannot end: nobody can lock #{l} to notify its waiters"
+            ));
         };
         match self.call(x, Act::Lock { s, l })? {
             Out::Done => self.locked(x, l, false),
@@ -359,7 +414,10 @@ impl<K: Kit> Driver<K> {
                 .filter(|&(_, l)| self.m.objs[l].count == 0);
             let id = self.next_ident;
             self.next_ident += 1;
-            self.log(format!("T{} exits (thread-local destructor try-locks {tls:?} as T{id})", self.m.workers[w].ident));
+            self.log(format!(
+                "T{} exits (thread-local destructor try-locks {tls:?} as T{id})",
+                self.m.workers[w].ident
+            ));
             self.quit(w, tls.map(|(s, l)| (s, l, id)))?;
             let t = self.spawn()?;
             self.threads[w] = t;

@@ -24,7 +24,7 @@ extern "C" fn busy(_: libc::c_int) {
         };
         // SAFETY: a valid out-pointer; clock_gettime is async-signal-safe.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-        t.tv_sec as i64 * 1_000_000_000 + t.tv_nsec as i64
+        t.tv_sec * 1_000_000_000 + t.tv_nsec
     };
     let start = now();
     while now() - start < ns {

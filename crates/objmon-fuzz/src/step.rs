@@ -118,7 +118,12 @@ fn op(vm: bool) -> BoxedStrategy<Op> {
     pick(vec![
         (12, s().prop_map(Op::Lock).boxed()),
         (4, s().prop_map(Op::TryLock).boxed()),
-        (1, (s(), 0..20u8).prop_map(|(a, b)| Op::TryLockFor(a, b)).boxed()),
+        (
+            1,
+            (s(), 0..20u8)
+                .prop_map(|(a, b)| Op::TryLockFor(a, b))
+                .boxed(),
+        ),
         (8, (0..3u8).prop_map(Op::Unlock).boxed()),
         (4, (0..3u8).prop_map(Op::Forget).boxed()),
         (3, (s(), timeout).prop_map(|(a, b)| Op::Wait(a, b)).boxed()),
@@ -144,8 +149,16 @@ fn step(vm: bool, signals: bool) -> BoxedStrategy<Step> {
         (2, s().prop_map(Step::Replace).boxed()),
         (1, s().prop_map(Step::Fresh).boxed()),
         (1, s().prop_map(Step::Rebox).boxed()),
-        (1, (w(), proptest::option::of(s())).prop_map(|(a, b)| Step::ThreadExit(a, b)).boxed()),
-        (3 * u32::from(signals), any::<bool>().prop_map(Step::Signals).boxed()),
+        (
+            1,
+            (w(), proptest::option::of(s()))
+                .prop_map(|(a, b)| Step::ThreadExit(a, b))
+                .boxed(),
+        ),
+        (
+            3 * u32::from(signals),
+            any::<bool>().prop_map(Step::Signals).boxed(),
+        ),
     ])
 }
 
@@ -164,7 +177,12 @@ fn episode(vm: bool) -> BoxedStrategy<Vec<Step>> {
             (3, slot.clone().prop_map(Op::TryLock).boxed()),
             (5, (0..2u8).prop_map(Op::Unlock).boxed()),
             (3, (0..2u8).prop_map(Op::Forget).boxed()),
-            (2, (slot.clone(), (0..3u8).prop_map(Some)).prop_map(|(a, b)| Op::Wait(a, b)).boxed()),
+            (
+                2,
+                (slot.clone(), (0..3u8).prop_map(Some))
+                    .prop_map(|(a, b)| Op::Wait(a, b))
+                    .boxed(),
+            ),
             (1, slot.clone().prop_map(Op::NotifyAll).boxed()),
             (4, slot.clone().prop_map(Op::Query).boxed()),
             (3 * vm, slot.clone().prop_map(Op::Hash).boxed()),
@@ -179,7 +197,15 @@ fn episode(vm: bool) -> BoxedStrategy<Vec<Step>> {
         1 => Just(Step::Rebox(0)),
         1 => Just(Step::Fresh(0)),
     ];
-    (w(), 1..WORKERS, 0..SLOTS, 1..SLOTS, focused(v), moves, focused(v))
+    (
+        w(),
+        1..WORKERS,
+        0..SLOTS,
+        1..SLOTS,
+        focused(v),
+        moves,
+        focused(v),
+    )
         .prop_map(|(a, db, x, dy, pre, mv, post)| {
             let b = (a + db) % WORKERS;
             let y = (x + dy) % SLOTS;
@@ -201,7 +227,10 @@ fn episode(vm: bool) -> BoxedStrategy<Vec<Step>> {
                 Step::Rebox(_) => Step::Rebox(x),
                 _ => Step::Fresh(x),
             };
-            let mut out: Vec<Step> = pre.into_iter().map(|(k, op)| Step::Do(at(k), on(op))).collect();
+            let mut out: Vec<Step> = pre
+                .into_iter()
+                .map(|(k, op)| Step::Do(at(k), on(op)))
+                .collect();
             out.push(mv);
             out.extend(post.into_iter().map(|(k, op)| Step::Do(at(k), on(op))));
             out

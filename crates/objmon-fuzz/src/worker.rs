@@ -115,7 +115,11 @@ pub enum Act {
         held: bool,
     },
     /// Notify on `s` (through guard `gi` if given).
-    Notify { s: usize, gi: Option<usize>, all: bool },
+    Notify {
+        s: usize,
+        gi: Option<usize>,
+        all: bool,
+    },
     /// Owner queries of `s`.
     Query { s: usize },
     /// Identity hash of `s`.

@@ -12,7 +12,11 @@ fn covers_the_whole_catalog() {
     let targets = objmon_fuzz::targets();
     let names: Vec<_> = targets.iter().map(|t| t.name).collect();
     assert_eq!(names, objmon::vm::names());
-    let no_monitor: Vec<_> = targets.iter().filter(|t| !t.has_monitor()).map(|t| t.name).collect();
+    let no_monitor: Vec<_> = targets
+        .iter()
+        .filter(|t| !t.has_monitor())
+        .map(|t| t.name)
+        .collect();
     assert_eq!(no_monitor, ["monitor-cache", "cacao", "cacao-seed"]);
 }
 
@@ -41,7 +45,10 @@ fn a_plain_case_passes_everywhere() {
     for t in objmon_fuzz::targets() {
         t.run(&case, t.adversary(false, false)).unwrap();
         if t.has_monitor() {
-            let m = Case { surface: Surface::Monitor, ..case.clone() };
+            let m = Case {
+                surface: Surface::Monitor,
+                ..case.clone()
+            };
             t.run(&m, t.adversary(false, false)).unwrap();
         }
     }
@@ -68,7 +75,14 @@ fn find_thin_forget_swap_two_owners() {
         Do(0, Unlock(0)),
         Do(1, TryLock(0)),
     ];
-    finds("thin", Case { surface: Surface::Monitor, steps }, "two owners");
+    finds(
+        "thin",
+        Case {
+            surface: Surface::Monitor,
+            steps,
+        },
+        "two owners",
+    );
 }
 
 /// Hole: `biased`'s forgotten hold + `mem::swap`: the object at the old address stays held.
@@ -83,7 +97,14 @@ fn find_biased_forget_swap_stays_held() {
         Do(0, Unlock(0)),
         Do(0, Query(0)),
     ];
-    finds("biased", Case { surface: Surface::Monitor, steps }, "is_owned_by_current_thread");
+    finds(
+        "biased",
+        Case {
+            surface: Surface::Monitor,
+            steps,
+        },
+        "is_owned_by_current_thread",
+    );
 }
 
 /// Hole: `thin`'s hash parked while held once, then the unlocked header replaced.
@@ -97,5 +118,12 @@ fn find_thin_hash_after_replace() {
         Replace(0),
         Do(1, Hash(3)),
     ];
-    finds("thin", Case { surface: Surface::Vm, steps }, "identity hash changed");
+    finds(
+        "thin",
+        Case {
+            surface: Surface::Vm,
+            steps,
+        },
+        "identity hash changed",
+    );
 }
