@@ -80,7 +80,7 @@ impl Storm {
                         unsafe { libc::pthread_kill(pt, libc::SIGUSR1) };
                     }
                 }
-                std::thread::sleep(Duration::from_micros(300 + (x >> 40) % 3000));
+                std::thread::sleep(Duration::from_micros(100 + (x >> 40) % 1500));
             }
         });
         Self {

@@ -245,12 +245,13 @@ fn signal_episode() -> BoxedStrategy<Vec<Step>> {
         .prop_map(|(a, db, x, n0, n1, n2)| {
             let b = (a + db) % WORKERS;
             vec![
-                Step::Replace(x),
+                Step::Fresh(x),
                 Step::Signals(true),
                 Step::Do(a, Op::Burst(x, n0)),
                 Step::Do(a, Op::Query(x)),
                 Step::Do(a, Op::Burst(x, n1)),
                 Step::Do(b, Op::Burst(x, n2)),
+                Step::Do(a, Op::Burst(x, n0)),
                 Step::Signals(false),
             ]
         })

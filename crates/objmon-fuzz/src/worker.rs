@@ -19,7 +19,7 @@ use objmon::{MonitorError, WaitOutcome};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// Where a slot's object lives: in the `Vec` itself or in a `Box` of its own.
@@ -52,33 +52,38 @@ impl<S> std::ops::DerefMut for Place<S> {
 /// Who is inside one logical object's critical section, as the workers saw it.
 #[derive(Default)]
 pub struct Truth {
-    /// (identity inside, 0 = nobody; levels).
-    held: Mutex<(u32, u32)>,
+    /// Identity inside (0 = nobody) in the high half, levels in the low half: one atomic,
+    /// so that marking costs a bias owner's burst little beside its lock.
+    held: AtomicU64,
     /// Bumped by bursts.
     pub bumps: AtomicU64,
 }
 
 impl Truth {
     fn acquired(&self, l: usize, me: u32, levels: u32) -> Result<(), String> {
-        let mut t = self.held.lock().unwrap();
-        if t.0 != 0 && t.0 != me {
-            return Err(format!(
-                "two owners: object #{l} granted to thread T{me} while T{} is inside it ({} level(s))",
-                t.0, t.1
-            ));
+        let mut cur = self.held.load(Ordering::Acquire);
+        loop {
+            let (who, n) = ((cur >> 32) as u32, cur as u32);
+            if who != 0 && who != me {
+                return Err(format!(
+                    "two owners: object #{l} granted to thread T{me} while T{who} is inside it ({n} level(s))"
+                ));
+            }
+            let new = (u64::from(me) << 32) | u64::from(n + levels);
+            match self.held.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(()),
+                Err(c) => cur = c,
+            }
         }
-        *t = (me, t.1 + levels);
-        Ok(())
     }
     fn releasing(&self) {
-        let mut t = self.held.lock().unwrap();
-        t.1 = t.1.saturating_sub(1);
-        if t.1 == 0 {
-            t.0 = 0;
-        }
+        let _ = self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+            let n = (cur as u32).saturating_sub(1);
+            Some(if n == 0 { 0 } else { (cur & !0xffff_ffff) | u64::from(n) })
+        });
     }
     fn take_all(&self) -> u32 {
-        std::mem::take(&mut *self.held.lock().unwrap()).1
+        self.held.swap(0, Ordering::AcqRel) as u32
     }
 }
 
