@@ -7,7 +7,7 @@
 //! `docs/fuzzing.md` says how to run it and what it found.
 //!
 //! Layers: [`step`] (cases, their proptest strategies, their printing), [`kit`] (the two
-//! surfaces: `Monitor<T, P>` and `vm::ThreadHandle`), [`worker`] (the threads that make the
+//! surfaces: `Monitor<T, P>` and `vm::ThreadHandle`), `worker` (the threads that make the
 //! calls), [`model`] (the reference semantics), `driver` and `phases` (one case, in order,
 //! checked), [`signal`] (the host signal adversary), and here the per-protocol catalog and
 //! the time-budgeted, seeded loop.
@@ -17,13 +17,15 @@
 //! may race, and the model accepts every such choice); every violation is an `Err` naming
 //! the object, the threads and the model's view, never a panic in the fuzzer itself.
 
+#![warn(missing_docs)]
+
 mod driver;
 pub mod kit;
 pub mod model;
 mod phases;
 pub mod signal;
 pub mod step;
-pub mod worker;
+mod worker;
 
 pub use step::{regression_test, Case, Op, Step, Surface};
 

@@ -261,7 +261,7 @@ fn signal_episode() -> BoxedStrategy<Vec<Step>> {
 /// Cases for a protocol: `monitor` whether it has the `Monitor` surface (`only`: just one
 /// surface), `signals` whether
 /// the host signal adversary is in the set, about `len` steps at most. A case mixes single
-/// random steps with focused episodes ([`episode`]; contended ones under signals too).
+/// random steps with focused episodes (`episode`; contended ones under signals too).
 pub fn cases(
     monitor: bool,
     only: Option<Surface>,

@@ -70,17 +70,26 @@ impl Truth {
                 ));
             }
             let new = (u64::from(me) << 32) | u64::from(n + levels);
-            match self.held.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
+            match self
+                .held
+                .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => return Ok(()),
                 Err(c) => cur = c,
             }
         }
     }
     fn releasing(&self) {
-        let _ = self.held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
-            let n = (cur as u32).saturating_sub(1);
-            Some(if n == 0 { 0 } else { (cur & !0xffff_ffff) | u64::from(n) })
-        });
+        let _ = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                let n = (cur as u32).saturating_sub(1);
+                Some(if n == 0 {
+                    0
+                } else {
+                    (cur & !0xffff_ffff) | u64::from(n)
+                })
+            });
     }
     fn take_all(&self) -> u32 {
         self.held.swap(0, Ordering::AcqRel) as u32
