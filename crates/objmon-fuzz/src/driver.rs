@@ -54,6 +54,7 @@ pub struct Driver<K: Kit> {
     pub(crate) next_ident: u32,
     pub(crate) storm: Option<Storm>,
     pub(crate) trace: Vec<String>,
+    pub(crate) lenient_moved: bool,
     /// Spurious wake-ups seen.
     pub spurious: u32,
 }
@@ -65,7 +66,7 @@ pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T, String> {
 }
 
 /// What the adversary may do besides calls.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Adversary {
     /// The host signal adversary.
     pub signals: bool,
@@ -73,11 +74,15 @@ pub struct Adversary {
     /// monitor by the header's address, whose hosts must report every move
     /// (`Runtime::relocate`, an `unsafe fn`).
     pub moves: bool,
+    /// An object moved while held (a forgotten guard) is left alone from then on: nothing
+    /// is asked of it, so the fuzzer goes on to what the move did to the others.
+    pub lenient_moved: bool,
 }
 
 /// Runs `case` on surface `K`; `Err` names the first violation.
 pub fn run<K: Kit>(case: &Case, adv: Adversary) -> R {
     let mut d = Driver::<K>::new(case.steps.len())?;
+    d.lenient_moved = adv.lenient_moved;
     let r = d.play(&case.steps, adv);
     match r {
         Ok(()) => d.finish(),
@@ -124,6 +129,7 @@ impl<K: Kit> Driver<K> {
             next_ident: 1,
             storm: None,
             trace: Vec::new(),
+            lenient_moved: false,
             spurious: 0,
         };
         for _ in 0..crate::step::WORKERS {
@@ -356,6 +362,18 @@ impl<K: Kit> Driver<K> {
     fn op(&mut self, w: usize, op: Op) -> R {
         if let Op::Interrupt(t) = op {
             return self.interrupt(t as usize % self.threads.len());
+        }
+        let slot = match op {
+            Op::Lock(s) | Op::TryLock(s) | Op::TryLockFor(s, _) | Op::Wait(s, _) => Some(s),
+            Op::Notify(s) | Op::NotifyAll(s) | Op::Query(s) | Op::Hash(s) | Op::Peek(s) => Some(s),
+            Op::Enter(s) | Op::Exit(s) | Op::Burst(s, _) => Some(s),
+            _ => None,
+        };
+        if let Some(s) = slot {
+            let l = self.slot_of[s as usize % self.slot_of.len()];
+            if self.lenient_moved && self.m.objs[l].tainted {
+                return Ok(());
+            }
         }
         if self.m.workers[w].busy != Busy::Idle {
             return Ok(());

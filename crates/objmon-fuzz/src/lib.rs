@@ -66,6 +66,7 @@ impl Target {
         Adversary {
             signals: signals_everywhere || self.is_signal(),
             moves: moves_everywhere || self.has_monitor(),
+            lenient_moved: false,
         }
     }
     /// Runs one case.
@@ -132,16 +133,20 @@ pub fn targets() -> Vec<Target> {
 /// Replays `case` on protocol `name` (what a printed regression test calls), with the
 /// protocol's default adversary ([`Target::adversary`]).
 pub fn replay(name: &str, case: &Case) -> Result<(), String> {
-    replay_with(name, case, false, false)
-}
-
-/// [`replay`] with the signal and move adversaries widened as in [`Options`].
-pub fn replay_with(name: &str, case: &Case, signals: bool, moves: bool) -> Result<(), String> {
     let t = targets()
         .into_iter()
         .find(|t| t.name == name)
         .ok_or_else(|| format!("no protocol {name:?}"))?;
-    t.run(case, t.adversary(signals, moves))
+    t.run(case, t.adversary(false, false))
+}
+
+/// [`replay`] with another adversary (as [`Options`] can widen or narrow it).
+pub fn replay_with(name: &str, case: &Case, adv: Adversary) -> Result<(), String> {
+    let t = targets()
+        .into_iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| format!("no protocol {name:?}"))?;
+    t.run(case, adv)
 }
 
 /// How to fuzz one protocol.
@@ -160,6 +165,8 @@ pub struct Options {
     pub moves_everywhere: bool,
     /// No moves of live objects at all (to look for what needs none, e.g. under signals).
     pub no_moves: bool,
+    /// Ask nothing more of an object once it was moved while held ([`Adversary`]).
+    pub lenient_moved: bool,
     /// Most time to spend shrinking a finding.
     pub shrink: Duration,
     /// Only this surface (both where the protocol has both, if `None`).
@@ -203,6 +210,7 @@ fn mix(mut x: u64) -> u64 {
 pub fn fuzz(t: &Target, o: &Options) -> Report {
     let mut adv = t.adversary(o.signals_everywhere, o.moves_everywhere);
     adv.moves &= !o.no_moves;
+    adv.lenient_moved = o.lenient_moved;
     let strategy = step::cases(t.has_monitor(), o.surface, adv.signals, o.len);
     let name_key = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
@@ -255,12 +263,12 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
             }
             let message = why.message().to_string();
             let mut test = regression_test(t.name, &minimal, &message);
-            if o.signals_everywhere || o.moves_everywhere {
+            if adv != t.adversary(false, false) {
                 test = test.replace(
                     &format!("objmon_fuzz::replay({:?}, &case)", t.name),
                     &format!(
-                        "objmon_fuzz::replay_with({:?}, &case, {}, {})",
-                        t.name, o.signals_everywhere, o.moves_everywhere
+                        "objmon_fuzz::replay_with({:?}, &case, objmon_fuzz::{adv:?})",
+                        t.name
                     ),
                 );
             }

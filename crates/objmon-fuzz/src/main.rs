@@ -35,6 +35,10 @@ struct Args {
     /// No moves of live objects (swap, replace, box moves) on any protocol.
     #[arg(long, conflicts_with = "moves_everywhere")]
     no_moves: bool,
+    /// Ask nothing more of an object once it was moved while held (a forgotten guard), to
+    /// look past what the move did to it at what it did to the others.
+    #[arg(long)]
+    lenient_moved: bool,
     /// Only this surface: `monitor` (Monitor<T, P>) or `vm` (ThreadHandle); default both.
     #[arg(long, value_parser = ["monitor", "vm"])]
     surface: Option<String>,
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         signals_everywhere: a.signals_everywhere,
         moves_everywhere: a.moves_everywhere,
         no_moves: a.no_moves,
+        lenient_moved: a.lenient_moved,
         shrink: Duration::from_secs_f64(a.shrink_seconds),
         surface: a.surface.as_deref().map(|s| match s {
             "monitor" => objmon_fuzz::Surface::Monitor,
