@@ -210,9 +210,11 @@ fn parse_fuzz(args: &[String]) -> Result<Fuzz, String> {
                 let v = it.next().ok_or(format!("{a} needs a value"))?;
                 pass.extend([a.clone(), v.clone()]);
             }
-            "--expect-find" | "--signals-everywhere" | "--moves-everywhere" | "--no-moves" | "--lenient-moved" => {
-                pass.push(a.clone())
-            }
+            "--expect-find"
+            | "--signals-everywhere"
+            | "--moves-everywhere"
+            | "--no-moves"
+            | "--lenient-moved" => pass.push(a.clone()),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
