@@ -297,6 +297,18 @@ impl<K: Kit> Driver<K> {
                 let w = w as usize % self.threads.len();
                 self.m.workers[w].exit = Some(tls);
             }
+            Step::SignalsAt(w) => {
+                if !signals {
+                    return Ok(());
+                }
+                let w = w as usize % self.threads.len();
+                self.log(format!(
+                    "signal adversary on, at T{} only",
+                    self.m.workers[w].ident
+                ));
+                self.storm.take();
+                self.storm = Some(Storm::start(vec![self.threads[w].pt]));
+            }
             Step::Signals(on) => {
                 if !signals {
                     return Ok(());

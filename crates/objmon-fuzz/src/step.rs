@@ -52,6 +52,8 @@ pub enum Step {
     ThreadExit(u8, Option<u8>),
     /// Starts or stops the host signal adversary (SIGUSR1 at the workers, handler busy 1-3 ms).
     Signals(bool),
+    /// Starts the host signal adversary aimed at worker `.0` only (a bias owner).
+    SignalsAt(u8),
 }
 
 /// An operation of a worker. `g` numbers a guard of the worker (modulo how many it has),
@@ -246,7 +248,7 @@ fn signal_episode() -> BoxedStrategy<Vec<Step>> {
             let b = (a + db) % WORKERS;
             vec![
                 Step::Fresh(x),
-                Step::Signals(true),
+                Step::SignalsAt(a),
                 Step::Do(a, Op::Burst(x, n0)),
                 Step::Do(a, Op::Query(x)),
                 Step::Do(a, Op::Burst(x, n1)),
