@@ -1,5 +1,9 @@
 //! The project's tasks, run as `cargo xtask TASK` (an alias in `.cargo/config.toml`).
 //!
+//! `cargo xtask fuzz --minutes N [--protocol P]... [--seed S] [--expect-find]` runs the
+//! adversarial fuzzer of the safe API (`crates/objmon-fuzz`, `docs/fuzzing.md`) for N minutes
+//! per protocol, every protocol of the catalog unless named, in release.
+//!
 //! `cargo xtask install --prefix DIR [--no-build]` builds the C library in release and installs
 //! it as a C library installs (ELF targets: Linux and the BSDs):
 //!
@@ -163,7 +167,73 @@ struct Install {
 
 const USAGE: &str = "usage: cargo xtask install --prefix DIR [--no-build]\n\
     \n  Builds objmon-ffi in release (unless --no-build) and installs libobjmon.{a,so}, objmon.h,\n  \
-    lib/pkgconfig/objmon.pc and lib/cmake/objmon/ under DIR.";
+    lib/pkgconfig/objmon.pc and lib/cmake/objmon/ under DIR.\n\
+    \n       cargo xtask fuzz --minutes N [--protocol P]... [--seed S] [--expect-find]\n\
+    \n  Fuzzes the safe API for N minutes per protocol (every protocol unless named), printing\n  \
+    the cases run per protocol and each finding with its minimal case as a regression test;\n  \
+    fails if anything was found (with --expect-find: if some protocol found nothing).";
+
+/// `cargo xtask fuzz`'s arguments, passed on to the `objmon-fuzz` binary.
+#[derive(Debug, PartialEq)]
+struct Fuzz {
+    minutes: f64,
+    /// Arguments for `objmon-fuzz` besides the budget.
+    pass: Vec<String>,
+}
+
+enum Task {
+    Install(Install),
+    Fuzz(Fuzz),
+}
+
+fn parse_task(args: &[String]) -> Result<Task, String> {
+    match args.first().map(String::as_str) {
+        Some("fuzz") => parse_fuzz(&args[1..]).map(Task::Fuzz),
+        _ => parse_args(args).map(Task::Install),
+    }
+}
+
+fn parse_fuzz(args: &[String]) -> Result<Fuzz, String> {
+    let mut minutes = None;
+    let mut pass = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--minutes" => {
+                let m = it.next().ok_or("--minutes needs a number")?;
+                minutes = Some(
+                    m.parse::<f64>()
+                        .map_err(|_| format!("--minutes {m:?}: not a number"))?,
+                );
+            }
+            "--protocol" | "--seed" | "--surface" => {
+                let v = it.next().ok_or(format!("{a} needs a value"))?;
+                pass.extend([a.clone(), v.clone()]);
+            }
+            "--expect-find"
+            | "--signals-everywhere"
+            | "--moves-everywhere"
+            | "--no-moves"
+            | "--lenient-moved" => pass.push(a.clone()),
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let minutes = minutes.ok_or("--minutes N is required")?;
+    if minutes.is_nan() || minutes <= 0.0 {
+        return Err("--minutes must be positive".into());
+    }
+    Ok(Fuzz { minutes, pass })
+}
+
+fn fuzz(f: Fuzz) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["run", "--release", "-p", "objmon-fuzz", "--", "--seconds"])
+        .arg(format!("{}", f.minutes * 60.0))
+        .args(&f.pass);
+    run(&mut cmd)
+}
 
 fn parse_args(args: &[String]) -> Result<Install, String> {
     let mut it = args.iter();
@@ -334,7 +404,10 @@ fn install(args: Install) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = parse_args(&args).and_then(install);
+    let result = parse_task(&args).and_then(|t| match t {
+        Task::Install(i) => install(i),
+        Task::Fuzz(f) => fuzz(f),
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_empty() => {
@@ -385,6 +458,18 @@ mod tests {
         assert!(a("install --prefix").is_err());
         assert!(a("uninstall --prefix /x").is_err());
         assert_eq!(a("--help").err().as_deref(), Some(""));
+    }
+
+    #[test]
+    fn fuzz_arguments() {
+        let a = |s: &str| parse_fuzz(&s.split(' ').map(String::from).collect::<Vec<_>>());
+        let f = a("--minutes 2 --protocol thin --expect-find").unwrap();
+        assert_eq!(f.minutes, 2.0);
+        assert_eq!(f.pass, ["--protocol", "thin", "--expect-find"]);
+        assert!(a("--protocol thin").is_err());
+        assert!(a("--minutes x").is_err());
+        assert!(a("--minutes 0").is_err());
+        assert!(a("--minutes 1 --bogus").is_err());
     }
 
     #[test]

@@ -1,0 +1,289 @@
+//! The two safe surfaces under test, behind one trait so that the worker and the driver are
+//! written once: [`MonitorKit`] (`Monitor<T, P>` and its `MonitorGuard`, for every
+//! `MonitorProtocol`) and [`VmKit`] (`vm::Runtime::attach`, `ThreadHandle`, `HeaderGuard`,
+//! for every protocol of `visit_all`).
+//!
+//! Owns nothing but the mapping of each fuzzer action onto the real call. Invariants: every
+//! call here is safe code; a surface that lacks an operation answers `None` (the driver then
+//! skips the step), never an emulation that could hide a bug. Each case gets a fresh runtime,
+//! so the thread ids a forgotten guard retires never run out across cases.
+
+use objmon::vm::{Runtime, ThreadHandle, ThreadId};
+use objmon::{Monitor, MonitorError, MonitorGuard, MonitorProtocol, Protocol, WaitOutcome};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a monitor of the [`MonitorKit`] protects (the fuzzer's own per-object records live
+/// beside the objects, so that both surfaces share them).
+#[derive(Default)]
+pub struct Payload;
+
+/// One safe surface of objmon, as the worker threads drive it.
+pub trait Kit: Send + Sync + Sized + 'static {
+    /// The protocol's catalog name.
+    const PROTOCOL: &'static str;
+    /// Short surface name, for reports (`monitor`, `vm`).
+    const SURFACE: &'static str;
+    /// What the fuzzer swaps, replaces and boxes: a `Monitor` or a bare header.
+    type Slot: Send + Sync + 'static;
+    /// Kept by a worker for its whole life (its identity on the runtime).
+    type Anchor;
+    /// A phase's handle, borrowing the phase's objects for its unstructured locks.
+    type Th<'env>;
+    /// A held lock level.
+    type G<'a>;
+
+    /// A fresh runtime for one case.
+    fn new() -> Self;
+    /// A fresh, unlocked, unhashed object.
+    fn slot(&self) -> Self::Slot;
+    /// What a host does before an object dies (the VM's GC hook, `Runtime::reclaim`; a
+    /// `Monitor` does it in its own `drop`).
+    fn retire(&self, s: &mut Self::Slot);
+    /// Called first on each worker thread.
+    fn anchor(&self) -> Self::Anchor;
+    /// The worker's thread id, where the surface exposes one (for interrupts).
+    fn id(a: &Self::Anchor) -> Option<ThreadId>;
+    /// A handle for one phase.
+    fn attach<'env>(&self) -> Self::Th<'env>;
+    /// Blocking lock.
+    fn lock<'a>(th: &'a Self::Th<'_>, s: &'a Self::Slot) -> Result<Self::G<'a>, MonitorError>;
+    /// Non-blocking lock.
+    fn try_lock<'a>(
+        th: &'a Self::Th<'_>,
+        s: &'a Self::Slot,
+    ) -> Result<Option<Self::G<'a>>, MonitorError>;
+    /// Lock, waiting at most `d` (the surface's own timed lock if it has one).
+    fn try_lock_for<'a>(
+        th: &'a Self::Th<'_>,
+        s: &'a Self::Slot,
+        d: Duration,
+    ) -> Result<Option<Self::G<'a>>, MonitorError>;
+    /// Object.wait on `s` (through guard `g` where the surface needs one).
+    fn wait(
+        th: &Self::Th<'_>,
+        g: Option<&mut Self::G<'_>>,
+        s: &Self::Slot,
+        t: Option<Duration>,
+    ) -> Option<Result<WaitOutcome, MonitorError>>;
+    /// Object.notify / notifyAll on `s` (through guard `g` where the surface needs one).
+    fn notify(
+        th: &Self::Th<'_>,
+        g: Option<&Self::G<'_>>,
+        s: &Self::Slot,
+        all: bool,
+    ) -> Option<Result<(), MonitorError>>;
+    /// holdsLock.
+    fn holds(th: &Self::Th<'_>, s: &Self::Slot) -> bool;
+    /// Levels held by this thread, where the surface tells.
+    fn count(th: &Self::Th<'_>, s: &Self::Slot) -> Option<u32>;
+    /// Whether anybody holds it.
+    fn is_locked(th: &Self::Th<'_>, s: &Self::Slot) -> bool;
+    /// The identity hash, where the surface has one.
+    fn hash(th: &Self::Th<'_>, s: &Self::Slot) -> Option<Result<u32, MonitorError>>;
+    /// The identity hash without installing one, where the surface has it.
+    fn peek(th: &Self::Th<'_>, s: &Self::Slot) -> Option<Option<u32>>;
+    /// Unstructured enter, where the surface has it.
+    fn enter_u<'e>(th: &Self::Th<'e>, s: &'e Self::Slot) -> Option<Result<(), MonitorError>>;
+    /// Unstructured exit, where the surface has it.
+    fn exit_u<'e>(th: &Self::Th<'e>, s: &'e Self::Slot) -> Option<Result<(), MonitorError>>;
+    /// Interrupts thread `id`, where the surface can.
+    fn interrupt(&self, id: ThreadId) -> Option<Result<(), MonitorError>>;
+    /// Reads and clears this thread's interrupt status, where the surface has one.
+    fn interrupted(th: &Self::Th<'_>) -> Option<bool>;
+    /// Safepoint poll (a no-op where the surface has none).
+    fn poll(th: &Self::Th<'_>);
+}
+
+/// `Monitor<Payload, P, Arc<Runtime<P>>>` on a fresh runtime per case.
+pub struct MonitorKit<P: MonitorProtocol>(Arc<Runtime<P>>);
+
+type M<P> = Monitor<Payload, P, Arc<Runtime<P>>>;
+
+impl<P: MonitorProtocol> Kit for MonitorKit<P> {
+    const PROTOCOL: &'static str = P::NAME;
+    const SURFACE: &'static str = "monitor";
+    type Slot = M<P>;
+    type Anchor = ();
+    type Th<'env> = ();
+    type G<'a> = MonitorGuard<'a, Payload, P, Arc<Runtime<P>>>;
+
+    fn new() -> Self {
+        Self(Runtime::with_defaults())
+    }
+    fn slot(&self) -> M<P> {
+        Monitor::with_runtime(&self.0, Payload)
+    }
+    fn retire(&self, _: &mut M<P>) {}
+    fn anchor(&self) {}
+    fn id(_: &()) -> Option<ThreadId> {
+        None
+    }
+    #[allow(clippy::unused_unit)]
+    fn attach<'env>(&self) -> Self::Th<'env> {}
+    fn lock<'a>(_: &'a (), s: &'a M<P>) -> Result<Self::G<'a>, MonitorError> {
+        Ok(s.lock())
+    }
+    fn try_lock<'a>(_: &'a (), s: &'a M<P>) -> Result<Option<Self::G<'a>>, MonitorError> {
+        Ok(s.try_lock())
+    }
+    fn try_lock_for<'a>(
+        _: &'a (),
+        s: &'a M<P>,
+        d: Duration,
+    ) -> Result<Option<Self::G<'a>>, MonitorError> {
+        Ok(s.try_lock_for(d))
+    }
+    fn wait(
+        _: &(),
+        g: Option<&mut Self::G<'_>>,
+        _: &M<P>,
+        t: Option<Duration>,
+    ) -> Option<Result<WaitOutcome, MonitorError>> {
+        Some(g?.wait(t))
+    }
+    fn notify(
+        _: &(),
+        g: Option<&Self::G<'_>>,
+        _: &M<P>,
+        all: bool,
+    ) -> Option<Result<(), MonitorError>> {
+        let g = g?;
+        if all {
+            g.notify_all()
+        } else {
+            g.notify()
+        }
+        Some(Ok(()))
+    }
+    fn holds(_: &(), s: &M<P>) -> bool {
+        s.is_owned_by_current_thread()
+    }
+    fn count(_: &(), _: &M<P>) -> Option<u32> {
+        None
+    }
+    fn is_locked(_: &(), s: &M<P>) -> bool {
+        s.is_locked()
+    }
+    fn hash(_: &(), _: &M<P>) -> Option<Result<u32, MonitorError>> {
+        None
+    }
+    fn peek(_: &(), _: &M<P>) -> Option<Option<u32>> {
+        None
+    }
+    fn enter_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
+        None
+    }
+    fn exit_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
+        None
+    }
+    fn interrupt(&self, _: ThreadId) -> Option<Result<(), MonitorError>> {
+        None
+    }
+    fn interrupted(_: &()) -> Option<bool> {
+        None
+    }
+    fn poll(_: &()) {}
+}
+
+/// `vm::Runtime::attach`, `ThreadHandle` and `HeaderGuard` over bare headers.
+pub struct VmKit<P: Protocol>(Arc<Runtime<P>>);
+
+impl<P: Protocol> Kit for VmKit<P> {
+    const PROTOCOL: &'static str = P::NAME;
+    const SURFACE: &'static str = "vm";
+    type Slot = P::Header;
+    type Anchor = ThreadHandle<'static, P>;
+    type Th<'env> = ThreadHandle<'env, P>;
+    type G<'a> = objmon::vm::HeaderGuard<'a, P>;
+
+    fn new() -> Self {
+        Self(Runtime::with_defaults())
+    }
+    fn slot(&self) -> P::Header {
+        P::Header::default()
+    }
+    fn retire(&self, s: &mut P::Header) {
+        self.0.reclaim(s)
+    }
+    fn anchor(&self) -> ThreadHandle<'static, P> {
+        self.0.attach().expect("attach")
+    }
+    fn id(a: &ThreadHandle<'static, P>) -> Option<ThreadId> {
+        Some(a.id())
+    }
+    fn attach<'env>(&self) -> ThreadHandle<'env, P> {
+        self.0.attach().expect("attach")
+    }
+    fn lock<'a>(th: &'a Self::Th<'_>, s: &'a P::Header) -> Result<Self::G<'a>, MonitorError> {
+        th.enter(s)
+    }
+    fn try_lock<'a>(
+        th: &'a Self::Th<'_>,
+        s: &'a P::Header,
+    ) -> Result<Option<Self::G<'a>>, MonitorError> {
+        th.try_enter(s)
+    }
+    fn try_lock_for<'a>(
+        th: &'a Self::Th<'_>,
+        s: &'a P::Header,
+        d: Duration,
+    ) -> Result<Option<Self::G<'a>>, MonitorError> {
+        let deadline = Instant::now() + d;
+        loop {
+            if let Some(g) = th.try_enter(s)? {
+                return Ok(Some(g));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    fn wait(
+        th: &Self::Th<'_>,
+        _: Option<&mut Self::G<'_>>,
+        s: &P::Header,
+        t: Option<Duration>,
+    ) -> Option<Result<WaitOutcome, MonitorError>> {
+        Some(th.wait(s, t))
+    }
+    fn notify(
+        th: &Self::Th<'_>,
+        _: Option<&Self::G<'_>>,
+        s: &P::Header,
+        all: bool,
+    ) -> Option<Result<(), MonitorError>> {
+        Some(if all { th.notify_all(s) } else { th.notify(s) })
+    }
+    fn holds(th: &Self::Th<'_>, s: &P::Header) -> bool {
+        th.holds_lock(s)
+    }
+    fn count(th: &Self::Th<'_>, s: &P::Header) -> Option<u32> {
+        Some(th.lock_count(s))
+    }
+    fn is_locked(th: &Self::Th<'_>, s: &P::Header) -> bool {
+        th.runtime().owner_of(s).is_some()
+    }
+    fn hash(th: &Self::Th<'_>, s: &P::Header) -> Option<Result<u32, MonitorError>> {
+        Some(th.identity_hash(s))
+    }
+    fn peek(th: &Self::Th<'_>, s: &P::Header) -> Option<Option<u32>> {
+        Some(th.runtime().peek_identity_hash(s))
+    }
+    fn enter_u<'e>(th: &Self::Th<'e>, s: &'e P::Header) -> Option<Result<(), MonitorError>> {
+        Some(th.monitor_enter(s))
+    }
+    fn exit_u<'e>(th: &Self::Th<'e>, s: &'e P::Header) -> Option<Result<(), MonitorError>> {
+        Some(th.monitor_exit(s))
+    }
+    fn interrupt(&self, id: ThreadId) -> Option<Result<(), MonitorError>> {
+        Some(self.0.interrupt(id))
+    }
+    fn interrupted(th: &Self::Th<'_>) -> Option<bool> {
+        Some(th.interrupted())
+    }
+    fn poll(th: &Self::Th<'_>) {
+        th.poll()
+    }
+}
