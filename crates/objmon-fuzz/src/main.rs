@@ -28,10 +28,16 @@ struct Args {
     /// Put the host signal adversary in every protocol's set (always in the `-signal` ones').
     #[arg(long)]
     signals_everywhere: bool,
-    /// Move live objects on the address-keyed protocols too (cacao, cacao-seed,
-    /// monitor-cache: their hosts must report moves through an unsafe call).
+    /// Move live objects on every protocol: also on the address-keyed ones (cacao,
+    /// cacao-seed, monitor-cache: their hosts report moves) and on the lightweight ones
+    /// (made only on the promise that a header held through a leaked guard never moves:
+    /// this breaks it on purpose).
     #[arg(long)]
     moves_everywhere: bool,
+    /// Let objmon's barrier signal nest inside the host signal handler (the `-signal`
+    /// protocols' contract broken on purpose, to show what it guards against).
+    #[arg(long)]
+    unmasked_signals: bool,
     /// No moves of live objects (swap, replace, box moves) on any protocol.
     #[arg(long, conflicts_with = "moves_everywhere")]
     no_moves: bool,
@@ -52,6 +58,9 @@ struct Args {
 
 fn main() -> ExitCode {
     let a = Args::parse();
+    if a.unmasked_signals {
+        objmon_fuzz::signal::unmask_barrier();
+    }
     let mut targets = objmon_fuzz::targets();
     if !a.protocols.is_empty() {
         for p in &a.protocols {

@@ -58,6 +58,10 @@ pub struct Obj {
     pub bursts: u64,
     /// Dropped by the adversary.
     pub dead: bool,
+    /// Hashed while another thread held it, under a protocol whose owner's release does not
+    /// settle a hash parked then (`Target::loose_hash_limit`): a move before the next hash
+    /// call may lose that hash (`docs/soundness.md` §6).
+    pub loose: bool,
 }
 
 /// One worker as the model sees it.

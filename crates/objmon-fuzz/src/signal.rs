@@ -4,8 +4,9 @@
 //! anywhere, the protocols' own owner sections included.
 //!
 //! Invariants: the handler calls only `clock_gettime` (async-signal-safe) and touches only
-//! an atomic; it is installed once, with `SA_RESTART`, and never removed (a late signal must
-//! find it). A target is removed under the storm's lock before its thread is joined, so a
+//! an atomic; it is installed once, with `SA_RESTART` and objmon's barrier signal in its
+//! `sa_mask` (the host's side of the `-signal` protocols' contract; `unmask_barrier` breaks it
+//! on purpose), and never removed (a late signal must find it). A target is removed under the storm's lock before its thread is joined, so a
 //! signal never goes to a thread that has ended.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -32,15 +33,36 @@ extern "C" fn busy(_: libc::c_int) {
     }
 }
 
+/// Whether the handler leaves objmon's barrier signal unblocked (set before the first storm):
+/// the `-signal` protocols' contract broken on purpose, so that a revoker's signal can nest
+/// inside the handler.
+static UNMASKED: AtomicBool = AtomicBool::new(false);
+
+/// Makes the handler (once installed: call before the first case) leave the barrier signal
+/// unblocked, breaking `Runtime::new_unchecked`'s contract for the `-signal` protocols on
+/// purpose (to show what it guards against).
+pub fn unmask_barrier() {
+    UNMASKED.store(true, Ordering::Relaxed);
+}
+
 fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe.
+        // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe; the mask is
+        // a valid, initialized set.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = busy as *const () as usize;
             sa.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut sa.sa_mask);
+            if let (false, Some(sig)) = (
+                UNMASKED.load(Ordering::Relaxed),
+                objmon::vm::barrier_signal(),
+            ) {
+                // The host's side of the `-signal` protocols' contract: the barrier signal
+                // stays blocked while this handler runs.
+                libc::sigaddset(&mut sa.sa_mask, sig);
+            }
             libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
         }
     });

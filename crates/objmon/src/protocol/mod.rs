@@ -308,7 +308,9 @@ pub trait Protocol: Sized + Send + Sync + 'static {
 
     /// The installed identity hash, or `None`; never installs one (for GCs and debuggers).
     /// Any thread may call it. A `None` may be overtaken by a concurrent first
-    /// [`identity_hash`](Self::identity_hash); a `Some` is final.
+    /// [`identity_hash`](Self::identity_hash); a `Some` is final. `stack` answers `None`
+    /// while the object is stack-locked (the hash is in the owner's lock record; its
+    /// `peek_identity_hash_at_safepoint` reads it there).
     fn peek_identity_hash(rt: &Runtime<Self>, h: &Self::Header) -> Option<u32>;
     /// Introspection: the objects `t` holds according to its own per-thread records (a lock
     /// stack, lock records), as (header address, lock levels). Called from any thread: a

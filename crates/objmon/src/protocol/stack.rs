@@ -963,6 +963,9 @@ impl Protocol for Stack {
     /// record, which a running owner may free and refill at any moment, so this reports
     /// `None` for a stack-locked object; a GC at a safepoint reads the record with
     /// [`Stack::peek_identity_hash_at_safepoint`], and the owner's own `identity_hash` is exact.
+    /// `None` while the object is stack-locked, hashed or not: its hash is then in the owner's
+    /// lock record (the displaced header), which another thread can read soundly only at a
+    /// safepoint ([`peek_identity_hash_at_safepoint`](Self::peek_identity_hash_at_safepoint)).
     fn peek_identity_hash(_rt: &Runtime<Self>, h: &StackWord) -> Option<u32> {
         let w = h.0.load(Ordering::Acquire);
         (w & LOCK_BITS != LOCKED)
