@@ -698,7 +698,8 @@ impl<K: Kit> Driver<K> {
         let anonymous_exited = (K::PROTOCOL.starts_with("lightweight") || K::PROTOCOL == "stack")
             && o.owner != 0
             && !self.m.workers.iter().any(|w| w.ident == o.owner);
-        if locked != (o.count > 0) && !(anonymous_exited && !locked) {
+        let excused = anonymous_exited && !locked;
+        if locked != (o.count > 0) && !excused {
             return fail(format!(
                 "is_locked / owner_of of #{l} (slot {s}) says {locked}; the model says {whose} holds it"
             ));
