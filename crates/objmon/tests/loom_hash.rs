@@ -215,7 +215,7 @@ fn thin_parked_hash_vs_owner_decrement_and_move() {
             peeked.is_none() || peeked == Some(v),
             "peek saw another hash"
         );
-        let moved = hash_follows_the_move(&rt, h, v);
+        let moved = common::hash_follows_the_move(&rt, h, v);
         assert_eq!(me.identity_hash(&moved), Ok(v));
         assert_eq!(rt.owner_of(&moved), None);
     });
@@ -240,30 +240,8 @@ fn thin_parked_hash_vs_two_nested_unlocks() {
         drop(g2);
         drop(g);
         let v = hasher.join().unwrap();
-        hash_follows_the_move(&rt, h, v);
+        common::hash_follows_the_move(&rt, h, v);
     });
-}
-
-/// Moves the object out of `h` (all other holders gone), as safe Rust may move an unlocked
-/// header: the moved object keeps hash `v`, the fresh one left in its place has none.
-fn hash_follows_the_move(
-    rt: &Runtime<Thin>,
-    h: Arc<objmon::vm::LockWord>,
-    v: u32,
-) -> objmon::vm::LockWord {
-    let mut owned = Arc::try_unwrap(h).expect("threads joined");
-    let moved = std::mem::take(&mut owned);
-    assert_eq!(
-        rt.peek_identity_hash(&owned),
-        None,
-        "a fresh object sees the hash"
-    );
-    assert_eq!(
-        rt.peek_identity_hash(&moved),
-        Some(v),
-        "the hash did not follow"
-    );
-    moved
 }
 
 /// `thin`: the hasher of a lock held once by a thread that is blocked in objmon (spinning for

@@ -29,23 +29,6 @@ fn loose() {
     std::env::set_var("OBJMON_LOOM_LOOSE", "1");
 }
 
-/// Moves the object out of `h` (all other holders gone): the moved object keeps hash `v`, the
-/// fresh one left in its place has none.
-fn hash_follows_the_move(rt: &Runtime<Thin>, h: Arc<LockWord>, v: u32) {
-    let mut owned = Arc::try_unwrap(h).expect("threads joined");
-    let moved = std::mem::take(&mut owned);
-    assert_eq!(
-        rt.peek_identity_hash(&owned),
-        None,
-        "a fresh object sees the hash"
-    );
-    assert_eq!(
-        rt.peek_identity_hash(&moved),
-        Some(v),
-        "the hash did not follow"
-    );
-}
-
 /// The main thread holds the lock once and lets go while another thread hashes: the hasher
 /// may find it held (and park loose, marking the owner) or free (and inflate), and the
 /// release may come before the mark, between the mark and the hasher's re-read, or after.
@@ -63,7 +46,7 @@ fn thin_loose_hash_vs_release_and_move() {
         let v = hasher.join().unwrap();
         // No hash call here: it would adopt a loose entry the release failed to settle.
         drop(me);
-        hash_follows_the_move(&rt, h, v);
+        common::hash_follows_the_move(&rt, h, v);
     });
 }
 
@@ -94,6 +77,6 @@ fn thin_loose_hash_handed_to_the_next_owner() {
         let v = hasher.join().unwrap();
         next.join().unwrap();
         drop(me);
-        hash_follows_the_move(&rt, h, v);
+        common::hash_follows_the_move(&rt, h, v);
     });
 }

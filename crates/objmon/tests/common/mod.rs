@@ -61,3 +61,26 @@ pub fn hosted<P: objmon::vm::Protocol>(
     // through `reclaim`).
     unsafe { objmon::vm::Runtime::new_unchecked(config) }
 }
+
+/// Moves the object out of `h` (all other holders gone), as safe Rust may move an unlocked
+/// header: the moved object keeps hash `v`, the fresh one left in its place has none.
+#[allow(dead_code)] // not every model file uses it
+pub fn hash_follows_the_move<P: objmon::vm::Protocol>(
+    rt: &objmon::vm::Runtime<P>,
+    h: loom::sync::Arc<P::Header>,
+    v: u32,
+) -> P::Header {
+    let mut owned = loom::sync::Arc::try_unwrap(h).ok().expect("threads joined");
+    let moved = std::mem::take(&mut owned);
+    assert_eq!(
+        rt.peek_identity_hash(&owned),
+        None,
+        "a fresh object sees the hash"
+    );
+    assert_eq!(
+        rt.peek_identity_hash(&moved),
+        Some(v),
+        "the hash did not follow"
+    );
+    moved
+}
