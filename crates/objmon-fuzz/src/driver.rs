@@ -148,6 +148,7 @@ impl<K: Kit> Driver<K> {
             m: Model {
                 objs: vec![Obj::default(); n],
                 workers: Vec::new(),
+                loose_parked: false,
             },
             slot_of: (0..n).collect(),
             phase: false,
@@ -289,6 +290,7 @@ impl<K: Kit> Driver<K> {
                 self.m.objs.push(Obj::default());
                 self.slot_of.push(self.slot_of[a]);
                 self.slot_of[a] = fresh;
+                self.arrived(fresh);
                 self.taint(self.slot_of[n]);
                 if realloc {
                     for i in inline {
@@ -319,6 +321,7 @@ impl<K: Kit> Driver<K> {
                 self.m.objs[self.slot_of[a]].dead = true;
                 self.m.objs.push(Obj::default());
                 self.slot_of[a] = fresh;
+                self.arrived(fresh);
             }
             Step::Rebox(a) => {
                 let a = a as usize % n;
@@ -355,6 +358,20 @@ impl<K: Kit> Driver<K> {
                 self.storm.take();
                 self.storm = Some(Storm::start(vec![self.threads[w].pt]));
             }
+            Step::AwaitCaught => {
+                if !signals || self.storm.is_none() {
+                    return Ok(());
+                }
+                let t0 = std::time::Instant::now();
+                while !crate::signal::caught() && t0.elapsed() < Duration::from_millis(20) {
+                    std::thread::sleep(Duration::from_micros(20));
+                }
+                let caught = crate::signal::caught();
+                self.log(format!(
+                    "{} the host handler busy over an owner section",
+                    if caught { "found" } else { "did not find" }
+                ));
+            }
             Step::Signals(on) => {
                 if !signals {
                     return Ok(());
@@ -376,6 +393,17 @@ impl<K: Kit> Driver<K> {
     fn taint(&mut self, l: usize) {
         if self.m.objs[l].count > 0 {
             self.m.objs[l].tainted = true;
+        }
+        self.arrived(l);
+    }
+
+    /// `l` now sits at an address another object may have left a loose hash at: until its
+    /// next hash call it may show that hash (`LOOSE_HASH_LIMIT`; an object that already has
+    /// a settled hash shows its own).
+    fn arrived(&mut self, l: usize) {
+        let o = &mut self.m.objs[l];
+        if self.m.loose_parked && (o.hash.is_none() || o.loose) {
+            o.inherit = true;
         }
     }
 
@@ -513,18 +541,22 @@ impl<K: Kit> Driver<K> {
                 let l = self.slot_of[s];
                 let me = self.m.workers[w].ident;
                 let held_by_other = self.m.objs[l].count > 0 && self.m.objs[l].owner != me;
-                let loose_before = self.m.objs[l].loose;
+                let loose_before = self.m.objs[l].loose || self.m.objs[l].inherit;
                 match self.call(w, Act::Hash { s })? {
                     // The documented limit (`LOOSE_HASH_LIMIT`): a hash parked loose and
-                    // lost by a move is replaced by a new one; the object keeps that one.
+                    // lost by a move is replaced by a new one, or one parked for the object
+                    // that was at this address is adopted; the object keeps that one.
                     Out::Hash(Ok(h)) if loose_before => {
                         self.m.objs[l].hash = Some(h);
                         self.m.objs[l].loose = held_by_other;
+                        self.m.objs[l].inherit = false;
+                        self.m.loose_parked |= held_by_other;
                     }
                     Out::Hash(Ok(h)) => match self.m.objs[l].hash {
                         _ if held_by_other && LOOSE_HASH_LIMIT.contains(&K::PROTOCOL) => {
                             self.m.objs[l].hash = Some(h);
                             self.m.objs[l].loose = true;
+                            self.m.loose_parked = true;
                         }
                         Some(x) if x != h => {
                             return fail(format!(
@@ -548,7 +580,7 @@ impl<K: Kit> Driver<K> {
                     let in_record = K::PROTOCOL == "stack" && self.m.objs[l].count > 0;
                     // Under the loose-hash limit, a hash parked by address may be lost by a
                     // move or seen by the object moved to that address.
-                    let loose = self.m.objs.iter().any(|o| o.loose);
+                    let loose = self.m.objs.iter().any(|o| o.loose) || self.m.objs[l].inherit;
                     if p != want && !(in_record && p.is_none()) && !loose {
                         return fail(format!(
                             "peek_identity_hash of #{l} (slot {s}) is {p:x?}, but its hash is {want:x?}{}",

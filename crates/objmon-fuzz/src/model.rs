@@ -62,6 +62,10 @@ pub struct Obj {
     /// settle a hash parked then (`Target::loose_hash_limit`): a move before the next hash
     /// call may lose that hash (`docs/soundness.md` §6).
     pub loose: bool,
+    /// Moved to (or made at) an address where a loose hash may still be parked for the
+    /// object that was there: until its own next hash call adopts a hash, it may show that
+    /// one (the other half of the same limit: "loses or inherits").
+    pub inherit: bool,
 }
 
 /// One worker as the model sees it.
@@ -131,6 +135,9 @@ pub struct Model {
     pub objs: Vec<Obj>,
     /// Workers by index.
     pub workers: Vec<WorkerModel>,
+    /// A hash was parked loose in this case: an entry by address may outlive the object it
+    /// was made for at that address (`Obj::inherit`).
+    pub loose_parked: bool,
 }
 
 impl Model {

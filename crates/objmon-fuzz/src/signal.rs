@@ -1,35 +1,81 @@
 //! The host-signal adversary: an ordinary, async-signal-safe `SIGUSR1` handler that stays
 //! busy for 1-3 ms (as a sampling profiler's might), and a thread that sends it to the
 //! workers with `pthread_kill` at random moments, so that it interrupts lock operations
-//! anywhere, the protocols' own owner sections included.
+//! anywhere, the protocols' own owner sections included. With the barrier signal unmasked
+//! (`unmask_barrier`, the contract broken on purpose) the handler stays busy only when it
+//! caught a bias owner inside its section (`objmon::vm::in_owner_section`), and returns at
+//! once otherwise: a profiler slow at the moments that matter, so that a revoker's signal
+//! nests inside it within a short run.
 //!
-//! Invariants: the handler calls only `clock_gettime` (async-signal-safe) and touches only
-//! an atomic; it is installed once, with `SA_RESTART` and objmon's barrier signal in its
-//! `sa_mask` (the host's side of the `-signal` protocols' contract; `unmask_barrier` breaks it
-//! on purpose), and never removed (a late signal must find it). A target is removed under the storm's lock before its thread is joined, so a
-//! signal never goes to a thread that has ended.
+//! Invariants: the handler calls only `clock_gettime` and `in_owner_section` (both
+//! async-signal-safe) and touches only atomics; it is installed once, with `SA_RESTART` and
+//! objmon's barrier signal in its `sa_mask` (the host's side of the `-signal` protocols'
+//! contract) unless unmasked, and never removed (a late signal must find it). A target is
+//! removed under the storm's lock before its thread is joined, so a signal never goes to a
+//! thread that has ended.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 static HANDLED: AtomicU32 = AtomicU32::new(0);
+static LINGERED: AtomicU32 = AtomicU32::new(0);
+/// The handler is busy over an owner section now (one target at a time: `SignalsAt`).
+static CAUGHT: AtomicBool = AtomicBool::new(false);
+/// When the unmasked handler last stopped lingering (ns).
+static LINGERED_UNTIL: AtomicI64 = AtomicI64::new(0);
 
-extern "C" fn busy(_: libc::c_int) {
-    let n = HANDLED.fetch_add(1, Ordering::Relaxed);
-    let ns = 1_000_000 + (n % 3) as i64 * 1_000_000;
-    let now = || {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid out-pointer; clock_gettime is async-signal-safe.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-        t.tv_sec * 1_000_000_000 + t.tv_nsec
+fn now() -> i64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
+    // SAFETY: a valid out-pointer; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
+fn spin_for(ns: i64) {
     let start = now();
     while now() - start < ns {
         std::hint::spin_loop();
+    }
+}
+
+/// Whether the interrupted instruction pointer of an `SA_SIGINFO` handler's context is
+/// inside a bias owner's section.
+fn in_section(uc: *mut libc::c_void) -> bool {
+    // SAFETY: the kernel passes a valid `ucontext_t` to an `SA_SIGINFO` handler for the
+    // handler's duration; only its saved instruction pointer is read.
+    let ip =
+        unsafe { (*(uc as *const libc::ucontext_t)).uc_mcontext.gregs[libc::REG_RIP as usize] };
+    objmon::vm::in_owner_section(ip as usize)
+}
+
+/// Spins for `ns`, telling [`caught`] meanwhile if it interrupted an owner section.
+fn stay_busy(ns: i64, over_section: bool) {
+    if over_section {
+        LINGERED.fetch_add(1, Ordering::Relaxed);
+        CAUGHT.store(true, Ordering::SeqCst);
+    }
+    spin_for(ns);
+    if over_section {
+        CAUGHT.store(false, Ordering::SeqCst);
+    }
+}
+
+extern "C" fn busy(_: libc::c_int, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    let n = HANDLED.fetch_add(1, Ordering::Relaxed);
+    stay_busy(1_000_000 + (n % 3) as i64 * 1_000_000, in_section(uc));
+}
+
+extern "C" fn linger(_: libc::c_int, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    HANDLED.fetch_add(1, Ordering::Relaxed);
+    // Not again right after lingering: a signal that came meanwhile is delivered as the
+    // handler returns, at the same instruction, and the owner would never move on.
+    if in_section(uc) && now() > LINGERED_UNTIL.load(Ordering::Relaxed) + 500_000 {
+        stay_busy(3_000_000, true);
+        LINGERED_UNTIL.store(now(), Ordering::Relaxed);
     }
 }
 
@@ -52,13 +98,15 @@ fn install() {
         // a valid, initialized set.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = busy as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
+            let unmasked = UNMASKED.load(Ordering::Relaxed);
+            sa.sa_sigaction = if unmasked {
+                linger as *const () as usize
+            } else {
+                busy as *const () as usize
+            };
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigemptyset(&mut sa.sa_mask);
-            if let (false, Some(sig)) = (
-                UNMASKED.load(Ordering::Relaxed),
-                objmon::vm::barrier_signal(),
-            ) {
+            if let (false, Some(sig)) = (unmasked, objmon::vm::barrier_signal()) {
                 // The host's side of the `-signal` protocols' contract: the barrier signal
                 // stays blocked while this handler runs.
                 libc::sigaddset(&mut sa.sa_mask, sig);
@@ -71,6 +119,16 @@ fn install() {
 /// How many times the handler ran in this process.
 pub fn handled() -> u32 {
     HANDLED.load(Ordering::Relaxed)
+}
+
+/// How many times the handler caught an owner inside its section (and stayed busy).
+pub fn lingered() -> u32 {
+    LINGERED.load(Ordering::Relaxed)
+}
+
+/// Whether the handler is busy over an owner section now.
+pub fn caught() -> bool {
+    CAUGHT.load(Ordering::SeqCst)
 }
 
 /// A running adversary; stops when dropped.
@@ -102,7 +160,14 @@ impl Storm {
                         unsafe { libc::pthread_kill(pt, libc::SIGUSR1) };
                     }
                 }
-                std::thread::sleep(Duration::from_micros(100 + (x >> 40) % 1500));
+                // The lingering handler returns at once outside a section: it can come
+                // often enough to catch a burst's few microseconds of sections.
+                let gap = if UNMASKED.load(Ordering::Relaxed) {
+                    10 + (x >> 40) % 90
+                } else {
+                    100 + (x >> 40) % 1500
+                };
+                std::thread::sleep(Duration::from_micros(gap));
             }
         });
         Self {

@@ -54,6 +54,9 @@ pub enum Step {
     Signals(bool),
     /// Starts the host signal adversary aimed at worker `.0` only (a bias owner).
     SignalsAt(u8),
+    /// Waits (at most 20 ms) until the host handler is busy over a bias owner's section, as
+    /// an adversary times a revocation for the worst moment.
+    AwaitCaught,
 }
 
 /// An operation of a worker. `g` numbers a guard of the worker (modulo how many it has),
@@ -241,9 +244,12 @@ fn episode(vm: bool) -> BoxedStrategy<Vec<Step>> {
 }
 
 /// A contended episode under the host signal adversary: a fresh object, biased (or
-/// learnt) by one worker's bursts, then bursts of two workers on it at once.
+/// learnt) by one worker's bursts, then a long burst of that worker and, once the host
+/// handler has caught it inside an owner section (or 20 ms have passed), a long burst of
+/// another worker on the same object: its revocation meets the owner in its section, and it
+/// is still inside the object most of the time when the owner's section goes on.
 fn signal_episode() -> BoxedStrategy<Vec<Step>> {
-    (w(), 1..WORKERS, 0..SLOTS, 1..16u8, 1..16u8, 1..16u8)
+    (w(), 1..WORKERS, 0..SLOTS, 1..16u8, 64..=255u8, 64..=255u8)
         .prop_map(|(a, db, x, n0, n1, n2)| {
             let b = (a + db) % WORKERS;
             vec![
@@ -252,6 +258,7 @@ fn signal_episode() -> BoxedStrategy<Vec<Step>> {
                 Step::Do(a, Op::Burst(x, n0)),
                 Step::Do(a, Op::Query(x)),
                 Step::Do(a, Op::Burst(x, n1)),
+                Step::AwaitCaught,
                 Step::Do(b, Op::Burst(x, n2)),
                 Step::Do(a, Op::Burst(x, n0)),
                 Step::Signals(false),

@@ -104,6 +104,11 @@ mod imp {
             .map(|e| e.abort)
     }
 
+    /// Whether `ip` is inside an owner section (async-signal-safe: reads link-time data).
+    pub fn in_owner_section(ip: usize) -> bool {
+        abort_for(ip).is_some()
+    }
+
     /// How many owner sections the program holds (the empty entry aside).
     pub(crate) fn sections() -> usize {
         table().iter().filter(|e| e.start != 0).count()
@@ -420,6 +425,10 @@ mod imp {
     /// No signal barrier here (the flavors bias nothing): no signal to mask.
     pub fn barrier_signal() -> Option<i32> {
         None
+    }
+    /// No owner sections here.
+    pub fn in_owner_section(_: usize) -> bool {
+        false
     }
     /// No signal barrier here: the flavors bias nothing.
     pub(crate) fn install() -> bool {

@@ -81,6 +81,23 @@ pub use crate::runtime::{Config, InflationCause, Runtime, StatsSnapshot};
 pub fn barrier_signal() -> Option<i32> {
     crate::sigbarrier::barrier_signal()
 }
+
+/// Whether `ip`, the instruction pointer a signal handler finds in its `ucontext_t`, is
+/// inside a `biased-signal` / `fable-signal` bias owner's section: the few instructions
+/// between the owner's read of its header and its committing store, which a revoker's
+/// barrier signal restarts. A host handler that runs there with the barrier signal
+/// unblocked lets a revocation nest inside it and land *over* the section (the contract of
+/// [`Runtime::new_unchecked`]); a sampling profiler may use it to attribute such samples.
+/// Async-signal-safe: it reads only the link-time table of sections. Always `false` where
+/// those protocols bias nothing.
+///
+/// ```
+/// // No owner section starts at the address of this function.
+/// assert!(!objmon::vm::in_owner_section(objmon::vm::in_owner_section as usize));
+/// ```
+pub fn in_owner_section(ip: usize) -> bool {
+    crate::sigbarrier::in_owner_section(ip)
+}
 pub use crate::table::MAX_MONITOR_INDEX;
 pub use crate::tasuki::{SystemLockConfig, SystemLockVariant};
 pub use crate::thread::{AttachedThread, Registry, ThreadCore, ThreadId, MAX_THREAD_ID};
