@@ -102,7 +102,8 @@ fn stripe<P: MonitorProtocol>(m: &RawMonitor<P>) -> &'static AtomicUsize {
 /// let cv = Condvar::<RawCondvar>::new();
 /// std::thread::scope(|s| {
 ///     let (tx, rx) = std::sync::mpsc::channel();
-///     s.spawn(|| {
+///     let (a, cv) = (&a, &cv);
+///     s.spawn(move || {
 ///         let mut g = a.lock();
 ///         tx.send(()).unwrap();
 ///         cv.wait_for(&mut g, Duration::from_millis(500)); // waits with `a`
