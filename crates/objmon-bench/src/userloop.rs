@@ -180,7 +180,7 @@ pub fn monitor<const AT: usize>(m: &objmon::Monitor<()>, n: u64) {
 /// not reentrant), the same face as `parking_lot::Mutex` (the `monitor-lock-api` row).
 #[inline(never)]
 pub fn monitor_lock_api<const AT: usize>(
-    m: &parking_lot::lock_api::Mutex<objmon::RawMonitor, ()>,
+    m: &objmon::lock_api::Mutex<objmon::RawMonitor, ()>,
     n: u64,
 ) {
     place::<AT>();
@@ -389,7 +389,7 @@ fn each_row(add: &mut AddRow<'_>) {
         })
     });
     add("monitor-lock-api", false, &|| {
-        let m = parking_lot::lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
+        let m = objmon::lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
         row("monitor-lock-api", anchor, move |n| {
             timed_places(n, |at, k| at_place!(at, monitor_lock_api(&m, k)))
         })
@@ -625,7 +625,7 @@ mod tests {
     #[cfg_attr(debug_assertions, ignore = "release builds only: see the doc comment")]
     #[test]
     fn monitor_lock_api_lock_inlines_into_a_users_loop() {
-        let m = parking_lot::lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
+        let m = objmon::lock_api::Mutex::<objmon::RawMonitor, ()>::new(());
         // Attached and warmed in the parent: the counted child takes only the fast paths.
         drop(m.lock());
         let count =

@@ -31,7 +31,10 @@
 //! - **A Rust program** that wants a lock, and wait / notify, around each of many values:
 //!   [`Monitor<T>`](Monitor). Threads attach themselves on first use; a monitor costs its
 //!   header (4 or 8 bytes) until it is contended or waited on. For a non-reentrant mutex
-//!   giving `&mut T`: `lock_api::Mutex<`[`RawMonitor`]`, T>`.
+//!   giving `&mut T`: `lock_api::Mutex<`[`RawMonitor`]`, T>`, with
+//!   `lock_api::Condvar<`[`RawCondvar`]`>` waiting on that mutex's own wait set. objmon
+//!   implements lock_api **0.5** (re-exported as [`objmon::lock_api`](lock_api)); the feature
+//!   `lock_api_04` adds lock_api 0.4's `RawMutex` and `RawMutexTimed` for `RawMonitor`.
 //! - **A language runtime or VM** embedding a header in its own objects: [`vm`] — a
 //!   [`Runtime`](vm::Runtime) per VM, a [`ThreadHandle`](vm::ThreadHandle) per thread,
 //!   unstructured locking, interrupts, GC hooks, identity hashes, thread dumps and deadlock
@@ -157,5 +160,12 @@ pub use protocol::{
 };
 #[cfg(not(loom))]
 pub use user::{
-    DefaultProtocol, Global, Monitor, MonitorGuard, MonitorProtocol, RawMonitor, RuntimeRef,
+    DefaultProtocol, Global, Monitor, MonitorGuard, MonitorProtocol, RawCondvar, RawMonitor,
+    RuntimeRef,
 };
+
+/// The lock_api (0.5) whose `RawMutex`, `RawMutexTimed`, `RawCondvar` and `RawCondvarTimed`
+/// [`RawMonitor`] and [`RawCondvar`] implement: `objmon::lock_api::Mutex<RawMonitor, T>` and
+/// `objmon::lock_api::Condvar<RawCondvar>` name the right version whatever else a program
+/// depends on.
+pub use lock_api;

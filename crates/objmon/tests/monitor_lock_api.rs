@@ -23,8 +23,8 @@ per_protocol!(30;
     in_a_lock_api_reentrant_mutex,
 );
 
-/// A `RawMonitor` of the default protocol in a `static` (`const_new` with the trait's `INIT`).
-static COUNTER: lock_api::Mutex<RawMonitor, u64> = lock_api::Mutex::const_new(RawMonitor::INIT, 0);
+/// A `RawMonitor` of the default protocol in a `static` (`from_raw` with the trait's `INIT`).
+static COUNTER: lock_api::Mutex<RawMonitor, u64> = lock_api::Mutex::from_raw(RawMonitor::INIT, 0);
 
 #[test]
 fn in_a_static() {

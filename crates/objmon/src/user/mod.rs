@@ -1,5 +1,6 @@
-//! The Rust user's API: [`Monitor<T>`](Monitor) (a value behind a Java-style monitor) and
-//! [`RawMonitor`] (a monitor as a `lock_api` raw mutex), with no attach and no handle.
+//! The Rust user's API: [`Monitor<T>`](Monitor) (a value behind a Java-style monitor),
+//! [`RawMonitor`] (a monitor as a `lock_api` raw mutex) and [`RawCondvar`] (its wait set as a
+//! `lock_api` raw condvar), with no attach and no handle.
 //!
 //! Built on the embedder's layer (`handle.rs`), never beside it: a monitor operation finds the
 //! calling thread's automatic attachment (`attach.rs`), on the runtime its monitor names
@@ -7,10 +8,12 @@
 //! [`ThreadHandle`](crate::vm::ThreadHandle) does.
 
 mod attach;
+mod condvar;
 mod global;
 mod monitor;
 mod raw;
 
+pub use condvar::RawCondvar;
 pub use global::{global_runtime, Global, MonitorProtocol, RuntimeRef};
 pub use monitor::{DefaultProtocol, Monitor, MonitorGuard};
 pub use raw::RawMonitor;
