@@ -627,10 +627,11 @@ fn main() {
         }
         Command::MemoryProbe { kind, n } => match memory::probe(&kind, n as usize) {
             Some(row) => println!("{}", serde_json::to_string(&row).expect("serializable")),
-            None => {
-                eprintln!("unknown kind {kind}; one of {:?}", memory::KINDS);
-                std::process::exit(2);
-            }
+            None => usage_error(
+                "memory-probe",
+                ErrorKind::InvalidValue,
+                runner::unknown("kind", &kind, &memory::KINDS, ""),
+            ),
         },
         Command::List => {
             println!("benches:");
