@@ -378,13 +378,14 @@ fn check_run_args(
     if named && !sel.rows.is_empty() && !hot {
         if let Some(&b) = benches.iter().find(|&&b| !runner::bench_has_rows(sel, b)) {
             let why = if b.subject_free() {
-                "it measures no lock and runs only the row `none`; add --protocol none"
+                "it measures no lock, only the row `none`: add --protocol none"
             } else {
-                "see `objmon-bench list` for its rows"
+                "knob rows run in alloc-lock only, syslock-* in system-monitor, user-loop-* in \
+                 user-loop; `objmon-bench list` names the rows"
             };
             fail(format!(
-                "--protocol: bench {} runs none of the selected rows ({}): {why}, or leave \
-                 the bench out",
+                "--protocol: bench {} runs none of the selected rows ({}), so it measures \
+                 nothing ({why}); select one of its rows or leave the bench out",
                 b.name(),
                 sel.rows.join(", ")
             ));
