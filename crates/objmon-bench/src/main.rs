@@ -78,7 +78,8 @@ enum Command {
         /// Threads, 1 to 32767 (the library's thread ids: each locker holds one): for
         /// `threads`, the thread count (instead of its sweep); for `cloud` and `cloud-growth`,
         /// the number of lockers (default 10). Only those benches take it: with any other
-        /// bench selected (no `--bench` selects all) it is an error.
+        /// bench selected (no `--bench` selects all) it is an error, and so is `--param`
+        /// beside it on `threads` (both would set its thread counts).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS))]
         threads: Option<u64>,
         /// Parameter of the swept benches, replacing their sweep (repeatable, each value
@@ -699,5 +700,65 @@ fn print_summary(rust: &[Record], java: &[Record]) {
             report::num(r.min),
             report::num(r.max)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line is well formed, and every bound an argument's help states is the
+    /// one its parser holds it to.
+    #[test]
+    fn help_states_the_bounds() {
+        Cli::command().debug_assert();
+        let help = |sub: &str, arg: &str| -> String {
+            let cmd = Cli::command();
+            let a = cmd
+                .find_subcommand(sub)
+                .and_then(|c| c.get_arguments().find(|a| a.get_id() == arg))
+                .unwrap_or_else(|| panic!("{sub} {arg}"));
+            a.get_help().expect("help").to_string()
+        };
+        let mut million = MAX_OBJECTS;
+        let mut exp = 0;
+        while million > 1 {
+            million /= 10;
+            exp += 1;
+        }
+        let objects = format!("10^{exp}");
+        for (sub, arg, bounds) in [
+            ("run", "threads", vec![MAX_THREADS.to_string()]),
+            (
+                "run",
+                "params",
+                vec![
+                    objects.clone(),
+                    MAX_THREADS.to_string(),
+                    bench::MAX_LOCKS.to_string(),
+                ],
+            ),
+            ("run", "reps", vec![MAX_REPS.to_string()]),
+            ("report", "reps", vec![MAX_REPS.to_string()]),
+            ("replay", "reps", vec![MAX_REPS.to_string()]),
+            ("replay", "wait_cap_ms", vec![MAX_WAIT_CAP_MS.to_string()]),
+            ("stress", "seconds", vec![MAX_SECONDS.to_string()]),
+            ("stress", "watchdog", vec![MAX_SECONDS.to_string()]),
+            ("stress", "threads", vec![(MAX_THREADS - 1).to_string()]),
+            ("stress", "objects", vec![objects.clone()]),
+            (
+                "profile",
+                "millis",
+                vec![
+                    MIN_PROFILE_MILLIS.to_string(),
+                    (MAX_SECONDS * 1000).to_string(),
+                ],
+            ),
+        ] {
+            let h = help(sub, arg);
+            for b in bounds {
+                assert!(h.contains(&b), "{sub} --{arg}: {b} not in its help: {h}");
+            }
+        }
     }
 }
