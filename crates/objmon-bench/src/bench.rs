@@ -79,6 +79,53 @@ pub const ALL: [Bench; 17] = [
     Bench::WaitNotify,
 ];
 
+/// Most threads a bench may run: one per thread id of the library
+/// ([`objmon::vm::MAX_THREAD_ID`], 15 bits as in seed 000 §2.3). Every locker attaches to
+/// the runtime and holds an id while it runs; the thread that starts them holds none.
+pub const MAX_THREADS: u64 = objmon::vm::MAX_THREAD_ID as u64;
+
+/// Most objects in a working set (`multi-sync`, `cloud-growth`, `stress --objects`): ten
+/// times the seeds' largest (Cloud's 10^6), a few hundred MB at most with the largest
+/// subjects' objects, each in a 16-byte-aligned [`Slot`].
+pub const MAX_OBJECTS: u64 = 10_000_000;
+
+/// Most locks per object in `alloc-lock` (seed 002 sweeps k = 1…15): with k ≤ 1000 a quick
+/// plan's repetition still allocates ~1000 objects (10^6 pairs / (k + 1)), so the figure is
+/// a mean over many objects rather than one object's locks.
+pub const MAX_LOCKS: u64 = 1_000;
+
+/// Most timed repetitions per figure (`--reps`): the median and spread of more repetitions
+/// do not move, and each repetition is also cut to the figure's time budget
+/// ([`Plan::figure_budget`]).
+pub const MAX_REPS: u64 = 1_000;
+
+/// One numeric argument of `run` as a bench takes it: what the value means there and the
+/// largest value it takes (the smallest is 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgSpec {
+    /// What the value is, for messages (`n, objects in the working set`).
+    pub what: &'static str,
+    /// The largest valid value.
+    pub max: u64,
+}
+
+impl ArgSpec {
+    const fn new(what: &'static str, max: u64) -> Self {
+        ArgSpec { what, max }
+    }
+
+    /// Whether `v` is valid here.
+    pub fn accepts(self, v: u64) -> bool {
+        (1..=self.max).contains(&v)
+    }
+}
+
+impl std::fmt::Display for ArgSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, 1 to {}", self.what, self.max)
+    }
+}
+
 /// Sizes of one run (`--quick` or full).
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
@@ -233,6 +280,28 @@ impl Bench {
             Bench::AllocLock if plan.quick => vec![1, 2, 3, 5, 8, 12, 15],
             Bench::AllocLock => (1..=15).collect(),
             _ => vec![0],
+        }
+    }
+
+    /// What `run --param` means for this bench and the values it takes; `None` for a bench
+    /// without a parameter (its `--param` would be ignored, so the CLI refuses it).
+    pub fn param_arg(self) -> Option<ArgSpec> {
+        match self {
+            Bench::MultiSync => Some(ArgSpec::new("n, objects in the working set", MAX_OBJECTS)),
+            Bench::CloudGrowth => Some(ArgSpec::new("n, objects in the cloud", MAX_OBJECTS)),
+            Bench::Threads => Some(ArgSpec::new("n, threads on one object", MAX_THREADS)),
+            Bench::AllocLock => Some(ArgSpec::new("k, locks per allocated object", MAX_LOCKS)),
+            _ => None,
+        }
+    }
+
+    /// What `run --threads` means for this bench and the values it takes; `None` for a bench
+    /// whose thread count is fixed (its `--threads` would be ignored, so the CLI refuses it).
+    pub fn threads_arg(self) -> Option<ArgSpec> {
+        match self {
+            Bench::Threads => Some(ArgSpec::new("threads on one object", MAX_THREADS)),
+            Bench::Cloud | Bench::CloudGrowth => Some(ArgSpec::new("lockers", MAX_THREADS)),
+            _ => None,
         }
     }
 
@@ -764,7 +833,7 @@ fn contended<S: Subject>(rt: &S::Rt, o: &S::Obj, threads: usize, each: u64) -> f
     let spans = thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
-                s.spawn(|| {
+                spawn_locker(s, threads, || {
                     let t = S::attach(rt);
                     start.wait();
                     let t0 = Instant::now();
@@ -784,6 +853,27 @@ fn contended<S: Subject>(rt: &S::Rt, o: &S::Obj, threads: usize, each: u64) -> f
     let total = threads as u64 * each;
     assert_eq!(counter.into_inner(), total, "{}: lost update", S::NAME);
     span_ns(&spans) / total.max(1) as f64
+}
+
+/// Starts one of a bench's `threads` lockers in `s`. The thread count is the user's
+/// (`--threads`, `--param`, at most [`MAX_THREADS`]); when the system refuses a thread (its
+/// limit on threads or processes is lower), that is reported as a usage error and the
+/// process ends with status 2 rather than a panic.
+fn spawn_locker<'scope, 'env, T: Send + 'scope>(
+    s: &'scope thread::Scope<'scope, 'env>,
+    threads: usize,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> thread::ScopedJoinHandle<'scope, T> {
+    thread::Builder::new()
+        .spawn_scoped(s, f)
+        .unwrap_or_else(|e| {
+            eprintln!(
+                "error: cannot start {threads} threads: {e}; this system allows fewer \
+                 (`ulimit -u`, kernel.threads-max, kernel.pid_max): ask for fewer with \
+                 --threads / --param"
+            );
+            std::process::exit(2)
+        })
 }
 
 /// One repetition of Cloud, as [`CloudReps`] keeps it.
@@ -941,7 +1031,7 @@ fn cloud<S: Subject>(rt: &S::Rt, objs: &[Slot<S::Obj>], threads: usize, time: Du
     thread::scope(|s| {
         for i in 0..threads {
             let (stop, total, start) = (&stop, &total, &start);
-            s.spawn(move || {
+            spawn_locker(s, threads, move || {
                 let t = S::attach(rt);
                 let mut rng = XorShift(
                     0x9E37_79B9_7F4A_7C15 ^ ((i as u64 + 1) * 0x1234_5678_9ABC) ^ (round << 32),
@@ -1506,6 +1596,33 @@ pub(crate) mod tests {
             }
         }
         panic!("harness sol-cas-store over 10% slower than the plain loop: (harness, plain) ns {tries:?}");
+    }
+
+    /// The argument metadata agrees with what the benches do: a bench takes `--param`
+    /// exactly when it sweeps a parameter, its own sweeps are valid values, and `--threads`
+    /// goes to the benches whose thread count is not fixed.
+    #[test]
+    fn argument_metadata_matches_the_benches() {
+        for quick in [true, false] {
+            let plan = Plan::new(quick, None);
+            for b in ALL {
+                let sweep = b.params(&plan);
+                match b.param_arg() {
+                    None => assert_eq!(sweep, [0], "{}", b.name()),
+                    Some(spec) => assert!(
+                        sweep.iter().all(|&v| spec.accepts(v)),
+                        "{}: sweep {sweep:?} outside {spec}",
+                        b.name()
+                    ),
+                }
+                let varies =
+                    b.threads(1, 1) != b.threads(1, 7) || b.threads(1, 1) != b.threads(7, 1);
+                assert_eq!(b.threads_arg().is_some(), varies, "{}", b.name());
+            }
+        }
+        assert!(!ArgSpec::new("x", 3).accepts(0));
+        assert!(ArgSpec::new("x", 3).accepts(3));
+        assert!(!ArgSpec::new("x", 3).accepts(4));
     }
 
     #[test]

@@ -31,8 +31,9 @@ mod syslock;
 mod trace;
 mod userloop;
 
-use bench::{Bench, Plan, ALL};
-use clap::{Parser, Subcommand, ValueEnum};
+use bench::{ArgSpec, Bench, Plan, ALL, MAX_OBJECTS, MAX_REPS, MAX_THREADS};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use record::Record;
 use runner::Selection;
 use std::path::PathBuf;
@@ -56,8 +57,8 @@ enum Format {
 enum Command {
     /// Measures the selected benches on the selected rows and prints the figures.
     Run {
-        /// Bench to run (repeatable; default all, in the order given). See `list`. An unknown
-        /// name is an error (exit 2) naming the benches and the closest one.
+        /// Bench to run (repeatable, each once; default all, in the order given). See `list`.
+        /// An unknown name is an error (exit 2) naming the benches and the closest one.
         #[arg(long = "bench")]
         benches: Vec<String>,
         /// Row to run (repeatable; default all): a protocol, `std-mutex`, `parking-lot`,
@@ -69,21 +70,32 @@ enum Command {
         /// with the valid names and the closest one), except a HotSpot one (`hotspot*`) when
         /// no JDK is found or with `--no-java`: that is a warning, so one command line runs
         /// on machines with and without a JDK. A selection that measures nothing (rows no
-        /// selected bench runs) is an error too, unless such a warning explains it.
+        /// selected bench runs) is an error too, unless such a warning explains it, and so is
+        /// a bench named with `--bench` that runs none of the selected rows (`no-sync` and
+        /// `call` run only the row `none`).
         #[arg(long = "protocol")]
         protocols: Vec<String>,
-        /// Threads: for `threads`, the thread count; for `cloud`, the number of lockers (1 or more).
-        #[arg(long, value_parser = at_least_one())]
-        threads: Option<usize>,
-        /// Parameter of the swept benches (multi-sync n, threads n, alloc-lock k); repeatable.
-        #[arg(long = "param")]
+        /// Threads, 1 to 32767 (the library's thread ids: each locker holds one): for
+        /// `threads`, the thread count (instead of its sweep); for `cloud` and `cloud-growth`,
+        /// the number of lockers (default 10). Only those benches take it: with any other
+        /// bench selected (no `--bench` selects all) it is an error, and so is `--param`
+        /// beside it on `threads` (both would set its thread counts).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS))]
+        threads: Option<u64>,
+        /// Parameter of the swept benches, replacing their sweep (repeatable, each value
+        /// once): multi-sync n (objects, 1 to 10^7), cloud-growth n (objects, 1 to 10^7),
+        /// threads n (threads, 1 to 32767), alloc-lock k (locks per object, 1 to 1000). Only
+        /// those benches take it: with any other bench selected (no `--bench` selects all) it
+        /// is an error.
+        #[arg(long = "param", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_OBJECTS))]
         params: Vec<u64>,
         /// Small sizes (seconds, not minutes).
         #[arg(long)]
         quick: bool,
-        /// Timed repetitions per figure (default 5 quick, 7 full).
-        #[arg(long, value_parser = at_least_one())]
-        reps: Option<usize>,
+        /// Timed repetitions per figure, 1 to 1000 (default 5 quick, 7 full; fewer run when
+        /// they would overrun the figure's time budget, and the record says how many).
+        #[arg(long, value_parser = reps_parser())]
+        reps: Option<u64>,
         /// Output format (json: one object per line).
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -99,16 +111,18 @@ enum Command {
         /// Output directory (created if missing; checked writable before anything runs).
         #[arg(long, default_value = "target/objmon-report")]
         out: PathBuf,
-        /// Timed repetitions per figure (default 5 quick, 7 full).
-        #[arg(long, value_parser = at_least_one())]
-        reps: Option<usize>,
+        /// Timed repetitions per figure, 1 to 1000 (default 5 quick, 7 full; fewer run when
+        /// they would overrun the figure's time budget, and the record says how many).
+        #[arg(long, value_parser = reps_parser())]
+        reps: Option<u64>,
         /// Leave the HotSpot rows out even if a JDK is installed.
         #[arg(long)]
         no_java: bool,
-        /// Recorded traces (`java/workloads/run.sh all DIR`) and HotSpot wall times
-        /// (`hotspot-NAME.tsv`) for the "Real programs" section.
-        #[arg(long, default_value = realprog::DEFAULT_DIR)]
-        traces: PathBuf,
+        /// Directory of recorded traces (`java/workloads/run.sh all DIR`) and HotSpot wall
+        /// times (`hotspot-NAME.tsv`) for the "Real programs" section [default:
+        /// target/traces; a directory given here must exist].
+        #[arg(long, value_parser = existing_dir)]
+        traces: Option<PathBuf>,
     },
     /// Lists benches and rows.
     List,
@@ -118,28 +132,33 @@ enum Command {
     MemoryProbe {
         /// A kind of `memory::KINDS`.
         kind: String,
-        /// Objects.
-        n: usize,
+        /// Objects, 1 to 10^7.
+        #[arg(value_parser = clap::value_parser!(u64).range(1..=MAX_OBJECTS))]
+        n: u64,
     },
     /// Characterizes recorded Java monitor traces (java/agent) as seeds 000 and 003 do.
     Trace {
-        /// Trace files (`java/workloads/run.sh NAME OUTDIR` writes OUTDIR/NAME.trace).
-        #[arg(required = true)]
+        /// Trace files (`java/workloads/run.sh NAME OUTDIR` writes OUTDIR/NAME.trace); each
+        /// must exist.
+        #[arg(required = true, value_parser = trace_file)]
         files: Vec<PathBuf>,
     },
     /// Replays a recorded trace's threads on each protocol (ns per operation, inflations).
     Replay {
-        /// Trace file.
+        /// Trace file (must exist).
+        #[arg(value_parser = trace_file)]
         file: PathBuf,
         /// Protocol to replay on (repeatable; default every protocol).
         #[arg(long = "protocol")]
         protocols: Vec<String>,
-        /// Repetitions per protocol (the table shows the median and the spread).
-        #[arg(long, default_value_t = 5)]
-        reps: usize,
-        /// Longest a replayed wait may take, ms (a wait also ends when its recorded notifies
-        /// have been replayed).
-        #[arg(long, default_value_t = 100)]
+        /// Repetitions per protocol, 1 to 1000 (the table shows the median and the spread).
+        #[arg(long, default_value_t = 5, value_parser = reps_parser())]
+        reps: u64,
+        /// Longest a replayed wait may take, ms, 1 to 10000 (a wait also ends when its
+        /// recorded notifies have been replayed; at most half the replay's 20 s no-progress
+        /// watchdog, so a bounded wait is never taken for a deadlock).
+        #[arg(long, default_value_t = 100,
+              value_parser = clap::value_parser!(u64).range(1..=MAX_WAIT_CAP_MS))]
         wait_cap_ms: u64,
     },
     /// Random mixes of every monitor operation with invariants checked continuously.
@@ -147,20 +166,24 @@ enum Command {
         /// Protocol name, or `all` (an unknown name is an error, exit 2).
         #[arg(long, default_value = "all")]
         protocol: String,
-        /// Seconds per protocol.
-        #[arg(long, default_value_t = 10)]
+        /// Seconds per protocol, 1 to 86400 (a day).
+        #[arg(long, default_value_t = 10,
+              value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
         seconds: u64,
-        /// Worker threads (default: 4 per core, at least 8).
-        #[arg(long, value_parser = at_least_one())]
-        threads: Option<usize>,
-        /// Objects.
-        #[arg(long, default_value_t = 64, value_parser = at_least_one())]
-        objects: usize,
+        /// Worker threads, 1 to 32766 (the library's 32767 thread ids, one kept for the
+        /// poster thread; default: 4 per core, at least 8).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_THREADS - 1))]
+        threads: Option<u64>,
+        /// Objects, 2 to 10^7 (nested locking takes two).
+        #[arg(long, default_value_t = 64,
+              value_parser = clap::value_parser!(u64).range(2..=MAX_OBJECTS))]
+        objects: u64,
         /// Seed of the random streams (default: from the clock; printed).
         #[arg(long)]
         seed: Option<u64>,
-        /// Seconds without progress after which a worker counts as stuck.
-        #[arg(long, default_value_t = 20)]
+        /// Seconds without progress after which a worker counts as stuck, 1 to 86400.
+        #[arg(long, default_value_t = 20,
+              value_parser = clap::value_parser!(u64).range(1..=MAX_SECONDS))]
         watchdog: u64,
     },
     /// The contention profile: a contended workload per protocol, profiling off then on.
@@ -168,31 +191,81 @@ enum Command {
         /// Protocol name (default: every protocol; an unknown name is an error, exit 2).
         #[arg(long)]
         protocol: Option<String>,
-        /// Milliseconds per run.
-        #[arg(long, default_value_t = 500)]
+        /// Milliseconds per run, 100 to 86400000 (a day; shorter runs time mostly the start
+        /// of the workload's threads, and their on/off ratio is noise).
+        #[arg(long, default_value_t = 500,
+              value_parser = clap::value_parser!(u64).range(MIN_PROFILE_MILLIS..=MAX_SECONDS * 1000))]
         millis: u64,
     },
 }
 
-/// A count of 1 or more (`--threads 0` is refused by the parser).
-fn at_least_one() -> fn(&str) -> Result<usize, String> {
-    |s| match s.parse::<usize>() {
-        Ok(0) => Err("must be 1 or more".to_string()),
-        Ok(n) => Ok(n),
+/// Longest run a time argument asks for (`stress --seconds`, `--watchdog`, `profile
+/// --millis`): a day, far beyond any use, and far from the overflow of a deadline computed
+/// from it.
+const MAX_SECONDS: u64 = 86_400;
+
+/// Shortest `profile --millis`: half the quick report's 200 ms. Shorter runs time mostly
+/// the start of the workload's threads (inside the timed span) and a few hundred operations
+/// per object, and their on/off ratio is noise (10 ms runs read 0.4× to 2.7×).
+const MIN_PROFILE_MILLIS: u64 = 100;
+
+/// Longest `replay --wait-cap-ms`: half of the replay's no-progress watchdog (20 s,
+/// `trace::cli_replay`), so that a bounded wait is never taken for a deadlock.
+const MAX_WAIT_CAP_MS: u64 = 10_000;
+
+/// `--reps`: 1 to [`MAX_REPS`].
+fn reps_parser() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=MAX_REPS)
+}
+
+/// A path that names an existing file that begins as a trace does (the `OBJMONT1` magic
+/// `java/agent` writes): anything else would only fail after the parsing.
+fn trace_file(s: &str) -> Result<PathBuf, String> {
+    use std::io::Read;
+    let p = PathBuf::from(s);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err("not a file".to_string()),
+        Err(e) => return Err(e.to_string()),
+    }
+    let mut magic = [0u8; 8];
+    std::fs::File::open(&p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .ok()
+        .filter(|()| &magic == b"OBJMONT1")
+        .map(|()| p)
+        .ok_or_else(|| "not a trace recorded by java/agent (no OBJMONT1 magic)".to_string())
+}
+
+/// A path that names an existing directory.
+fn existing_dir(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_dir() => Ok(p),
+        Ok(_) => Err("not a directory".to_string()),
         Err(e) => Err(e.to_string()),
     }
 }
 
-/// Prints a usage error and exits with code 2 (as clap does for its own).
-fn usage_error(msg: &str) -> ! {
-    eprintln!("error: {msg}");
-    std::process::exit(2)
+/// Prints a usage error of subcommand `sub` the way clap prints its own (`error: …`, the
+/// subcommand's usage) and exits with code 2.
+fn usage_error(sub: &str, kind: ErrorKind, msg: impl std::fmt::Display) -> ! {
+    let mut cmd = Cli::command();
+    cmd.build();
+    match cmd.find_subcommand_mut(sub) {
+        Some(c) => c.error(kind, msg).exit(),
+        None => cmd.error(kind, msg).exit(),
+    }
 }
 
 /// Exits with a usage error unless `name` is one of `valid` (`what`: "protocol", …).
-fn check_name(what: &str, name: &str, valid: &[&str], more: &str) {
+fn check_name(sub: &str, what: &str, name: &str, valid: &[&str], more: &str) {
     if !valid.contains(&name) {
-        usage_error(&runner::unknown(what, name, valid, more));
+        usage_error(
+            sub,
+            ErrorKind::InvalidValue,
+            runner::unknown(what, name, valid, more),
+        );
     }
 }
 
@@ -203,10 +276,121 @@ fn check_out_dir(dir: &std::path::Path) {
         .and_then(|()| std::fs::write(&probe, b""))
         .and_then(|()| std::fs::remove_file(&probe));
     if let Err(e) = r {
-        usage_error(&format!(
-            "--out {}: cannot write the report there: {e}",
-            dir.display()
-        ));
+        usage_error(
+            "report",
+            ErrorKind::ValueValidation,
+            format!(
+                "--out {}: cannot write the report there: {e}",
+                dir.display()
+            ),
+        );
+    }
+}
+
+/// The benches that take an argument, with what it means to each (`threads (threads on one
+/// object, 1 to 32767), cloud (…)`).
+fn takers(arg: fn(Bench) -> Option<ArgSpec>) -> String {
+    ALL.iter()
+        .filter_map(|&b| arg(b).map(|spec| format!("{} ({spec})", b.name())))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks `run`'s `--threads`, `--param` and `--protocol` against every selected bench
+/// (`named`: whether `--bench` named them): a bench that does not take an argument given, a
+/// value out of a bench's range, a value given twice, or a named bench left with no row to
+/// run is a usage error.
+fn check_run_args(
+    benches: &[Bench],
+    named: bool,
+    threads: Option<u64>,
+    params: &[u64],
+    sel: &Selection,
+) {
+    let fail = |msg: String| -> ! { usage_error("run", ErrorKind::ArgumentConflict, msg) };
+    let which = |b: Bench| {
+        if named {
+            format!("bench {}", b.name())
+        } else {
+            format!("bench {} (no --bench given, so every bench runs)", b.name())
+        }
+    };
+    let twice = |i: usize, b: &Bench| benches[..i].contains(b);
+    if let Some((_, b)) = benches.iter().enumerate().find(|&(i, b)| twice(i, b)) {
+        fail(format!("--bench {} given twice", b.name()));
+    }
+    if let Some((_, v)) = params
+        .iter()
+        .enumerate()
+        .find(|&(i, v)| params[..i].contains(v))
+    {
+        usage_error(
+            "run",
+            ErrorKind::ValueValidation,
+            format!("--param {v} given twice"),
+        );
+    }
+    for &b in benches {
+        if let Some(n) = threads {
+            match b.threads_arg() {
+                None => fail(format!(
+                    "--threads {n}: {} does not take --threads (its thread count is fixed); \
+                     benches that take it: {}",
+                    which(b),
+                    takers(Bench::threads_arg)
+                )),
+                Some(spec) if !spec.accepts(n) => usage_error(
+                    "run",
+                    ErrorKind::ValueValidation,
+                    format!("--threads {n}: bench {} takes --threads {spec}", b.name()),
+                ),
+                Some(_) => {}
+            }
+        }
+        if !params.is_empty() {
+            let Some(spec) = b.param_arg() else {
+                let given: Vec<String> = params.iter().map(u64::to_string).collect();
+                fail(format!(
+                    "--param {}: {} has no parameter; benches that take --param: {}",
+                    given.join(", "),
+                    which(b),
+                    takers(Bench::param_arg)
+                ));
+            };
+            if let Some(v) = params.iter().find(|&&v| !spec.accepts(v)) {
+                usage_error(
+                    "run",
+                    ErrorKind::ValueValidation,
+                    format!("--param {v}: bench {} takes --param {spec}", b.name()),
+                );
+            }
+            if b == Bench::Threads && threads.is_some() {
+                fail(
+                    "--threads and --param both set the thread counts of bench threads; \
+                     give one of them"
+                        .to_string(),
+                );
+            }
+        }
+    }
+    // A named bench with nothing of the selected rows to run would be left out silently.
+    // HotSpot filters are left to the JVM side, which runs some benches of its own.
+    let hot = sel.rows.iter().any(|r| r.starts_with("hot"));
+    if named && !sel.rows.is_empty() && !hot {
+        if let Some(&b) = benches.iter().find(|&&b| !runner::bench_has_rows(sel, b)) {
+            let why = if b.subject_free() {
+                "it measures no lock, only the row `none`: add --protocol none"
+            } else {
+                "knob rows run in alloc-lock only, syslock-* in system-monitor, user-loop-* in \
+                 user-loop; `objmon-bench list` names the rows"
+            };
+            fail(format!(
+                "--protocol: bench {} runs none of the selected rows ({}), so it measures \
+                 nothing ({why}); select one of its rows or leave the bench out",
+                b.name(),
+                sel.rows.join(", ")
+            ));
+        }
     }
 }
 
@@ -222,6 +406,7 @@ fn main() {
             format,
             no_java,
         } => {
+            let named = !benches.is_empty();
             let benches = if benches.is_empty() {
                 ALL.to_vec()
             } else {
@@ -230,12 +415,16 @@ fn main() {
                     .iter()
                     .map(|n| {
                         Bench::by_name(n).unwrap_or_else(|| {
-                            usage_error(&runner::unknown(
-                                "bench",
-                                n,
-                                &names,
-                                "; `objmon-bench list` describes them",
-                            ))
+                            usage_error(
+                                "run",
+                                ErrorKind::InvalidValue,
+                                runner::unknown(
+                                    "bench",
+                                    n,
+                                    &names,
+                                    "; `objmon-bench list` describes them",
+                                ),
+                            )
                         })
                     })
                     .collect()
@@ -251,17 +440,18 @@ fn main() {
                     .collect()
             };
             let warnings = runner::check_rows(&protocols, &mut { java_rows })
-                .unwrap_or_else(|e| usage_error(&e));
-            for w in &warnings {
-                eprintln!("warning: {w}");
-            }
+                .unwrap_or_else(|e| usage_error("run", ErrorKind::InvalidValue, e));
             let sel = Selection {
                 benches,
                 rows: protocols,
-                params: (!params.is_empty()).then_some(params),
-                threads,
-                plan: Plan::new(quick, reps),
+                params: (!params.is_empty()).then(|| params.clone()),
+                threads: threads.map(|n| n as usize),
+                plan: Plan::new(quick, reps.map(|n| n as usize)),
             };
+            check_run_args(&sel.benches, named, threads, &params, &sel);
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
             let rust = runner::run(&sel);
             let mut records = rust.records;
             let wants_java = sel.rows.is_empty() || sel.rows.iter().any(|r| r.starts_with("hot"));
@@ -282,6 +472,8 @@ fn main() {
                     eprintln!("note: {n}");
                 }
                 usage_error(
+                    "run",
+                    ErrorKind::InvalidValue,
                     "the selection measures nothing: no selected bench runs the selected rows \
                      (knob rows run in alloc-lock only, syslock-* in system-monitor, \
                      user-loop-* in user-loop; see `objmon-bench list`)",
@@ -300,7 +492,8 @@ fn main() {
             traces,
         } => {
             check_out_dir(&out);
-            realprog::set_traces_dir(traces);
+            realprog::set_traces_dir(traces.unwrap_or_else(|| realprog::DEFAULT_DIR.into()));
+            let reps = reps.map(|n| n as usize);
             let t0 = Instant::now();
             let load0 = report::loadavg();
             let machine = report::machine();
@@ -362,6 +555,7 @@ fn main() {
         } => {
             if protocol != "all" {
                 check_name(
+                    "stress",
                     "protocol",
                     &protocol,
                     &objmon::protocol::names(),
@@ -377,8 +571,10 @@ fn main() {
             let config = stress::StressConfig {
                 protocol,
                 duration: Duration::from_secs(seconds),
-                threads: threads.unwrap_or((4 * cores).max(8)),
-                objects,
+                threads: threads.map_or((4 * cores).max(8).min(MAX_THREADS as usize - 1), |n| {
+                    n as usize
+                }),
+                objects: objects as usize,
                 seed,
                 watchdog: Duration::from_secs(watchdog),
             };
@@ -403,7 +599,7 @@ fn main() {
         }
         Command::Profile { protocol, millis } => {
             if let Some(p) = &protocol {
-                check_name("protocol", p, &objmon::protocol::names(), "");
+                check_name("profile", "protocol", p, &objmon::protocol::names(), "");
             }
             let profiles = profile::run(Duration::from_millis(millis), protocol.as_deref());
             let (head, rows) = profile::rows(&profiles);
@@ -418,13 +614,26 @@ fn main() {
             protocols,
             reps,
             wait_cap_ms,
-        } => std::process::exit(trace::cli_replay(&file, &protocols, reps, wait_cap_ms)),
-        Command::MemoryProbe { kind, n } => match memory::probe(&kind, n) {
-            Some(row) => println!("{}", serde_json::to_string(&row).expect("serializable")),
-            None => {
-                eprintln!("unknown kind {kind}; one of {:?}", memory::KINDS);
-                std::process::exit(2);
+        } => {
+            let mut valid = objmon::vm::names();
+            valid.extend(trace::ANCHORS);
+            for p in &protocols {
+                check_name("replay", "protocol", p, &valid, "");
             }
+            std::process::exit(trace::cli_replay(
+                &file,
+                &protocols,
+                reps as usize,
+                wait_cap_ms,
+            ))
+        }
+        Command::MemoryProbe { kind, n } => match memory::probe(&kind, n as usize) {
+            Some(row) => println!("{}", serde_json::to_string(&row).expect("serializable")),
+            None => usage_error(
+                "memory-probe",
+                ErrorKind::InvalidValue,
+                runner::unknown("kind", &kind, &memory::KINDS, ""),
+            ),
         },
         Command::List => {
             println!("benches:");
@@ -491,5 +700,65 @@ fn print_summary(rust: &[Record], java: &[Record]) {
             report::num(r.min),
             report::num(r.max)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line is well formed, and every bound an argument's help states is the
+    /// one its parser holds it to.
+    #[test]
+    fn help_states_the_bounds() {
+        Cli::command().debug_assert();
+        let help = |sub: &str, arg: &str| -> String {
+            let cmd = Cli::command();
+            let a = cmd
+                .find_subcommand(sub)
+                .and_then(|c| c.get_arguments().find(|a| a.get_id() == arg))
+                .unwrap_or_else(|| panic!("{sub} {arg}"));
+            a.get_help().expect("help").to_string()
+        };
+        let mut million = MAX_OBJECTS;
+        let mut exp = 0;
+        while million > 1 {
+            million /= 10;
+            exp += 1;
+        }
+        let objects = format!("10^{exp}");
+        for (sub, arg, bounds) in [
+            ("run", "threads", vec![MAX_THREADS.to_string()]),
+            (
+                "run",
+                "params",
+                vec![
+                    objects.clone(),
+                    MAX_THREADS.to_string(),
+                    bench::MAX_LOCKS.to_string(),
+                ],
+            ),
+            ("run", "reps", vec![MAX_REPS.to_string()]),
+            ("report", "reps", vec![MAX_REPS.to_string()]),
+            ("replay", "reps", vec![MAX_REPS.to_string()]),
+            ("replay", "wait_cap_ms", vec![MAX_WAIT_CAP_MS.to_string()]),
+            ("stress", "seconds", vec![MAX_SECONDS.to_string()]),
+            ("stress", "watchdog", vec![MAX_SECONDS.to_string()]),
+            ("stress", "threads", vec![(MAX_THREADS - 1).to_string()]),
+            ("stress", "objects", vec![objects.clone()]),
+            (
+                "profile",
+                "millis",
+                vec![
+                    MIN_PROFILE_MILLIS.to_string(),
+                    (MAX_SECONDS * 1000).to_string(),
+                ],
+            ),
+        ] {
+            let h = help(sub, arg);
+            for b in bounds {
+                assert!(h.contains(&b), "{sub} --{arg}: {b} not in its help: {h}");
+            }
+        }
     }
 }

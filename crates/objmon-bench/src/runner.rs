@@ -37,7 +37,7 @@ impl Selection {
     /// The parameters `b` sweeps.
     pub fn params_of(&self, b: Bench) -> Vec<u64> {
         match (&self.params, self.threads) {
-            (Some(p), _) if b.params(&self.plan) != [0] => p.clone(),
+            (Some(p), _) if b.param_arg().is_some() => p.clone(),
             (_, Some(n)) if b == Bench::Threads => vec![n as u64],
             _ => b.params(&self.plan),
         }
@@ -492,6 +492,34 @@ impl SubjectVisitor for Visit<'_> {
             self.bar.inc(1);
         }
     }
+}
+
+/// Whether `b` has anything to do with the rows `sel` selects: a figure to measure, or a
+/// selected row it skips (the skip note says why). `false` means the bench would print
+/// nothing of the selection (a subject-free bench and no `--protocol none`, say).
+pub fn bench_has_rows(sel: &Selection, b: Bench) -> bool {
+    struct Any<'a>(&'a Selection, Bench, bool);
+    impl SubjectVisitor for Any<'_> {
+        fn visit<S: Subject>(&mut self) {
+            self.2 |= !self.0.rows_for::<S>(self.1).is_empty();
+        }
+    }
+    if b == Bench::UserLoop {
+        return crate::userloop::names().iter().any(|row| {
+            let subject = row.strip_prefix(crate::userloop::PREFIX).unwrap_or(row);
+            let subject = subject.strip_suffix("-nested").unwrap_or(subject);
+            sel.wants(row) || sel.wants(subject)
+        });
+    }
+    if b.subject_free() {
+        return sel.wants("none");
+    }
+    if b == Bench::SystemMonitor && syslock::ROWS.iter().any(|r| sel.wants(r.name)) {
+        return true;
+    }
+    let mut any = Any(sel, b, false);
+    subject::visit_subjects(&mut any);
+    any.2
 }
 
 /// Figures [`run`] will measure (the progress bar's length).
