@@ -24,7 +24,10 @@
 //! running from an installed `libobjmon.so` is never handed a half-written one. The release
 //! profile keeps debug info (for perf and callgrind); the installed copies are stripped with
 //! `strip` (or `$STRIP`): `--strip-debug` for the archive, `--strip-unneeded` for the shared
-//! library. `.ci/install_test.sh` builds the C toy VM against an installed tree.
+//! library. A program linked through `objmon.pc` or `objmon::objmon` gets `DIR/lib` in its
+//! `RUNPATH` (`-Wl,-rpath`), so that it starts without `LD_LIBRARY_PATH` or `ldconfig` wherever
+//! DIR is (README, "From C and C++"). `.ci/install_test.sh` builds the C toy VM against an
+//! installed tree and runs it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -94,7 +97,7 @@ fn pkg_config(prefix: &Path, v: Version) -> String {
          Description: Object monitors (synchronized, wait/notify, JNI MonitorEnter) for C and C++ language runtimes\n\
          Version: {v}\n\
          Cflags: -I${{includedir}}\n\
-         Libs: -L${{libdir}} -lobjmon\n\
+         Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} -lobjmon\n\
          Libs.private: {private}\n",
         prefix = prefix.display(),
         private = private.join(" "),
@@ -114,7 +117,8 @@ if(NOT TARGET objmon::objmon)
   set_target_properties(objmon::objmon PROPERTIES
     IMPORTED_LOCATION "${{_objmon_prefix}}/lib/libobjmon.so.{v}"
     IMPORTED_SONAME "libobjmon.so.{major}"
-    INTERFACE_INCLUDE_DIRECTORIES "${{_objmon_prefix}}/include")
+    INTERFACE_INCLUDE_DIRECTORIES "${{_objmon_prefix}}/include"
+    INTERFACE_LINK_OPTIONS "LINKER:-rpath,${{_objmon_prefix}}/lib")
 endif()
 if(NOT TARGET objmon::objmon_static)
   add_library(objmon::objmon_static STATIC IMPORTED)
@@ -531,7 +535,7 @@ mod tests {
         let v = Version::parse("0.1.0").unwrap();
         let pc = pkg_config(Path::new("/opt/objmon"), v);
         assert!(pc.contains("prefix=/opt/objmon\n"));
-        assert!(pc.contains("Libs: -L${libdir} -lobjmon\n"));
+        assert!(pc.contains("Libs: -L${libdir} -Wl,-rpath,${libdir} -lobjmon\n"));
         assert!(pc.contains("Libs.private: -lgcc_s -lutil -lrt -lpthread -lm -ldl\n"));
         assert!(pc.contains("Version: 0.1.0\n"));
     }

@@ -25,8 +25,9 @@
  *   it with `objmon_enter_native` / `objmon_leave_native`; in long loops that take no lock it
  *   calls `objmon_poll`. Between the two native calls it makes no monitor call
  *   (`OBJMON_E_IN_NATIVE`); reads like `objmon_lock_count` are fine. This matters for `biased`
- *   and `fable`: where the kernel refuses membarrier(2), a thread revoking a bias waits for its
- *   owner to reach a poll, a monitor call or native.
+ *   and `fable`: where membarrier(2) stops working after objects were biased (a seccomp filter
+ *   installed later), a thread revoking a bias waits for its owner to reach a poll, a monitor
+ *   call or native.
  * - `objmon_runtime_free` may be called while threads are attached: they keep the runtime alive
  *   until their last detach. No call on the runtime pointer itself after it.
  *
@@ -73,14 +74,22 @@
  * - Identity hashes (`objmon_identity_hash`) are installed on first use and stay the same for
  *   the object's life, across moves.
  *
- * WHICH PROTOCOL (names from `objmon_protocol_name`; the README's report has the figures).
+ * PROTOCOL NAMES. `objmon_runtime_new` accepts exactly these 18 names, which
+ * `objmon_protocol_name(0 .. objmon_protocol_count() - 1)` returns in this order; any other
+ * string is `OBJMON_E_UNKNOWN_PROTOCOL`:
+ *   `fat` `monitor-cache` `cacao` `cacao-seed` `thin` `thin-seed` `tasuki` `stack`
+ *   `lightweight` `lightweight-seed` `lightweight-table` `biased` `biased-seed` `fable`
+ *   `biased-rseq` `fable-rseq` `biased-signal` `fable-signal`
+ *
+ * WHICH PROTOCOL (the README's report has the figures).
  * - `thin`: the default. A 32-bit word, a CAS to lock and a plain store to unlock, inflation
  *   under contention or wait; 8 host bits. Fast and simple; hashing an object inflates it.
  * - `lightweight`: HotSpot's current scheme (a per-thread lock stack, deflation); hashes in the
  *   header at no cost; 7 host bits. Pick it when objects are often hashed, or to match HotSpot.
- * - `fable` (or `biased`): objects mostly locked by one thread (collections, buffered streams)
- *   run without atomic operations after a learning phase; revoking a bias costs a membarrier or
- *   a handshake, so they lose where objects are shared. Call `objmon_poll` / native as above.
+ * - `fable`, `biased`: objects mostly locked by one thread (collections, buffered streams)
+ *   run without atomic operations after a learning phase (`biased` from the first lock);
+ *   revoking a bias costs a membarrier or a handshake, so they lose where objects are shared.
+ *   Call `objmon_poll` / native as above.
  * - `biased-rseq`, `fable-rseq`: the same two, the bias owner's lock and unlock a plain load and
  *   store in a Linux restartable sequence (x86-64 Linux with glibc; elsewhere they bias nothing).
  *   The fast bias owners; they ask nothing of the host's signal handlers.
@@ -96,9 +105,43 @@
  *   detect it. When in doubt, use the `-rseq` names.
  * - `tasuki`: thin locking plus deflation: a contended object gets its thin lock back; 16 host
  *   bits.
- * - `fat`, `monitor-cache`, `cacao`, `cacao-seed`, `stack`, `lightweight-seed`,
- *   `lightweight-table`, `biased-seed`, `fable-seed`: baselines and the seed papers' variants,
- *   for comparison.
+ * - `fat`, `monitor-cache`, `cacao`, `cacao-seed`, `thin-seed`, `stack`, `lightweight-seed`,
+ *   `lightweight-table`, `biased-seed`: baselines and the seed papers' variants, for
+ *   comparison.
+ *
+ * PROCESS-WIDE SIDE EFFECTS. A runtime changes state that belongs to the whole process, once
+ * per process, when `objmon_runtime_new` makes it; `objmon_runtime_free` undoes none of it.
+ * - Every protocol: registers the process for `membarrier(2)`'s private expedited command
+ *   (`MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`), which the fat monitors' lock, `thin`'s
+ *   identity-hash side table and the bias revocation use; it can take tens of milliseconds
+ *   once many threads exist, so make the first runtime early. Where the kernel refuses it (not
+ *   Linux, a kernel before 4.14, a seccomp filter), objmon orders those with fences instead,
+ *   and `biased`, `biased-seed`, `fable`, `biased-rseq` and `fable-rseq` runtimes made then
+ *   bias nothing (thin locking only).
+ * - `biased-rseq`, `fable-rseq`: also `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ`. objmon
+ *   never registers rseq(2) itself: it uses the `struct rseq` that glibc (2.35 and later)
+ *   registers for every thread, found through glibc's `__rseq_offset` / `__rseq_size`, and only
+ *   sets its `rseq_cs` field during the bias owner's step. Where glibc registered none (older
+ *   glibc, `GLIBC_TUNABLES=glibc.pthread.rseq=0`, valgrind), these two bias nothing. A host or library that registers rseq itself must
+ *   not do so where glibc already has (the kernel allows one registration per thread).
+ * - `biased-signal`, `fable-signal`: install the process's handler for SIGRTMIN + 6
+ *   (`objmon_barrier_signal()`; glibc's SIGRTMIN, signal 40 on Linux with glibc) with
+ *   `SA_SIGINFO | SA_RESTART | SA_ONSTACK` and an empty `sa_mask`, only over the default
+ *   disposition (a handler the host set first is never replaced; these two then bias nothing),
+ *   and never uninstalled. A revoker sends the signal (`rt_tgsigqueueinfo`) to a bias owner
+ *   that is running outside objmon; one at a safepoint (in native, parked, waiting) is not
+ *   signalled, but one that enters native just after the revoker looked can take the signal
+ *   in its blocking call. There, as with any `SA_RESTART` handler, the system calls the kernel
+ *   restarts are restarted, and those it never restarts (signal(7): `nanosleep`,
+ *   `clock_nanosleep`, `poll`, `select`, `epoll_wait`, `sigtimedwait`, socket calls with a
+ *   timeout, `io_getevents`, ...) fail with `EINTR`: a host retries them, as it must for any
+ *   signal.
+ * - Every protocol: the OS threads a host attaches get thread-local state (freed at the last
+ *   `objmon_thread_detach`); objmon starts no threads of its own.
+ *
+ * STATUSES. Each function returning `objmon_status` lists, after "Statuses:", every value it can
+ * return. `OBJMON_E_PANIC` is in every such list: it reports a bug in objmon, the operation not
+ * done.
  *
  * VERSIONS. `OBJMON_VERSION_MAJOR`, `_MINOR` and `_PATCH` are the version of this header;
  * `objmon_version()` returns the library's, encoded as `OBJMON_VERSION` is:
@@ -406,12 +449,16 @@ int objmon_barrier_signal(void);
 /**
  * Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`protocol` or `out`), `OBJMON_E_UNKNOWN_PROTOCOL` (a
+ * name not in PROTOCOL NAMES, or not UTF-8), `OBJMON_E_UNSUPPORTED` (the protocol's header does
+ * not fit `objmon_header`; none does today), `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
  * For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
  * attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
  * the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
- * those threads; otherwise a lock can have two owners (PROTOCOLS, above). The "-rseq" names
+ * those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment). The "-rseq" names
  * ask nothing of the kind.
  */
 enum objmon_status objmon_runtime_new(const char *protocol,
@@ -420,6 +467,8 @@ enum objmon_status objmon_runtime_new(const char *protocol,
 
 /**
  * Frees a runtime. Threads still attached keep it alive until they detach.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` comes from `objmon_runtime_new` and is not used afterwards.
@@ -438,6 +487,8 @@ const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
  * Initialises an object's header (unlocked) for this runtime's protocol, and for this
  * runtime only (see `objmon_header`: one header, one runtime).
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live; `h` is valid for writes and not in use.
  */
@@ -446,6 +497,8 @@ enum objmon_status objmon_header_init(const struct objmon_runtime *rt, struct ob
 /**
  * GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header
  * (`OBJMON_E_FOREIGN_HEADER`, nothing done, for another runtime's header).
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` is live; `h` was initialised by it and no thread uses it any more.
@@ -476,6 +529,8 @@ uint32_t objmon_host_bits_width(const struct objmon_runtime *rt);
  * `objmon_header_reclaim`; it changes only by initialising the header again (when it is not
  * in use). An all-zero header carries the value 0.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_HOST_BITS_TOO_WIDE`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live; `h` is valid for writes and not in use.
  */
@@ -487,6 +542,9 @@ enum objmon_status objmon_header_init_host(const struct objmon_runtime *rt,
  * The host's value in `h` (see `objmon_header_init_host`), written to `out`; from any thread,
  * in every lock state, but for `stack` while the object is stack-locked:
  * `OBJMON_E_HOST_BITS_DISPLACED` (the bits are in the owner's lock record until the unlock).
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`,
+ * `OBJMON_E_HOST_BITS_DISPLACED` (`stack`, stack-locked), `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` is live; `h` an initialised header of it; `out` valid for writes.
@@ -504,6 +562,9 @@ enum objmon_status objmon_header_host_bits(const struct objmon_runtime *rt,
  * thread) and counts the attach. Each attach is ended by one `objmon_thread_detach`; the
  * thread detaches for real at the last one, so nested libraries may each attach and detach.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_TOO_MANY_THREADS` (`max_threads` attached),
+ * `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live; `out` is valid for writes.
  */
@@ -520,6 +581,9 @@ enum objmon_status objmon_thread_attach(const struct objmon_runtime *rt,
  * structured (`objmon_enter`) levels at the last detach (exit them first: a detach cannot
  * know the host's frames), `OBJMON_E_IN_NATIVE` in native, `OBJMON_E_WRONG_THREAD` from
  * another thread.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`t`), `OBJMON_E_WRONG_THREAD` (a handle of another
+ * thread), `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_LOCKS_HELD`, `OBJMON_E_PANIC`.
  *
  * # Safety
  * `t` comes from `objmon_thread_attach` and is not used after its last detach.
@@ -541,6 +605,9 @@ uint16_t objmon_thread_id(const struct objmon_thread *t);
  * call this now and then, and a thread that blocks outside objmon should be in native
  * (`objmon_enter_native`). Free on the other protocols.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `t` is NULL or a live handle.
  */
@@ -554,6 +621,9 @@ enum objmon_status objmon_poll(const struct objmon_thread *t);
  * held. Call it around every blocking call made while attached (JNI's transition to
  * native). `OBJMON_E_IN_NATIVE` if already in native.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (already in native), `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `t` is NULL or a live handle.
  */
@@ -563,6 +633,9 @@ enum objmon_status objmon_enter_native(const struct objmon_thread *t);
  * The thread returns from native code (`objmon_enter_native`); it may wait here for a
  * revocation in progress. `OBJMON_E_NOT_IN_NATIVE` if it was not in native.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_NOT_IN_NATIVE`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `t` is NULL or a live handle.
  */
@@ -571,6 +644,10 @@ enum objmon_status objmon_leave_native(const struct objmon_thread *t);
 /**
  * monitorenter (structured: pair it with `objmon_exit` on the same thread). The handle
  * counts structured levels: the last detach is refused while any is held.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL` (an
+ * inflation found no free monitor), `OBJMON_E_RECURSION_OVERFLOW`, `OBJMON_E_PANIC`.
  *
  * # Safety
  * `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -582,6 +659,10 @@ enum objmon_status objmon_enter(const struct objmon_thread *t, struct objmon_hea
  * `OBJMON_E_ILLEGAL_MONITOR_STATE` if the thread holds no structured level (an unstructured
  * one is released only by `objmon_monitor_exit` or detach).
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_ILLEGAL_MONITOR_STATE` (no structured level held),
+ * `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
@@ -589,6 +670,10 @@ enum objmon_status objmon_exit(const struct objmon_thread *t, struct objmon_head
 
 /**
  * JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or the last detach).
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`,
+ * `OBJMON_E_RECURSION_OVERFLOW`, `OBJMON_E_PANIC`.
  *
  * # Safety
  * `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -599,6 +684,10 @@ enum objmon_status objmon_monitor_enter(const struct objmon_thread *t, struct ob
  * JNI MonitorExit of an `objmon_monitor_enter` (`OBJMON_E_ILLEGAL_MONITOR_STATE` if the
  * thread holds `h` by no `objmon_monitor_enter`).
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_ILLEGAL_MONITOR_STATE` (not held by
+ * `objmon_monitor_enter`), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
@@ -606,6 +695,10 @@ enum objmon_status objmon_monitor_exit(const struct objmon_thread *t, struct obj
 
 /**
  * Object.notify.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+ * (not the owner), `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
  *
  * # Safety
  * `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -615,6 +708,10 @@ enum objmon_status objmon_notify(const struct objmon_thread *t, struct objmon_he
 /**
  * Object.notifyAll.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+ * (not the owner), `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
@@ -623,6 +720,11 @@ enum objmon_status objmon_notify_all(const struct objmon_thread *t, struct objmo
 /**
  * Locks `h` if no other thread owns it; `*acquired` says whether it did (structured: an
  * acquired lock is released by `objmon_exit`).
+ *
+ * Statuses: `OBJMON_OK` (acquired or not: see `*acquired`), `OBJMON_E_NULL`,
+ * `OBJMON_E_WRONG_THREAD` (a handle of another thread), `OBJMON_E_IN_NATIVE` (in native),
+ * `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`, `OBJMON_E_RECURSION_OVERFLOW`,
+ * `OBJMON_E_PANIC`.
  *
  * # Safety
  * As `objmon_enter`; `acquired` is valid for writes.
@@ -635,6 +737,12 @@ enum objmon_status objmon_try_enter(const struct objmon_thread *t,
  * Object.wait with Java's timeout convention: `timeout_ns == 0` waits until notified or
  * interrupted, a positive value at most that long, a negative one is
  * `OBJMON_E_INVALID_TIMEOUT`. `outcome` (may be NULL) says whether it was notified.
+ *
+ * Statuses: `OBJMON_OK` (notified or timed out: see `*outcome`), `OBJMON_E_INVALID_TIMEOUT`
+ * (checked first), `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+ * (not the owner), `OBJMON_E_INTERRUPTED` (the interrupt status cleared, the lock held again),
+ * `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
  *
  * # Safety
  * As `objmon_enter`; `outcome` is NULL or valid for writes.
@@ -665,6 +773,9 @@ bool objmon_thread_interrupted(const struct objmon_thread *t);
 /**
  * Interrupts thread `id`: sets its interrupt status and wakes it from a wait.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_NO_SUCH_THREAD` (no attached thread has id
+ * `id`, or `id` is 0), `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live.
  */
@@ -672,6 +783,8 @@ enum objmon_status objmon_interrupt(const struct objmon_runtime *rt, uint16_t id
 
 /**
  * The owner of `h`'s lock: writes its thread id to `owner`, or 0 if unowned (a snapshot).
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` is live; `h` an initialised header of it; `owner` valid for writes.
@@ -683,6 +796,8 @@ enum objmon_status objmon_owner_of(const struct objmon_runtime *rt,
 /**
  * Copies the runtime's counters to `out`.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live; `out` valid for writes.
  */
@@ -693,6 +808,10 @@ enum objmon_status objmon_stats_get(const struct objmon_runtime *rt, struct objm
  * written to `out`: installed on the first call, the same value ever after, from any thread,
  * in every lock state. Never 0. Fails only with `OBJMON_E_MONITOR_TABLE_FULL` where the
  * protocol must inflate to store it.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`,
+ * `OBJMON_E_PANIC`.
  *
  * # Safety
  * As `objmon_enter`; `out` valid for writes.
@@ -706,6 +825,8 @@ enum objmon_status objmon_identity_hash(const struct objmon_thread *t,
  * (never installs one; for GCs and debuggers, from any thread). `stack` writes 0 while the
  * object is stack-locked (the hash is in the owner's lock record).
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live; `h` an initialised header of it; `out` valid for writes.
  */
@@ -718,6 +839,9 @@ enum objmon_status objmon_peek_identity_hash(const struct objmon_runtime *rt,
  * stopping any thread (see `objmon::introspect`): may take a few hundred milliseconds. Writes
  * up to `cap` edges to `edges` (NULL allowed when `cap` is 0) and the total number of edges
  * to `n_edges` (0: no deadlock); call again with a larger array if it exceeds `cap`.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n_edges`, or `edges` with `cap` > 0),
+ * `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` is live; `edges` valid for `cap` writes (or `cap` 0); `n_edges` valid for a write.
@@ -735,6 +859,10 @@ enum objmon_status objmon_find_deadlocks(const struct objmon_runtime *rt,
  * enumerate: thin-locked objects, which no per-thread structure records, are found only
  * through them. Objects appear as their header's address.
  *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `len`, `objects` with `n_objects` > 0 or any of
+ * its pointers, `buf` with `cap` > 0), `OBJMON_E_FOREIGN_HEADER` (one of `objects`),
+ * `OBJMON_E_PANIC`.
+ *
  * # Safety
  * `rt` is live; each of the `n_objects` pointers an initialised header of it, alive for the
  * call; `buf` valid for `cap` writes (or `cap` 0); `len` valid for a write.
@@ -750,6 +878,9 @@ enum objmon_status objmon_thread_dump(const struct objmon_runtime *rt,
  * The contention profile (empty unless the runtime was made with `profiling` set), most
  * time blocked first: up to `cap` entries into `entries` (NULL allowed when `cap` is 0), the
  * total number into `n`.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n`, or `entries` with `cap` > 0),
+ * `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` is live; `entries` valid for `cap` writes (or `cap` 0); `n` valid for a write.
@@ -768,6 +899,8 @@ enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
  * `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
  * `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
  * a locked object must not move at all.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER` (`to`), `OBJMON_E_PANIC`.
  *
  * # Safety
  * `rt` is live; `to` an initialised header of it.

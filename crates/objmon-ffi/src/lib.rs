@@ -908,12 +908,16 @@ pub extern "C" fn objmon_barrier_signal() -> c_int {
 
 /// Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`protocol` or `out`), `OBJMON_E_UNKNOWN_PROTOCOL` (a
+/// name not in PROTOCOL NAMES, or not UTF-8), `OBJMON_E_UNSUPPORTED` (the protocol's header does
+/// not fit `objmon_header`; none does today), `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
 /// For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
 /// attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
 /// the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
-/// those threads; otherwise a lock can have two owners (PROTOCOLS, above). The "-rseq" names
+/// those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment). The "-rseq" names
 /// ask nothing of the kind.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_runtime_new(
@@ -958,6 +962,8 @@ pub unsafe extern "C" fn objmon_runtime_new(
 
 /// Frees a runtime. Threads still attached keep it alive until they detach.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` comes from `objmon_runtime_new` and is not used afterwards.
 #[no_mangle]
@@ -990,6 +996,8 @@ pub unsafe extern "C" fn objmon_runtime_protocol(rt: *const objmon_runtime) -> *
 /// Initialises an object's header (unlocked) for this runtime's protocol, and for this
 /// runtime only (see `objmon_header`: one header, one runtime).
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` is live; `h` is valid for writes and not in use.
 #[no_mangle]
@@ -1011,6 +1019,8 @@ pub unsafe extern "C" fn objmon_header_init(
 
 /// GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header
 /// (`OBJMON_E_FOREIGN_HEADER`, nothing done, for another runtime's header).
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; `h` was initialised by it and no thread uses it any more.
@@ -1055,6 +1065,8 @@ pub unsafe extern "C" fn objmon_host_bits_width(rt: *const objmon_runtime) -> u3
 /// `objmon_header_reclaim`; it changes only by initialising the header again (when it is not
 /// in use). An all-zero header carries the value 0.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_HOST_BITS_TOO_WIDE`, `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` is live; `h` is valid for writes and not in use.
 #[no_mangle]
@@ -1088,6 +1100,9 @@ pub unsafe extern "C" fn objmon_header_init_host(
 /// in every lock state, but for `stack` while the object is stack-locked:
 /// `OBJMON_E_HOST_BITS_DISPLACED` (the bits are in the owner's lock record until the unlock).
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`,
+/// `OBJMON_E_HOST_BITS_DISPLACED` (`stack`, stack-locked), `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` is live; `h` an initialised header of it; `out` valid for writes.
 #[no_mangle]
@@ -1119,6 +1134,9 @@ pub unsafe extern "C" fn objmon_header_host_bits(
 /// handle (the same identity, the same locks; JNI's `AttachCurrentThread` on an attached
 /// thread) and counts the attach. Each attach is ended by one `objmon_thread_detach`; the
 /// thread detaches for real at the last one, so nested libraries may each attach and detach.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_TOO_MANY_THREADS` (`max_threads` attached),
+/// `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; `out` is valid for writes.
@@ -1173,6 +1191,9 @@ pub unsafe extern "C" fn objmon_thread_attach(
 /// structured (`objmon_enter`) levels at the last detach (exit them first: a detach cannot
 /// know the host's frames), `OBJMON_E_IN_NATIVE` in native, `OBJMON_E_WRONG_THREAD` from
 /// another thread.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`t`), `OBJMON_E_WRONG_THREAD` (a handle of another
+/// thread), `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_LOCKS_HELD`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` comes from `objmon_thread_attach` and is not used after its last detach.
@@ -1234,6 +1255,9 @@ pub unsafe extern "C" fn objmon_thread_id(t: *const objmon_thread) -> u16 {
 /// call this now and then, and a thread that blocks outside objmon should be in native
 /// (`objmon_enter_native`). Free on the other protocols.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `t` is NULL or a live handle.
 #[no_mangle]
@@ -1253,6 +1277,9 @@ pub unsafe extern "C" fn objmon_poll(t: *const objmon_thread) -> objmon_status {
 /// held. Call it around every blocking call made while attached (JNI's transition to
 /// native). `OBJMON_E_IN_NATIVE` if already in native.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (already in native), `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `t` is NULL or a live handle.
 #[no_mangle]
@@ -1269,6 +1296,9 @@ pub unsafe extern "C" fn objmon_enter_native(t: *const objmon_thread) -> objmon_
 
 /// The thread returns from native code (`objmon_enter_native`); it may wait here for a
 /// revocation in progress. `OBJMON_E_NOT_IN_NATIVE` if it was not in native.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_NOT_IN_NATIVE`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` is NULL or a live handle.
@@ -1288,6 +1318,10 @@ pub unsafe extern "C" fn objmon_leave_native(t: *const objmon_thread) -> objmon_
 
 /// monitorenter (structured: pair it with `objmon_exit` on the same thread). The handle
 /// counts structured levels: the last detach is refused while any is held.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL` (an
+/// inflation found no free monitor), `OBJMON_E_RECURSION_OVERFLOW`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -1310,6 +1344,10 @@ pub unsafe extern "C" fn objmon_enter(
 /// monitorexit of an `objmon_enter` (or acquired `objmon_try_enter`).
 /// `OBJMON_E_ILLEGAL_MONITOR_STATE` if the thread holds no structured level (an unstructured
 /// one is released only by `objmon_monitor_exit` or detach).
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_ILLEGAL_MONITOR_STATE` (no structured level held),
+/// `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -1338,6 +1376,10 @@ pub unsafe extern "C" fn objmon_exit(
 }
 
 /// JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or the last detach).
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`,
+/// `OBJMON_E_RECURSION_OVERFLOW`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -1368,6 +1410,10 @@ pub unsafe extern "C" fn objmon_monitor_enter(
 
 /// JNI MonitorExit of an `objmon_monitor_enter` (`OBJMON_E_ILLEGAL_MONITOR_STATE` if the
 /// thread holds `h` by no `objmon_monitor_enter`).
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_ILLEGAL_MONITOR_STATE` (not held by
+/// `objmon_monitor_enter`), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -1416,6 +1462,10 @@ unsafe fn checked_op(
 
 /// Object.notify.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+/// (not the owner), `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `t` is NULL or a live handle; `h` an initialised header of its runtime.
 #[no_mangle]
@@ -1428,6 +1478,10 @@ pub unsafe extern "C" fn objmon_notify(
 }
 
 /// Object.notifyAll.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+/// (not the owner), `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `t` is NULL or a live handle; `h` an initialised header of its runtime.
@@ -1442,6 +1496,11 @@ pub unsafe extern "C" fn objmon_notify_all(
 
 /// Locks `h` if no other thread owns it; `*acquired` says whether it did (structured: an
 /// acquired lock is released by `objmon_exit`).
+///
+/// Statuses: `OBJMON_OK` (acquired or not: see `*acquired`), `OBJMON_E_NULL`,
+/// `OBJMON_E_WRONG_THREAD` (a handle of another thread), `OBJMON_E_IN_NATIVE` (in native),
+/// `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`, `OBJMON_E_RECURSION_OVERFLOW`,
+/// `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// As `objmon_enter`; `acquired` is valid for writes.
@@ -1471,6 +1530,12 @@ pub unsafe extern "C" fn objmon_try_enter(
 /// Object.wait with Java's timeout convention: `timeout_ns == 0` waits until notified or
 /// interrupted, a positive value at most that long, a negative one is
 /// `OBJMON_E_INVALID_TIMEOUT`. `outcome` (may be NULL) says whether it was notified.
+///
+/// Statuses: `OBJMON_OK` (notified or timed out: see `*outcome`), `OBJMON_E_INVALID_TIMEOUT`
+/// (checked first), `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+/// (not the owner), `OBJMON_E_INTERRUPTED` (the interrupt status cleared, the lock held again),
+/// `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// As `objmon_enter`; `outcome` is NULL or valid for writes.
@@ -1540,6 +1605,9 @@ pub unsafe extern "C" fn objmon_thread_interrupted(t: *const objmon_thread) -> b
 
 /// Interrupts thread `id`: sets its interrupt status and wakes it from a wait.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_NO_SUCH_THREAD` (no attached thread has id
+/// `id`, or `id` is 0), `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` is live.
 #[no_mangle]
@@ -1553,6 +1621,8 @@ pub unsafe extern "C" fn objmon_interrupt(rt: *const objmon_runtime, id: u16) ->
 }
 
 /// The owner of `h`'s lock: writes its thread id to `owner`, or 0 if unowned (a snapshot).
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; `h` an initialised header of it; `owner` valid for writes.
@@ -1574,6 +1644,8 @@ pub unsafe extern "C" fn objmon_owner_of(
 }
 
 /// Copies the runtime's counters to `out`.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; `out` valid for writes.
@@ -1605,6 +1677,10 @@ pub unsafe extern "C" fn objmon_stats_get(
 /// in every lock state. Never 0. Fails only with `OBJMON_E_MONITOR_TABLE_FULL` where the
 /// protocol must inflate to store it.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+/// `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`,
+/// `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// As `objmon_enter`; `out` valid for writes.
 #[no_mangle]
@@ -1629,6 +1705,8 @@ pub unsafe extern "C" fn objmon_identity_hash(
 /// The identity hash installed in `h`, written to `out`, or 0 if none has been asked for
 /// (never installs one; for GCs and debuggers, from any thread). `stack` writes 0 while the
 /// object is stack-locked (the hash is in the owner's lock record).
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; `h` an initialised header of it; `out` valid for writes.
@@ -1724,6 +1802,9 @@ unsafe fn copy_out<T: Copy>(items: &[T], out: *mut T, cap: usize, n: *mut usize)
 /// up to `cap` edges to `edges` (NULL allowed when `cap` is 0) and the total number of edges
 /// to `n_edges` (0: no deadlock); call again with a larger array if it exceeds `cap`.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n_edges`, or `edges` with `cap` > 0),
+/// `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` is live; `edges` valid for `cap` writes (or `cap` 0); `n_edges` valid for a write.
 #[no_mangle]
@@ -1765,6 +1846,10 @@ pub unsafe extern "C" fn objmon_find_deadlocks(
 /// length without the NUL. `objects` (NULL when `n_objects` is 0) are headers the host can
 /// enumerate: thin-locked objects, which no per-thread structure records, are found only
 /// through them. Objects appear as their header's address.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `len`, `objects` with `n_objects` > 0 or any of
+/// its pointers, `buf` with `cap` > 0), `OBJMON_E_FOREIGN_HEADER` (one of `objects`),
+/// `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; each of the `n_objects` pointers an initialised header of it, alive for the
@@ -1820,6 +1905,9 @@ pub unsafe extern "C" fn objmon_thread_dump(
 /// time blocked first: up to `cap` entries into `entries` (NULL allowed when `cap` is 0), the
 /// total number into `n`.
 ///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n`, or `entries` with `cap` > 0),
+/// `OBJMON_E_PANIC`.
+///
 /// # Safety
 /// `rt` is live; `entries` valid for `cap` writes (or `cap` 0); `n` valid for a write.
 #[no_mangle]
@@ -1862,6 +1950,8 @@ pub unsafe extern "C" fn objmon_contention_profile(
 /// `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
 /// `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
 /// a locked object must not move at all.
+///
+/// Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER` (`to`), `OBJMON_E_PANIC`.
 ///
 /// # Safety
 /// `rt` is live; `to` an initialised header of it.

@@ -217,7 +217,7 @@ mod imp {
             if q.code == libc::SI_QUEUE
                 && q.pid == libc::getpid()
                 && (acks.start as usize..acks.end as usize).contains(&q.value)
-                && q.value % std::mem::align_of::<AtomicU32>() == 0
+                && q.value.is_multiple_of(std::mem::align_of::<AtomicU32>())
             {
                 let ack = &*(q.value as *const AtomicU32);
                 ack.fetch_add(1, Ordering::SeqCst);

@@ -139,7 +139,7 @@ mod checks {
             assert_eq!(g.wait(Some(Duration::ZERO)), Ok(WaitOutcome::TimedOut));
             assert!(m.is_owned_by_current_thread());
             waits += 1;
-            if waits % 64 == 0 {
+            if waits.is_multiple_of(64) {
                 thread::yield_now();
             }
         }

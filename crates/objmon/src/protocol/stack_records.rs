@@ -89,7 +89,7 @@ mod pool {
             let off = w.wrapping_sub(base);
             if off < std::mem::size_of_val(&s.arrays) as u64 {
                 // The arrays are contiguous: every multiple of the record size is a record.
-                return off % size == 0;
+                return off.is_multiple_of(size);
             }
             slab = s.next;
         }
