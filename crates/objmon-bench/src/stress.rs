@@ -477,7 +477,7 @@ fn poster<P: Protocol>(s: &Shared<P>, running: &AtomicUsize) {
             if s.waiters[c].load(Ordering::Relaxed) > 0 {
                 s.tokens[c].fetch_add(1, Ordering::Relaxed);
                 n += 1;
-                let r = if n % 3 == 0 {
+                let r = if n.is_multiple_of(3) {
                     g.notify_all()
                 } else {
                     g.notify()

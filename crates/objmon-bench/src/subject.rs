@@ -602,7 +602,7 @@ fn spin_acquire_slow(o: &AtomicU32) {
     loop {
         while o.load(Ordering::Relaxed) != 0 {
             spins += 1;
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();

@@ -111,7 +111,7 @@
 #![warn(missing_docs)]
 
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
 mod binding;
