@@ -134,12 +134,9 @@ fn main() -> ExitCode {
     println!("objmon-fuzz: {found} protocol(s) with a finding, {clean} without");
     if objmon_fuzz::signal::handled() > 0 {
         println!(
-            "objmon-fuzz: the host signal handler ran {} times{}",
+            "objmon-fuzz: the host signal handler ran {} times, {} of them inside a bias owner's section",
             objmon_fuzz::signal::handled(),
-            format!(
-                ", {} of them inside a bias owner's section",
-                objmon_fuzz::signal::lingered()
-            )
+            objmon_fuzz::signal::lingered()
         );
     }
     let ok = if a.expect_find {
