@@ -4,8 +4,8 @@
 //! anywhere, the protocols' own owner sections included. With the barrier signal unmasked
 //! (`unmask_barrier`, the contract broken on purpose) the handler stays busy only when it
 //! caught a bias owner inside its section (`objmon::vm::in_owner_section`), and returns at
-//! once otherwise: a profiler slow at the moments that matter, so that a revoker's signal
-//! nests inside it within a short run.
+//! once otherwise, and comes every 5-30 us: a profiler slow at the moments that matter, so
+//! that a revoker's signal nests inside it within a short run.
 //!
 //! Invariants: the handler calls only `clock_gettime` and `in_owner_section` (both
 //! async-signal-safe) and touches only atomics; it is installed once, with `SA_RESTART` and
@@ -14,7 +14,7 @@
 //! removed under the storm's lock before its thread is joined, so a signal never goes to a
 //! thread that has ended.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
@@ -52,16 +52,28 @@ fn in_section(uc: *mut libc::c_void) -> bool {
     objmon::vm::in_owner_section(ip as usize)
 }
 
-/// Spins for `ns`, telling [`caught`] meanwhile if it interrupted an owner section.
+/// Lock grants any worker saw (`granted`): the handler's clock for "another thread got in".
+static GRANTS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a lock grant (every worker's, in its record of who is inside).
+pub(crate) fn granted() {
+    GRANTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Spins for `ns`; over an owner section, tells [`caught`] meanwhile and returns as soon as
+/// other threads have been granted a few locks: the interrupted owner's section goes on at
+/// the worst moment, while a revoker that got in is likely inside the object.
 fn stay_busy(ns: i64, over_section: bool) {
-    if over_section {
-        LINGERED.fetch_add(1, Ordering::Relaxed);
-        CAUGHT.store(true, Ordering::SeqCst);
+    if !over_section {
+        return spin_for(ns);
     }
-    spin_for(ns);
-    if over_section {
-        CAUGHT.store(false, Ordering::SeqCst);
+    LINGERED.fetch_add(1, Ordering::Relaxed);
+    CAUGHT.store(true, Ordering::SeqCst);
+    let (start, g0) = (now(), GRANTS.load(Ordering::Relaxed));
+    while now() - start < ns && GRANTS.load(Ordering::Relaxed) < g0 + 16 {
+        std::hint::spin_loop();
     }
+    CAUGHT.store(false, Ordering::SeqCst);
 }
 
 extern "C" fn busy(_: libc::c_int, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
@@ -89,6 +101,11 @@ static UNMASKED: AtomicBool = AtomicBool::new(false);
 /// purpose (to show what it guards against).
 pub fn unmask_barrier() {
     UNMASKED.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`unmask_barrier`] was called.
+pub fn unmasked() -> bool {
+    UNMASKED.load(Ordering::Relaxed)
 }
 
 fn install() {
@@ -146,6 +163,12 @@ impl Storm {
         let stop = Arc::new(AtomicBool::new(false));
         let (t, s) = (targets.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let fast = UNMASKED.load(Ordering::Relaxed);
+            if fast {
+                // Sleeps of a few microseconds, not the default 50 us of timer slack.
+                // SAFETY: PR_SET_TIMERSLACK takes a value and touches only this thread.
+                unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+            }
             let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
             while !s.load(Ordering::Relaxed) {
                 x ^= x << 13;
@@ -162,8 +185,8 @@ impl Storm {
                 }
                 // The lingering handler returns at once outside a section: it can come
                 // often enough to catch a burst's few microseconds of sections.
-                let gap = if UNMASKED.load(Ordering::Relaxed) {
-                    10 + (x >> 40) % 90
+                let gap = if fast {
+                    5 + (x >> 40) % 25
                 } else {
                     100 + (x >> 40) % 1500
                 };

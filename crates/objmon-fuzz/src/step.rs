@@ -307,6 +307,10 @@ pub fn regression_test(protocol: &str, case: &Case, why: &str) -> String {
     ));
     out.push_str(&format!("#[test]\nfn fuzz_{name}_regression() {{\n"));
     out.push_str("    use objmon_fuzz::{Case, Op::*, Step::*, Surface};\n");
+    if crate::signal::unmasked() {
+        // Process-wide, before the handler is installed: a test file of its own.
+        out.push_str("    objmon_fuzz::signal::unmask_barrier();\n");
+    }
     out.push_str(&format!(
         "    let case = Case {{\n        surface: Surface::{:?},\n        steps: vec![\n",
         case.surface

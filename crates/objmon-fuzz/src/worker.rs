@@ -74,7 +74,10 @@ impl Truth {
                 .held
                 .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    crate::signal::granted();
+                    return Ok(());
+                }
                 Err(c) => cur = c,
             }
         }
