@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod claim;
 mod doc;
 mod java;
 mod memory;
@@ -24,6 +25,7 @@ mod profile;
 mod realprog;
 mod record;
 mod report;
+mod report_summary;
 mod runner;
 mod stress;
 mod subject;
