@@ -163,7 +163,7 @@ pub fn bar_panels(path: &Path, title: &str, rows: &[PanelRow], panels: &[BarPane
         return Ok(());
     }
     let label_w = 170u32;
-    let height = 84 + 30 * n as u32;
+    let height = 84 + 32 * n as u32;
     let base = SVGBackend::new(path, (PANELS_WIDTH, height)).into_drawing_area();
     base.fill(&WHITE)?;
     let root = base.titled(title, ("sans-serif", 17))?;
@@ -186,10 +186,10 @@ pub fn bar_panels(path: &Path, title: &str, rows: &[PanelRow], panels: &[BarPane
             * 1.22; // room for the figure written at the whisker's end
         let mut builder = ChartBuilder::on(area);
         builder
-            .caption(ptitle, ("sans-serif", 14))
+            .caption(ptitle, ("sans-serif", 16))
             .margin(6)
             .margin_right(16)
-            .x_label_area_size(34)
+            .x_label_area_size(38)
             .y_label_area_size(if i == 0 { label_w } else { 6 });
         let y = (0..n.saturating_sub(1).max(1)).into_segmented();
         let mut chart = builder.build_cartesian_2d(0f64..xmax, y)?;
@@ -202,12 +202,13 @@ pub fn bar_panels(path: &Path, title: &str, rows: &[PanelRow], panels: &[BarPane
         chart
             .configure_mesh()
             .disable_y_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc(x_desc.as_str())
             .y_labels(n)
             .x_labels(6)
             .x_label_formatter(&|v: &f64| tick(*v))
             .y_label_formatter(&y_fmt)
-            .label_style(("sans-serif", 13))
+            .label_style(("sans-serif", 14))
             .draw()?;
         for (k, row) in rows.iter().enumerate() {
             let y = n - 1 - k;
@@ -222,7 +223,7 @@ pub fn bar_panels(path: &Path, title: &str, rows: &[PanelRow], panels: &[BarPane
                 Text::new(
                     s,
                     (x, SegmentValue::CenterOf(y)),
-                    ("sans-serif", 12)
+                    ("sans-serif", 13)
                         .into_font()
                         .color(&color)
                         .pos(Pos::new(HPos::Left, VPos::Center)),

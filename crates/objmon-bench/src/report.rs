@@ -2085,6 +2085,91 @@ mod tests {
         assert!(row[3].contains("ratio of the medians: 1.56×"), "{row:?}");
     }
 
+    /// No text the report writes names an internal tracker ("issue"), says "NOT met", or
+    /// dates a finding: every section over records of every bench and row.
+    #[test]
+    fn no_internal_words_in_the_report() {
+        let mut rows: Vec<String> = subject::subject_names()
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        rows.extend(syslock::ROWS.iter().map(|r| r.name.to_string()));
+        rows.push("hotspot25-lm2".into());
+        let mut records = Vec::new();
+        for b in ALL {
+            let (names, params): (Vec<String>, Vec<u64>) = match b.name() {
+                "user-loop" => (userloop::names(), vec![0]),
+                "threads" => (rows.clone(), vec![1, 2, 4]),
+                "alloc-lock" | "multi-sync" | "cloud-growth" => {
+                    let mut v = rows.clone();
+                    for (name, k) in subject::knobs() {
+                        v.extend(k.values.iter().map(|&x| subject::knob_row(name, &k, x)));
+                    }
+                    (v, vec![1, 3, 4])
+                }
+                _ => (rows.clone(), vec![0]),
+            };
+            for (i, row) in names.iter().enumerate() {
+                for &p in &params {
+                    let v = 1.0 + i as f64 + p as f64;
+                    records.extend(Record::from_values(
+                        b.name(),
+                        row,
+                        "protocol",
+                        1,
+                        p,
+                        &[v, v * 1.1, v * 0.9],
+                    ));
+                }
+            }
+        }
+        let r = Results::new(records);
+        let dir = std::env::temp_dir().join(format!("objmon-words-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut d = Vec::new();
+        crate::report_summary::first_screen(&mut d, &r, &dir);
+        summary(&mut d, &r);
+        d.push(Block::List(row_legend(&JavaOutcome::default())));
+        claims(&mut d, &r);
+        user_loop_section(&mut d, &r);
+        targets_section(&mut d, &r);
+        seed000(&mut d, &r, &dir);
+        seed002(&mut d, &r, &dir);
+        growth(&mut d, &r, &dir);
+        seed003(&mut d, &r);
+        seed004(&mut d, &r, &dir);
+        other(&mut d, &r);
+        space_section(&mut d, &[]);
+        memory_section(&mut d, &[]);
+        let mut text = crate::doc::markdown(&d);
+        for f in std::fs::read_dir(&dir).unwrap() {
+            text += &std::fs::read_to_string(f.unwrap().path()).unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(text.contains("Which protocol to use") && text.len() > 20_000);
+        let lower = text.to_lowercase();
+        for word in ["issue", "session", "not met"] {
+            if word == "not met" {
+                assert!(!text.contains("NOT met"), "NOT met in the report");
+                continue;
+            }
+            let at = lower.find(word);
+            assert!(
+                at.is_none(),
+                "{word}: {}",
+                &text[at.unwrap().saturating_sub(200)..]
+                    .chars()
+                    .take(400)
+                    .collect::<String>()
+            );
+        }
+        let dated = text
+            .as_bytes()
+            .windows(10)
+            .any(|w| w[..3] == *b"202" && w[4] == b'-' && w[7] == b'-');
+        assert!(!dated, "a date in the report");
+    }
+
     /// A knob sweep's rows sit right after their subject's row, although they first ran in
     /// a later bench than the rows that follow that subject.
     #[test]
