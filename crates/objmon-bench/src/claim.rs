@@ -10,10 +10,14 @@
 //!   fastest ÷ `den`'s slowest repetition to `num`'s slowest ÷ `den`'s fastest: every pairing
 //!   of repetitions lies inside it.
 //!
+//! The spread of a ratio is `(max − min) ÷ median` of its repetitions: of the per-round ratios
+//! where paired, else the larger of the two rows' own spreads (the range above compounds both
+//! rows' extremes, so its width would count each row's noise twice).
+//!
 //! A claim compares a ratio with one or more thresholds. Its repetitions **disagree** when the
-//! range straddles a threshold or spreads over more than [`MAX_SPREAD`] of the median
-//! (`(max − min) ÷ median`); such a claim says "repetitions disagree (range a–b×)" and neither
-//! holds nor fails. Otherwise the median decides.
+//! range straddles a threshold or the spread exceeds [`MAX_SPREAD`]; such a claim says
+//! "repetitions disagree (range a–b×)" and neither holds nor fails. Otherwise the median
+//! decides.
 
 use crate::record::{self, Record};
 
@@ -31,6 +35,8 @@ pub struct Ratio {
     pub hi: f64,
     /// Whether the figures are per-round ratios.
     pub paired: bool,
+    /// `(max − min) ÷ median` of the repetitions (see the module's doc).
+    pub spread: f64,
 }
 
 impl Ratio {
@@ -41,6 +47,7 @@ impl Ratio {
             lo: num.min / den.max,
             hi: num.max / den.min,
             paired: false,
+            spread: num.spread_pct().max(den.spread_pct()) / 100.0,
         })
     }
 
@@ -54,26 +61,23 @@ impl Ratio {
             .filter(|x| x.is_finite())
             .collect();
         let median = record::median(&mut v)?; // sorts `v`
+        let (lo, hi) = (v[0], v[v.len() - 1]);
         Some(Ratio {
             median,
-            lo: v[0],
-            hi: v[v.len() - 1],
+            lo,
+            hi,
             paired: true,
+            spread: if median > 0.0 {
+                (hi - lo) / median
+            } else {
+                f64::INFINITY
+            },
         })
-    }
-
-    /// `(hi − lo) ÷ median`.
-    pub fn spread(&self) -> f64 {
-        if self.median > 0.0 {
-            (self.hi - self.lo) / self.median
-        } else {
-            f64::INFINITY
-        }
     }
 
     /// Whether the repetitions disagree about a claim with these thresholds.
     pub fn disagrees(&self, thresholds: &[f64]) -> bool {
-        self.spread() > MAX_SPREAD || thresholds.iter().any(|&t| self.lo < t && t < self.hi)
+        self.spread > MAX_SPREAD || thresholds.iter().any(|&t| self.lo < t && t < self.hi)
     }
 
     /// `1.05× (0.98–1.11)`: the median and the range.
@@ -129,21 +133,27 @@ mod tests {
     fn ranges_from_records_and_rounds() {
         let r = Ratio::of_records(&rec(&[10.0, 11.0, 12.0]), &rec(&[9.0, 10.0, 10.0])).unwrap();
         assert_eq!((r.median, r.paired), (1.1, false));
+        // The rows' own spreads, 2 / 11 and 1 / 10: the larger.
+        assert!((r.spread - 2.0 / 11.0).abs() < 1e-12, "{r:?}");
         assert!((r.lo - 1.0).abs() < 1e-12 && (r.hi - 12.0 / 9.0).abs() < 1e-12);
         assert_eq!(r.text(), "1.10× (1.00–1.33)");
         let p = Ratio::paired(&[2.0, 3.0, 9.0], &[2.0, 2.0, 3.0, 4.0]).unwrap();
-        assert_eq!((p.median, p.lo, p.hi, p.paired), (1.5, 1.0, 3.0, true));
+        assert_eq!(
+            (p.median, p.lo, p.hi, p.paired, p.spread),
+            (1.5, 1.0, 3.0, true, 2.0 / 1.5)
+        );
         assert_eq!(Ratio::paired(&[], &[]), None);
     }
 
     /// A range across the bound, or wider than 25 % of the median, gives no verdict.
     #[test]
     fn verdicts() {
-        let r = |median, lo, hi| Ratio {
+        let r = |median: f64, lo: f64, hi: f64| Ratio {
             median,
             lo,
             hi,
             paired: true,
+            spread: (hi - lo) / median,
         };
         assert_eq!(at_most(Some(&r(1.05, 0.98, 1.11)), 1.2), "met (≤ 1.2×)");
         assert_eq!(
@@ -160,6 +170,10 @@ mod tests {
             "repetitions disagree (range 0.60–0.95×)"
         );
         assert_eq!(at_most(None, 1.2), "not measured");
+        // Unpaired: a range of 1.96–2.62 from two rows each within 15 % agrees.
+        let rec = |v: &[f64]| Record::from_values("sync", "x", "protocol", 1, 0, v).unwrap();
+        let x = Ratio::of_records(&rec(&[21.0, 22.5, 24.0]), &rec(&[9.2, 10.0, 10.7])).unwrap();
+        assert!(x.hi - x.lo > MAX_SPREAD * x.median && !x.disagrees(&[0.9, 3.6]));
         assert_eq!(r(24.1, 1.39, 30.0).range_text(), "1.39–30.0×");
     }
 }

@@ -290,7 +290,8 @@ pub fn write(
          more than absolute numbers. Multi-threaded figures with more threads than cores \
          measure the scheduler as much as the lock. Every claim below gives its ratio as \
          `median (min–max)` over the repetitions; where the range crosses the claim's \
-         threshold, or spans more than 25% of the median, the claim reads 'repetitions \
+         threshold, or the repetitions spread over more than 25% of their median (of the \
+         per-round ratios, or of either row's figures), the claim reads 'repetitions \
          disagree' instead of a verdict: rerun it (or run the full report) before believing \
          either way."
             .into(),
@@ -420,8 +421,8 @@ fn row_legend(java: &JavaOutcome) -> Vec<String> {
 /// catalog (the README's protocol table: `objmon::protocol::names`) and where the anchors
 /// stand; then the papers' headline ratios beside this run's, each with its range and said to
 /// hold (within a factor 2 of the paper's), hold and more, not hold, or — where the range
-/// crosses a factor-2 bound or is wider than 25% of the median — that the repetitions
-/// disagree.
+/// crosses a factor-2 bound or the repetitions spread over more than 25% (see [`claim`]) —
+/// that the repetitions disagree.
 fn summary(d: &mut Vec<Block>, r: &Results) {
     let catalog = objmon::protocol::names();
     let mut items = Vec::new();
@@ -1000,8 +1001,8 @@ fn user_loop_section(d: &mut Vec<Block>, r: &Results) {
         .collect();
     d.push(Block::P(
         "Targets: each ratio is of the medians, with its range from the fastest ÷ the slowest \
-         repetition to the slowest ÷ the fastest; a range across the bound or wider than 25% \
-         of the median reads 'repetitions disagree'."
+         repetition to the slowest ÷ the fastest; a range across the bound, or either row's \
+         repetitions spread over more than 25% of its median, reads 'repetitions disagree'."
             .into(),
     ));
     d.push(Block::Table(
@@ -1210,7 +1211,8 @@ fn targets_section(d: &mut Vec<Block>, r: &Results) {
          rounds, each round's ratio, where the rows ran round by round (Cloud, and the 2- and \
          4-thread rows: see the last column); else the ratio of the medians, its range from \
          the fastest ÷ the slowest repetition to the slowest ÷ the fastest. A range across \
-         the bound, or wider than 25% of the median, reads 'repetitions disagree'. The \
+         the bound, or repetitions spread over more than 25% of their median (the per-round \
+         ratios, or either row's figures), reads 'repetitions disagree'. The \
          contended cells come from the threads bench's short repetitions, which move ±20% \
          between runs (docs/benchmarks.md has longer interleaved runs)."
             .into(),
