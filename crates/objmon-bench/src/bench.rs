@@ -156,7 +156,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan for `quick` (CI smoke runs, under 3 minutes for the whole report) or full.
+    /// The plan for `quick` (CI smoke runs, about 2½ minutes for the whole report on 2 cores) or full.
     pub fn new(quick: bool, reps: Option<usize>) -> Self {
         if quick {
             Plan {

@@ -107,7 +107,7 @@ enum Command {
     },
     /// Runs everything and writes report.md, report.html, SVG figures and results.json.
     Report {
-        /// Small sizes: the whole report in under 3 minutes on 2 cores.
+        /// Small sizes: the whole report in about 2½ minutes on 2 cores.
         #[arg(long)]
         quick: bool,
         /// Output directory (created if missing; checked writable before anything runs).
