@@ -156,7 +156,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan for `quick` (CI smoke runs, about 2½ minutes for the whole report on 2 cores) or full.
+    /// The plan for `quick` (CI smoke runs, about 2½ minutes for the whole report on 2 cores)
+    /// or full.
     pub fn new(quick: bool, reps: Option<usize>) -> Self {
         if quick {
             Plan {
