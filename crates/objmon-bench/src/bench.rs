@@ -1414,7 +1414,7 @@ pub(crate) mod tests {
         cas_store::<0>(w, n)
     }
 
-    /// The harness's loop before issue 13: a `black_box`'d counter stored and loaded every
+    /// The harness's earlier loop: a `black_box`'d counter stored and loaded every
     /// iteration. Kept only to show that the checks below catch such per-iteration work.
     #[inline(never)]
     fn counter_cas_store(w: &AtomicU32, n: u64) {
@@ -1532,7 +1532,7 @@ pub(crate) mod tests {
         (median(&mut a), median(&mut b))
     }
 
-    /// Issue 13 item 1: the harness's `sol-cas-store` loop (`lock_loop::<SolCasStore>`, the
+    /// The harness's `sol-cas-store` loop (`lock_loop::<SolCasStore>`, the
     /// very function the `sync` bench times) is the loop a user writes.
     ///
     /// Two checks, the first decisive:
@@ -1546,7 +1546,7 @@ pub(crate) mod tests {
     ///    iteration than the plain loop (today 6 against 5.5: the same compare-and-swap,
     ///    branch and store, but LLVM unrolls the plain loop twice, sharing its counter, and
     ///    not the harness's, whose contended path is a call). Not vacuous: the plain loop must count at least 3 (a locked
-    ///    compare-and-swap, a store, the loop's branch), and the pre-issue-13 loop with its
+    ///    compare-and-swap, a store, the loop's branch), and the earlier loop with its
     ///    per-iteration `black_box`'d counter must count more than 10% over the plain loop —
     ///    the regression this test exists for is caught by the same counting.
     /// 2. **Time, within 10%.** Both loops in 9 interleaved rounds of 200,000 iterations
