@@ -23,8 +23,8 @@ pub enum Bench {
     Sync,
     /// Seed 000 NestedSync: the object is already held once (nested level 1).
     NestedSync,
-    /// Issue 13: uncontended lock+unlock of every protocol, anchor and limit, each in the loop
-    /// a user writes, all rows interleaved round by round (see `userloop.rs`).
+    /// Uncontended lock+unlock of every protocol, anchor and limit, each in the loop a user
+    /// writes, all rows interleaved round by round (see `userloop.rs`).
     UserLoop,
     /// Seed 000 MultiSync n: n objects synchronized per iteration (working set n).
     MultiSync,
@@ -38,8 +38,8 @@ pub enum Bench {
     Threads,
     /// Seed 002 §5.1 Cloud: 10 threads randomly lock 1,000,000 objects for a fixed time.
     Cloud,
-    /// Issue 13 item 6: Cloud with n objects, n = 1 … 10^6 (does the cost per acquisition
-    /// stay flat as the cloud grows?).
+    /// Cloud with n objects, n = 1 … 10^6 (does the cost per acquisition stay flat as the
+    /// cloud grows?).
     CloudGrowth,
     /// Seed 002 §5.1 ProdCons: the producer allocates, locks once, enqueues; the consumer
     /// dequeues, locks once, drops.
@@ -156,7 +156,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan for `quick` (CI smoke runs, under 3 minutes for the whole report) or full.
+    /// The plan for `quick` (CI smoke runs, about 2½ minutes for the whole report on 2 cores)
+    /// or full.
     pub fn new(quick: bool, reps: Option<usize>) -> Self {
         if quick {
             Plan {
@@ -226,7 +227,7 @@ impl Bench {
             Bench::Sync => ("seed 000 Table 2", "ns per lock+unlock"),
             Bench::NestedSync => ("seed 000 Table 2", "ns per nested lock+unlock"),
             Bench::UserLoop => (
-                "issue 13",
+                "objmon",
                 "ns per lock+unlock in the loop a user writes; rows interleaved round by round",
             ),
             Bench::MultiSync => (
@@ -245,7 +246,7 @@ impl Bench {
                 "ns per acquisition (wall / all acquisitions of all threads)",
             ),
             Bench::CloudGrowth => (
-                "issue 13 item 6",
+                "objmon, after seed 002 §5.1",
                 "ns per acquisition (wall / all acquisitions), param = objects in the cloud",
             ),
             Bench::ProdCons => (
@@ -269,7 +270,7 @@ impl Bench {
     /// The parameter values a run sweeps (`--param` overrides).
     pub fn params(self, plan: &Plan) -> Vec<u64> {
         match self {
-            // The full plan gives the growth curve of issue 13 item 6 at every decade; quick
+            // The full plan gives the growth curve at every decade; quick
             // runs sample it (`--param` gives any other set).
             Bench::MultiSync if plan.quick => vec![1, 100, 10_000, 1_000_000],
             Bench::MultiSync => vec![1, 10, 100, 1_000, 10_000, 100_000, 1_000_000],
@@ -472,20 +473,21 @@ impl Bench {
     /// ([`interleave`]), rather than row after row. Cloud's figures are wall time over 10
     /// threads, and what the bench answers is a ratio between rows (seed 002: `fable` within
     /// ~10% of `thin`); on a shared host a neighbour's use of the cache moves `thin` between
-    /// 4 and 19 ns per acquisition for seconds at a time (2026-11-29, nine runs of `run
-    /// --bench cloud --quick --protocol thin` back to back, no process of ours running
-    /// beside them), so rows timed one after the other met different machines.
+    /// 4 and 19 ns per acquisition for seconds at a time (nine runs of `run --bench cloud
+    /// --quick --protocol thin` back to back, no process of ours running beside them), so
+    /// rows timed one after the other met different machines.
     ///
     /// Threads too: its targets are ratios to `parking-lot-mutex` at the same thread count
-    /// (issue 13 item 4), and its short repetitions met whatever the host did at the time.
+    /// (the report's contended targets), and its short repetitions met whatever the host did
+    /// at the time.
     ///
     /// And cloud-growth: its curve compares one row's figures at different sizes, which the
     /// same swings bent (a row whose larger clouds ran in a quiet spell read flat or falling).
     ///
-    /// And AllocLock, whose FABLE ÷ thin (seed 002 §5.3: at most 1.5×) the issue asks of every
-    /// run: row after row, single rows of a quick report read 2–3× their neighbours in
-    /// spells (a CI run on 2026-11-29: `fable-signal[learn-limit=N]` cells of 13.7 and 30 ns
-    /// side by side, 2.5× `thin` at worst).
+    /// And AllocLock, whose FABLE ÷ thin (seed 002 §5.3: at most 1.5×) the report judges in
+    /// every run: row after row, single rows of a quick report read 2–3× their neighbours in
+    /// spells (one CI run: `fable-signal[learn-limit=N]` cells of 13.7 and 30 ns side by
+    /// side, 2.5× `thin` at worst).
     pub fn interleaved(self) -> bool {
         matches!(
             self,
@@ -1412,7 +1414,7 @@ pub(crate) mod tests {
         cas_store::<0>(w, n)
     }
 
-    /// The harness's loop before issue 13: a `black_box`'d counter stored and loaded every
+    /// The harness's earlier loop: a `black_box`'d counter stored and loaded every
     /// iteration. Kept only to show that the checks below catch such per-iteration work.
     #[inline(never)]
     fn counter_cas_store(w: &AtomicU32, n: u64) {
@@ -1530,7 +1532,7 @@ pub(crate) mod tests {
         (median(&mut a), median(&mut b))
     }
 
-    /// Issue 13 item 1: the harness's `sol-cas-store` loop (`lock_loop::<SolCasStore>`, the
+    /// The harness's `sol-cas-store` loop (`lock_loop::<SolCasStore>`, the
     /// very function the `sync` bench times) is the loop a user writes.
     ///
     /// Two checks, the first decisive:
@@ -1544,7 +1546,7 @@ pub(crate) mod tests {
     ///    iteration than the plain loop (today 6 against 5.5: the same compare-and-swap,
     ///    branch and store, but LLVM unrolls the plain loop twice, sharing its counter, and
     ///    not the harness's, whose contended path is a call). Not vacuous: the plain loop must count at least 3 (a locked
-    ///    compare-and-swap, a store, the loop's branch), and the pre-issue-13 loop with its
+    ///    compare-and-swap, a store, the loop's branch), and the earlier loop with its
     ///    per-iteration `black_box`'d counter must count more than 10% over the plain loop —
     ///    the regression this test exists for is caught by the same counting.
     /// 2. **Time, within 10%.** Both loops in 9 interleaved rounds of 200,000 iterations

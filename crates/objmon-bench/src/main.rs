@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod claim;
 mod doc;
 mod java;
 mod memory;
@@ -24,6 +25,7 @@ mod profile;
 mod realprog;
 mod record;
 mod report;
+mod report_summary;
 mod runner;
 mod stress;
 mod subject;
@@ -105,7 +107,7 @@ enum Command {
     },
     /// Runs everything and writes report.md, report.html, SVG figures and results.json.
     Report {
-        /// Small sizes: the whole report in under 3 minutes on 2 cores.
+        /// Small sizes: the whole report in about 2½ minutes on 2 cores.
         #[arg(long)]
         quick: bool,
         /// Output directory (created if missing; checked writable before anything runs).
