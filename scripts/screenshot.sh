@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders a report's report.html in headless Chromium and writes PNGs of it, so the report is
-# checked by looking (issue 15). Usage: scripts/screenshot.sh REPORT_DIR OUT.png
+# checked by looking. Usage: scripts/screenshot.sh REPORT_DIR OUT.png
 #   OUT.png       the first screen (1280x900, as a reader opening the page sees it)
 #   OUT-full.png  the whole page (its height measured by Chromium itself)
 # Installs the Debian package `chromium` when /usr/bin/chromium is missing (as .ci/valgrind.sh
