@@ -119,6 +119,15 @@ fn main() -> ExitCode {
                     r.lock_api_cases,
                     r.cases - r.monitor_cases - r.lock_api_cases
                 );
+                if r.lock_api_cases > 0 {
+                    println!(
+                        "{:<18} lock-api: {} of the {} thread ids of the id budget retired by \
+                         forgotten guards in this process",
+                        "",
+                        objmon_fuzz::kit::retired_ids(r.name),
+                        objmon_fuzz::kit::LOCK_API_ID_BUDGET
+                    );
+                }
             }
             Some(f) => {
                 found += 1;
