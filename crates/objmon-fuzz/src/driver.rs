@@ -499,12 +499,12 @@ impl<K: Kit> Driver<K> {
                             RELOCKS_CHECKED.fetch_add(1, Ordering::Relaxed);
                         }
                         o => {
+                            let surface = K::SURFACE;
                             return fail(format!(
-                                "T{me} locked #{l} (slot {s}), which it holds, on the non-reentrant \
-                                 {} surface: expected the documented panic (\"{RELOCK_PANIC}\"), \
-                                 got {o:?}",
-                                K::SURFACE
-                            ))
+                                "T{me} locked #{l} (slot {s}), which it holds, on the \
+                                 non-reentrant {surface} surface: expected the documented \
+                                 panic (\"{RELOCK_PANIC}\"), got {o:?}"
+                            ));
                         }
                     }
                 } else if self.m.lock_is_immediate(w, l) {

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What a monitor of the [`MonitorKit`] protects (the fuzzer's own per-object records live
-/// beside the objects, so that both surfaces share them).
+/// beside the objects, so that every surface shares them).
 #[derive(Default)]
 pub struct Payload;
 
@@ -291,10 +291,7 @@ impl<P: MonitorProtocol> Kit for LockApiKit<P> {
     fn lock<'a>(_: &'a (), s: &'a LockApiSlot<P>) -> Result<Self::G<'a>, MonitorError> {
         Ok(s.mutex.lock())
     }
-    fn try_lock<'a>(
-        _: &'a (),
-        s: &'a LockApiSlot<P>,
-    ) -> Result<Option<Self::G<'a>>, MonitorError> {
+    fn try_lock<'a>(_: &'a (), s: &'a LockApiSlot<P>) -> Result<Option<Self::G<'a>>, MonitorError> {
         Ok(s.mutex.try_lock())
     }
     fn try_lock_for<'a>(

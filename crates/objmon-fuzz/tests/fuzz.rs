@@ -234,7 +234,10 @@ fn a_plain_case_passes_on_lock_api() {
         ],
     };
     let mut ran = 0;
-    for t in objmon_fuzz::targets().into_iter().filter(|t| t.has_monitor()) {
+    for t in objmon_fuzz::targets()
+        .into_iter()
+        .filter(|t| t.has_monitor())
+    {
         t.run(&case, t.adversary(false, false))
             .unwrap_or_else(|e| panic!("{}: {e}", t.name));
         ran += 1;
@@ -259,7 +262,10 @@ fn a_relock_on_lock_api_panics_as_documented() {
             Do(1, Lock(0)), // held through a forgotten guard: the same panic
         ],
     };
-    for t in objmon_fuzz::targets().into_iter().filter(|t| t.has_monitor()) {
+    for t in objmon_fuzz::targets()
+        .into_iter()
+        .filter(|t| t.has_monitor())
+    {
         let before = objmon_fuzz::relock_panics_checked();
         t.run(&case, t.adversary(false, false))
             .unwrap_or_else(|e| panic!("{}: {e}", t.name));
