@@ -84,6 +84,14 @@ const LOOSE_HASH_LIMIT: [&str; 9] = [
     "fable-signal",
 ];
 
+/// What the panic of a non-reentrant surface's lock by its holder says (`RawMonitor`).
+pub(crate) const RELOCK_PANIC: &str = "locked again by the thread that holds it";
+
+/// Locks by the holder on a non-reentrant surface whose documented panic was seen, in this
+/// process.
+pub(crate) static RELOCKS_CHECKED: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T, String> {
     Err(msg.into())
 }
@@ -482,6 +490,23 @@ impl<K: Kit> Driver<K> {
                 };
                 if self.m.objs[l].tainted && self.m.objs[l].owner == me {
                     // Moved while held: only what the others see is checked.
+                } else if !K::REENTRANT && self.m.objs[l].owner == me {
+                    // Not reentrant: the documented answer is a panic that takes nothing
+                    // ("a panic says what went wrong": the message must say so).
+                    let a = Act::Relock { s, l };
+                    match self.call(w, a)? {
+                        Out::Panicked(msg) if msg.contains(RELOCK_PANIC) => {
+                            RELOCKS_CHECKED.fetch_add(1, Ordering::Relaxed);
+                        }
+                        o => {
+                            let surface = K::SURFACE;
+                            return fail(format!(
+                                "T{me} locked #{l} (slot {s}), which it holds, on the \
+                                 non-reentrant {surface} surface: expected the documented \
+                                 panic (\"{RELOCK_PANIC}\"), got {o:?}"
+                            ));
+                        }
+                    }
                 } else if self.m.lock_is_immediate(w, l) {
                     match self.call(w, a)? {
                         Out::Done => self.locked(w, l, u),
@@ -523,6 +548,16 @@ impl<K: Kit> Driver<K> {
                 let l = gs[gi];
                 if self.m.waiters(l).next().is_some() || self.m.blocked(l).next().is_some() {
                     return Ok(()); // they would block for good
+                }
+                if let Some(budget) = K::ID_BUDGET {
+                    // This thread's id is retired for good from its first forgotten guard on a
+                    // process-wide runtime: within the process's budget, or no forget.
+                    if !self.m.workers[w].retires_id {
+                        if !crate::kit::retire_id(K::PROTOCOL, budget) {
+                            return Ok(());
+                        }
+                        self.m.workers[w].retires_id = true;
+                    }
                 }
                 self.call(w, Act::Forget { gi })?;
                 self.m.workers[w].guards.remove(gi);
@@ -650,11 +685,26 @@ impl<K: Kit> Driver<K> {
     fn try_lock(&mut self, w: usize, s: usize, l: usize, ms: u64) -> R {
         let me = self.m.workers[w].ident;
         let o = self.m.objs[l].clone();
-        let want = o.owner == 0 || o.owner == me;
+        let want = o.owner == 0 || (o.owner == me && K::REENTRANT);
         let got = match self.call(w, Act::TryLock { s, l, ms })? {
             Out::Got(g) => g,
             o => return fail(format!("try_lock of #{l}: {o:?}")),
         };
+        if !K::REENTRANT && o.owner == me {
+            if got && !o.tainted {
+                return fail(format!(
+                    "a second guard: T{me}'s try_lock of #{l} (slot {s}), which it holds, \
+                     succeeded on the non-reentrant {} surface (documented: `None`)",
+                    K::SURFACE
+                ));
+            }
+            // Moved while held through a forgotten guard: the owner's own view is not
+            // checked (the forgotten guard gives no access any more).
+            if got {
+                self.locked(w, l, false);
+            }
+            return Ok(());
+        }
         if got && !want {
             return fail(format!(
                 "two owners: T{me}'s try_lock of #{l} (slot {s}) succeeded while T{} holds it \
@@ -708,7 +758,8 @@ impl<K: Kit> Driver<K> {
         };
         // Moved while held: the owner's own view is not checked, only the others'.
         let lenient = o.tainted && mine;
-        if holds != mine && !lenient {
+        if holds.is_some_and(|h| h != mine) && !lenient {
+            let holds = holds.unwrap_or_default();
             return fail(format!(
                 "holds_lock / is_owned_by_current_thread of #{l} (slot {s}) by T{me} is {holds}; \
                  the model says {whose} holds it ({} level(s))",

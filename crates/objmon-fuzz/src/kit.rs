@@ -1,20 +1,32 @@
-//! The two safe surfaces under test, behind one trait so that the worker and the driver are
-//! written once: [`MonitorKit`] (`Monitor<T, P>` and its `MonitorGuard`, for every
-//! `MonitorProtocol`) and [`VmKit`] (`vm::Runtime::attach`, `ThreadHandle`, `HeaderGuard`,
-//! for every protocol of `visit_all`).
+//! The three safe surfaces under test, behind one trait so that the worker and the driver
+//! are written once: [`MonitorKit`] (`Monitor<T, P>` and its `MonitorGuard`, for every
+//! `MonitorProtocol`), [`LockApiKit`] (`lock_api::Mutex<RawMonitor<P>, T>` with
+//! `lock_api::Condvar<RawCondvar<P>>`, for every `MonitorProtocol`) and [`VmKit`]
+//! (`vm::Runtime::attach`, `ThreadHandle`, `HeaderGuard`, for every protocol of
+//! `visit_all`).
 //!
-//! Owns nothing but the mapping of each fuzzer action onto the real call. Invariants: every
-//! call here is safe code; a surface that lacks an operation answers `None` (the driver then
-//! skips the step), never an emulation that could hide a bug. Each case gets a fresh runtime,
-//! so the thread ids a forgotten guard retires never run out across cases.
+//! Owns nothing but the mapping of each fuzzer action onto the real call, and the id budget
+//! of the process-wide runtimes ([`LOCK_API_ID_BUDGET`]). Invariants: every call here is safe
+//! code; a surface that lacks an operation answers `None` (the driver then skips the step),
+//! never an emulation that could hide a bug.
+//!
+//! Thread ids: a thread that passed a guard to `mem::forget` keeps its id for good (no later
+//! thread may inherit the lock). `MonitorKit` and `VmKit` make a fresh runtime per case, so
+//! those retired ids never run out across cases. `LockApiKit` cannot: a `RawMonitor` lives
+//! on its protocol's process-wide runtime (`MAX_THREAD_ID` = 32767 ids for the process), so
+//! the driver counts the threads that forgot a guard on it, per protocol and process
+//! ([`retire_id`]), and once [`LOCK_API_ID_BUDGET`] of them are counted it skips `Forget` on
+//! that surface (the case runs on without leaks) instead of running the runtime out of ids.
 
 use objmon::vm::{Runtime, ThreadHandle, ThreadId};
 use objmon::{Monitor, MonitorError, MonitorGuard, MonitorProtocol, Protocol, WaitOutcome};
-use std::sync::Arc;
+use objmon::{RawCondvar, RawMonitor};
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What a monitor of the [`MonitorKit`] protects (the fuzzer's own per-object records live
-/// beside the objects, so that both surfaces share them).
+/// beside the objects, so that every surface shares them).
 #[derive(Default)]
 pub struct Payload;
 
@@ -22,8 +34,21 @@ pub struct Payload;
 pub trait Kit: Send + Sync + Sized + 'static {
     /// The protocol's catalog name.
     const PROTOCOL: &'static str;
-    /// Short surface name, for reports (`monitor`, `vm`).
+    /// Short surface name, for reports (`monitor`, `lock-api`, `vm`).
     const SURFACE: &'static str;
+    /// Whether the holder may lock again (Java's monitors are reentrant; `RawMonitor` is
+    /// not: a lock by its holder panics, a `try_lock` by its holder answers `None`).
+    const REENTRANT: bool = true;
+    /// Whether `wait` goes through the guard (the `Monitor` and `lock_api` surfaces): a
+    /// wait with the lock held only through a forgotten guard cannot be asked.
+    const WAIT_BY_GUARD: bool = false;
+    /// Whether a thread that does not hold the lock may notify (lock_api's condvar: it takes
+    /// the mutex for the notify); else such a notify is `IllegalMonitorState` (vm) or cannot
+    /// be asked (`Monitor`: only through a guard).
+    const NOTIFY_UNLOCKED: bool = false;
+    /// At most this many threads may retire their id through a forgotten guard, per process
+    /// (`None`: a fresh runtime per case, no limit). See the module documentation.
+    const ID_BUDGET: Option<u32> = None;
     /// What the fuzzer swaps, replaces and boxes: a `Monitor` or a bare header.
     type Slot: Send + Sync + 'static;
     /// Kept by a worker for its whole life (its identity on the runtime).
@@ -73,8 +98,8 @@ pub trait Kit: Send + Sync + Sized + 'static {
         s: &Self::Slot,
         all: bool,
     ) -> Option<Result<(), MonitorError>>;
-    /// holdsLock.
-    fn holds(th: &Self::Th<'_>, s: &Self::Slot) -> bool;
+    /// holdsLock, where the surface tells.
+    fn holds(th: &Self::Th<'_>, s: &Self::Slot) -> Option<bool>;
     /// Levels held by this thread, where the surface tells.
     fn count(th: &Self::Th<'_>, s: &Self::Slot) -> Option<u32>;
     /// Whether anybody holds it.
@@ -103,6 +128,7 @@ type M<P> = Monitor<Payload, P, Arc<Runtime<P>>>;
 impl<P: MonitorProtocol> Kit for MonitorKit<P> {
     const PROTOCOL: &'static str = P::NAME;
     const SURFACE: &'static str = "monitor";
+    const WAIT_BY_GUARD: bool = true;
     type Slot = M<P>;
     type Anchor = ();
     type Th<'env> = ();
@@ -156,8 +182,8 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
         }
         Some(Ok(()))
     }
-    fn holds(_: &(), s: &M<P>) -> bool {
-        s.is_owned_by_current_thread()
+    fn holds(_: &(), s: &M<P>) -> Option<bool> {
+        Some(s.is_owned_by_current_thread())
     }
     fn count(_: &(), _: &M<P>) -> Option<u32> {
         None
@@ -175,6 +201,156 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
         None
     }
     fn exit_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
+        None
+    }
+    fn interrupt(&self, _: ThreadId) -> Option<Result<(), MonitorError>> {
+        None
+    }
+    fn interrupted(_: &()) -> Option<bool> {
+        None
+    }
+    fn poll(_: &()) {}
+}
+
+/// Threads of the process that may retire their id on a `lock_api` surface's process-wide
+/// runtime through a forgotten guard, per protocol: fewer than `MAX_THREAD_ID` (32767), with
+/// room left for the threads alive at once (three workers per case, cases of other tests of
+/// the same process in parallel, thread-local destructors).
+pub const LOCK_API_ID_BUDGET: u32 = 30_000;
+
+/// Threads counted by [`retire_id`], per protocol, in this process.
+static RETIRED: Mutex<Vec<(&'static str, u32)>> = Mutex::new(Vec::new());
+
+/// Counts one more thread that keeps its id on protocol `name`'s process-wide runtime for
+/// good (its first forgotten guard there), if the budget `budget` allows: `false` if it is
+/// spent (the caller then does not forget).
+pub fn retire_id(name: &'static str, budget: u32) -> bool {
+    let mut r = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+    let i = match r.iter().position(|(n, _)| *n == name) {
+        Some(i) => i,
+        None => {
+            r.push((name, 0));
+            r.len() - 1
+        }
+    };
+    if r[i].1 >= budget {
+        return false;
+    }
+    r[i].1 += 1;
+    true
+}
+
+/// The threads [`retire_id`] counted on protocol `name` in this process.
+pub fn retired_ids(name: &str) -> u32 {
+    let r = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+    r.iter().find(|(n, _)| *n == name).map_or(0, |(_, k)| *k)
+}
+
+/// What a [`LockApiKit`] case swaps, replaces and boxes: a lock_api mutex on a `RawMonitor`
+/// and the condvar bound to it (they move together; nobody waits while they move).
+pub struct LockApiSlot<P: MonitorProtocol> {
+    mutex: objmon::lock_api::Mutex<RawMonitor<P>, Payload>,
+    cv: objmon::lock_api::Condvar<RawCondvar<P>>,
+}
+
+/// `objmon::lock_api::Mutex<RawMonitor<P>, Payload>` and
+/// `objmon::lock_api::Condvar<RawCondvar<P>>`, on `P`'s process-wide runtime (shared by every
+/// case of the process: see the module documentation for its ids). Not reentrant; no
+/// identity hash, unstructured locks, interrupts, holds-lock query or lock count.
+pub struct LockApiKit<P: MonitorProtocol>(PhantomData<fn() -> P>);
+
+impl<P: MonitorProtocol> Kit for LockApiKit<P> {
+    const PROTOCOL: &'static str = P::NAME;
+    const SURFACE: &'static str = "lock-api";
+    const REENTRANT: bool = false;
+    const WAIT_BY_GUARD: bool = true;
+    const NOTIFY_UNLOCKED: bool = true;
+    const ID_BUDGET: Option<u32> = Some(LOCK_API_ID_BUDGET);
+    type Slot = LockApiSlot<P>;
+    type Anchor = ();
+    type Th<'env> = ();
+    type G<'a> = objmon::lock_api::MutexGuard<'a, RawMonitor<P>, Payload>;
+
+    fn new() -> Self {
+        Self(PhantomData)
+    }
+    fn slot(&self) -> LockApiSlot<P> {
+        LockApiSlot {
+            mutex: objmon::lock_api::Mutex::new(Payload),
+            cv: objmon::lock_api::Condvar::new(),
+        }
+    }
+    // `RawMonitor`'s own drop reclaims the header.
+    fn retire(&self, _: &mut LockApiSlot<P>) {}
+    fn anchor(&self) {}
+    fn id(_: &()) -> Option<ThreadId> {
+        None
+    }
+    #[allow(clippy::unused_unit)]
+    fn attach<'env>(&self) -> Self::Th<'env> {}
+    fn lock<'a>(_: &'a (), s: &'a LockApiSlot<P>) -> Result<Self::G<'a>, MonitorError> {
+        Ok(s.mutex.lock())
+    }
+    fn try_lock<'a>(_: &'a (), s: &'a LockApiSlot<P>) -> Result<Option<Self::G<'a>>, MonitorError> {
+        Ok(s.mutex.try_lock())
+    }
+    fn try_lock_for<'a>(
+        _: &'a (),
+        s: &'a LockApiSlot<P>,
+        d: Duration,
+    ) -> Result<Option<Self::G<'a>>, MonitorError> {
+        Ok(s.mutex.try_lock_for(d))
+    }
+    fn wait(
+        _: &(),
+        g: Option<&mut Self::G<'_>>,
+        s: &LockApiSlot<P>,
+        t: Option<Duration>,
+    ) -> Option<Result<WaitOutcome, MonitorError>> {
+        let g = g?;
+        Some(Ok(match t {
+            None => {
+                s.cv.wait(g);
+                WaitOutcome::Notified
+            }
+            Some(d) if s.cv.wait_for(g, d).timed_out() => WaitOutcome::TimedOut,
+            Some(_) => WaitOutcome::Notified,
+        }))
+    }
+    fn notify(
+        _: &(),
+        _: Option<&Self::G<'_>>,
+        s: &LockApiSlot<P>,
+        all: bool,
+    ) -> Option<Result<(), MonitorError>> {
+        // With or without the mutex held (condvar.rs: a notifier that does not hold it takes
+        // it for the notify); the answers are always `false` / `0` (spurious wake-ups).
+        if all {
+            s.cv.notify_all();
+        } else {
+            s.cv.notify_one();
+        }
+        Some(Ok(()))
+    }
+    fn holds(_: &(), _: &LockApiSlot<P>) -> Option<bool> {
+        None
+    }
+    fn count(_: &(), _: &LockApiSlot<P>) -> Option<u32> {
+        None
+    }
+    fn is_locked(_: &(), s: &LockApiSlot<P>) -> bool {
+        s.mutex.is_locked()
+    }
+    fn hash(_: &(), _: &LockApiSlot<P>) -> Option<Result<u32, MonitorError>> {
+        None
+    }
+    fn peek(_: &(), _: &LockApiSlot<P>) -> Option<Option<u32>> {
+        None
+    }
+    fn enter_u(_: &(), _: &LockApiSlot<P>) -> Option<Result<(), MonitorError>> {
+        None
+    }
+    fn exit_u(_: &(), _: &LockApiSlot<P>) -> Option<Result<(), MonitorError>> {
         None
     }
     fn interrupt(&self, _: ThreadId) -> Option<Result<(), MonitorError>> {
@@ -261,8 +437,8 @@ impl<P: Protocol> Kit for VmKit<P> {
     ) -> Option<Result<(), MonitorError>> {
         Some(if all { th.notify_all(s) } else { th.notify(s) })
     }
-    fn holds(th: &Self::Th<'_>, s: &P::Header) -> bool {
-        th.holds_lock(s)
+    fn holds(th: &Self::Th<'_>, s: &P::Header) -> Option<bool> {
+        Some(th.holds_lock(s))
     }
     fn count(th: &Self::Th<'_>, s: &P::Header) -> Option<u32> {
         Some(th.lock_count(s))

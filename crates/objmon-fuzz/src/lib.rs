@@ -6,8 +6,8 @@
 //! failing case to a minimal one, printed as a ready-to-paste regression test.
 //! `docs/fuzzing.md` says how to run it and what it found.
 //!
-//! Layers: [`step`] (cases, their proptest strategies, their printing), [`kit`] (the two
-//! surfaces: `Monitor<T, P>` and `vm::ThreadHandle`), `worker` (the threads that make the
+//! Layers: [`step`] (cases, their proptest strategies, their printing), [`kit`] (the three
+//! surfaces: `Monitor<T, P>`, `lock_api::Mutex<RawMonitor<P>, T>` and `vm::ThreadHandle`), `worker` (the threads that make the
 //! calls), [`model`] (the reference semantics), `driver` and `phases` (one case, in order,
 //! checked), [`signal`] (the host signal adversary), and here the per-protocol catalog and
 //! the time-budgeted, seeded loop.
@@ -46,6 +46,7 @@ pub struct Target {
     pub name: &'static str,
     vm: RunFn,
     monitor: Option<RunFn>,
+    lock_api: Option<RunFn>,
     /// Whether safe code may move its live objects: not for the protocols that find a
     /// monitor by the header's address (their hosts report moves through
     /// `Runtime::relocate`), nor for those made only by `Runtime::new_unchecked` on the
@@ -60,8 +61,9 @@ impl Target {
     pub fn is_signal(&self) -> bool {
         self.name.ends_with("-signal")
     }
-    /// Whether it has the `Monitor<T, P>` surface (all but the three protocols that find a
-    /// monitor by the header's address).
+    /// Whether it has the `Monitor<T, P>` surface, and so the `lock_api::Mutex<RawMonitor<P>,
+    /// T>` one (all but the three protocols that find a monitor by the header's address and
+    /// the five that ask the host for a promise).
     pub fn has_monitor(&self) -> bool {
         self.monitor.is_some()
     }
@@ -83,16 +85,24 @@ impl Target {
                 Some(f) => f(case, adv),
                 None => Ok(()),
             },
+            Surface::LockApi => match self.lock_api {
+                Some(f) => f(case, adv),
+                None => Ok(()),
+            },
         }
     }
 }
 
 macro_rules! monitor_protocols {
     ($($p:ident),* $(,)?) => {
-        /// The `Monitor` surface of protocol `name`, if it is a `MonitorProtocol`.
-        fn monitor_of(name: &str) -> Option<RunFn> {
+        /// The `Monitor` and `lock_api` surfaces of protocol `name`, if it is a
+        /// `MonitorProtocol`.
+        fn monitor_of(name: &str) -> Option<(RunFn, RunFn)> {
             $(if name == <objmon::$p as Protocol>::NAME {
-                return Some(driver::run::<kit::MonitorKit<objmon::$p>>);
+                return Some((
+                    driver::run::<kit::MonitorKit<objmon::$p>>,
+                    driver::run::<kit::LockApiKit<objmon::$p>>,
+                ));
             })*
             None
         }
@@ -117,7 +127,8 @@ pub fn targets() -> Vec<Target> {
             self.0.push(Target {
                 name: P::NAME,
                 vm: driver::run::<kit::VmKit<P>>,
-                monitor: monitor_of(P::NAME),
+                monitor: monitor_of(P::NAME).map(|m| m.0),
+                lock_api: monitor_of(P::NAME).map(|m| m.1),
                 movable: !P::HOST_MOVE_CONTRACT && !ADDRESS_KEYED.contains(&P::NAME),
             });
         }
@@ -135,6 +146,12 @@ pub fn replay(name: &str, case: &Case) -> Result<(), String> {
         .find(|t| t.name == name)
         .ok_or_else(|| format!("no protocol {name:?}"))?;
     t.run(case, t.adversary(false, false))
+}
+
+/// How many locks by the holder on the non-reentrant `lock_api` surface this process ran
+/// and saw answered with the documented panic (for a test to show the check ran, not a skip).
+pub fn relock_panics_checked() -> u64 {
+    driver::RELOCKS_CHECKED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// [`replay`] with another adversary (as [`Options`] can widen or narrow it).
@@ -166,7 +183,7 @@ pub struct Options {
     pub lenient_moved: bool,
     /// Most time to spend shrinking a finding.
     pub shrink: Duration,
-    /// Only this surface (both where the protocol has both, if `None`).
+    /// Only this surface (all the protocol has, if `None`).
     pub surface: Option<Surface>,
 }
 
@@ -192,6 +209,8 @@ pub struct Report {
     pub cases: u64,
     /// Of which on the `Monitor` surface.
     pub monitor_cases: u64,
+    /// Of which on the `lock_api` surface.
+    pub lock_api_cases: u64,
     /// The first finding, if any.
     pub finding: Option<Finding>,
 }
@@ -215,6 +234,7 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
     let start = Instant::now();
     let cases = Cell::new(0u64);
     let monitor_cases = Cell::new(0u64);
+    let lock_api_cases = Cell::new(0u64);
     let found = Cell::new(false);
     let mut batch = 0u64;
     while start.elapsed() < o.budget {
@@ -235,8 +255,10 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
         let r = runner.run(&strategy, |case| {
             if !found.get() {
                 cases.set(cases.get() + 1);
-                if case.surface == Surface::Monitor {
-                    monitor_cases.set(monitor_cases.get() + 1);
+                match case.surface {
+                    Surface::Monitor => monitor_cases.set(monitor_cases.get() + 1),
+                    Surface::LockApi => lock_api_cases.set(lock_api_cases.get() + 1),
+                    Surface::Vm => {}
                 }
             }
             // While shrinking, a candidate that passes once is tried twice more: the
@@ -273,6 +295,7 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
                 name: t.name,
                 cases: cases.get(),
                 monitor_cases: monitor_cases.get(),
+                lock_api_cases: lock_api_cases.get(),
                 finding: Some(Finding {
                     cases: cases.get(),
                     message,
@@ -286,6 +309,7 @@ pub fn fuzz(t: &Target, o: &Options) -> Report {
         name: t.name,
         cases: cases.get(),
         monitor_cases: monitor_cases.get(),
+        lock_api_cases: lock_api_cases.get(),
         finding: None,
     }
 }

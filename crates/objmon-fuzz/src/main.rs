@@ -45,8 +45,9 @@ struct Args {
     /// look past what the move did to it at what it did to the others.
     #[arg(long)]
     lenient_moved: bool,
-    /// Only this surface: `monitor` (Monitor<T, P>) or `vm` (ThreadHandle); default both.
-    #[arg(long, value_parser = ["monitor", "vm"])]
+    /// Only this surface: `monitor` (Monitor<T, P>), `lock-api` (lock_api::Mutex<RawMonitor<P>,
+    /// T>) or `vm` (ThreadHandle); default all the protocol has.
+    #[arg(long, value_parser = ["monitor", "lock-api", "vm"])]
     surface: Option<String>,
     /// Most seconds to spend shrinking a finding.
     #[arg(long, default_value_t = 120.0)]
@@ -91,6 +92,7 @@ fn main() -> ExitCode {
         shrink: Duration::from_secs_f64(a.shrink_seconds),
         surface: a.surface.as_deref().map(|s| match s {
             "monitor" => objmon_fuzz::Surface::Monitor,
+            "lock-api" => objmon_fuzz::Surface::LockApi,
             _ => objmon_fuzz::Surface::Vm,
         }),
     };
@@ -109,12 +111,23 @@ fn main() -> ExitCode {
             None => {
                 clean += 1;
                 println!(
-                    "{:<18} {:>7} cases ({} on Monitor, {} on vm) in {secs:.1} s: nothing found",
+                    "{:<18} {:>7} cases ({} on Monitor, {} on lock-api, {} on vm) in {secs:.1} s: \
+                     nothing found",
                     r.name,
                     r.cases,
                     r.monitor_cases,
-                    r.cases - r.monitor_cases
+                    r.lock_api_cases,
+                    r.cases - r.monitor_cases - r.lock_api_cases
                 );
+                if r.lock_api_cases > 0 {
+                    println!(
+                        "{:<18} lock-api: {} of the {} thread ids of the id budget retired by \
+                         forgotten guards in this process",
+                        "",
+                        objmon_fuzz::kit::retired_ids(r.name),
+                        objmon_fuzz::kit::LOCK_API_ID_BUDGET
+                    );
+                }
             }
             Some(f) => {
                 found += 1;

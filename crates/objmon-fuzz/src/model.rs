@@ -83,6 +83,9 @@ pub struct WorkerModel {
     pub interrupt: bool,
     /// It ends its thread at the next phase end (try-locking this slot at exit, if any).
     pub exit: Option<Option<u8>>,
+    /// Its thread forgot a guard on a process-wide runtime: counted in the id budget
+    /// (`kit::retire_id`).
+    pub retires_id: bool,
 }
 
 impl WorkerModel {
@@ -95,6 +98,7 @@ impl WorkerModel {
             busy: Busy::Idle,
             interrupt: false,
             exit: None,
+            retires_id: false,
         }
     }
     /// Its unstructured levels on `l`.

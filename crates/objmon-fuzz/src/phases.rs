@@ -40,12 +40,12 @@ impl<K: Kit> Driver<K> {
             }
             return Ok(());
         }
-        let gi = match K::SURFACE {
-            "monitor" => match self.m.workers[w].guard_on(l) {
+        let gi = match K::WAIT_BY_GUARD {
+            true => match self.m.workers[w].guard_on(l) {
                 Some(i) => Some(i),
                 None => return Ok(()),
             },
-            _ => None,
+            false => None,
         };
         let contended = self.m.blocked(l).next().is_some() || !self.m.candidates(l).is_empty();
         if o.tainted || contended {
@@ -135,6 +135,9 @@ impl<K: Kit> Driver<K> {
     pub(crate) fn notify(&mut self, w: usize, s: usize, l: usize, all: bool) -> R {
         let me = self.m.workers[w].ident;
         let held = self.m.objs[l].owner == me;
+        if K::NOTIFY_UNLOCKED {
+            return self.notify_unlocked(w, s, l, all);
+        }
         let gi = match K::SURFACE {
             "monitor" => match self.m.workers[w].guard_on(l) {
                 Some(i) if held => Some(i),
@@ -154,6 +157,35 @@ impl<K: Kit> Driver<K> {
             }
         }
         let n = self.m.waiters(l).count() as u32;
+        let o = &mut self.m.objs[l];
+        o.pending = if all { n } else { o.pending + 1 };
+        self.m.clamp_pending(l);
+        Ok(())
+    }
+
+    /// A notify that needs no lock (lock_api's condvar): a notifier that does not hold the
+    /// mutex takes it for the notify when somebody waits (condvar.rs), so it is asked only
+    /// when that returns at once (nobody waits, or the mutex is free). A `notify_one` with two
+    /// waiters or more may wake them all (condvar.rs: it does when another condvar of the
+    /// process has waiters on a mutex of the same stripe), which the model cannot follow: not
+    /// asked.
+    fn notify_unlocked(&mut self, w: usize, s: usize, l: usize, all: bool) -> R {
+        let me = self.m.workers[w].ident;
+        let o = &self.m.objs[l];
+        let held = o.owner == me;
+        let n = self.m.waiters(l).count() as u32;
+        if o.tainted || (!all && n > 1) || (!held && n > 0 && o.owner != 0) {
+            return Ok(());
+        }
+        match self.call(w, Act::Notify { s, gi: None, all })? {
+            Out::Done => {}
+            o => {
+                return fail(format!(
+                    "notify{} on #{l} by T{me} (holds it: {held}): {o:?}",
+                    if all { "_all" } else { "" }
+                ))
+            }
+        }
         let o = &mut self.m.objs[l];
         o.pending = if all { n } else { o.pending + 1 };
         self.m.clamp_pending(l);

@@ -18,6 +18,9 @@ pub enum Surface {
     Monitor,
     /// `vm::ThreadHandle` and `HeaderGuard` over bare headers.
     Vm,
+    /// `lock_api::Mutex<RawMonitor<P>, T>` and `lock_api::Condvar<RawCondvar<P>>` (only the
+    /// `MonitorProtocol`s; not reentrant, on the process-wide runtime).
+    LockApi,
 }
 
 /// One fuzz case.
@@ -267,8 +270,8 @@ fn signal_episode() -> BoxedStrategy<Vec<Step>> {
         .boxed()
 }
 
-/// Cases for a protocol: `monitor` whether it has the `Monitor` surface (`only`: just one
-/// surface), `signals` whether
+/// Cases for a protocol: `monitor` whether it has the `Monitor` and `lock_api` surfaces
+/// (`only`: just one surface), `signals` whether
 /// the host signal adversary is in the set, about `len` steps at most. A case mixes single
 /// random steps with focused episodes (`episode`; contended ones under signals too).
 pub fn cases(
@@ -279,7 +282,13 @@ pub fn cases(
 ) -> impl Strategy<Value = Case> {
     let surface = match only {
         Some(Surface::Monitor) if monitor => Just(Surface::Monitor).boxed(),
-        None if monitor => prop_oneof![Just(Surface::Monitor), Just(Surface::Vm)].boxed(),
+        Some(Surface::LockApi) if monitor => Just(Surface::LockApi).boxed(),
+        None if monitor => prop_oneof![
+            Just(Surface::Monitor),
+            Just(Surface::LockApi),
+            Just(Surface::Vm)
+        ]
+        .boxed(),
         _ => Just(Surface::Vm).boxed(),
     };
     surface.prop_flat_map(move |surface| {

@@ -117,6 +117,9 @@ pub const MAX_OBJECTS: usize = 64;
 pub enum Act {
     /// Lock slot `s` (logical `l`), pushing a guard.
     Lock { s: usize, l: usize },
+    /// Lock slot `s` (logical `l`), which this worker holds, on a non-reentrant surface:
+    /// the call must panic (answered as [`Out::Panicked`]) and take nothing.
+    Relock { s: usize, l: usize },
     /// Try-lock (`ms` = 0) or try-lock-for `ms`.
     TryLock { s: usize, l: usize, ms: u64 },
     /// Drop guard `gi` (position in the worker's guards) of object `l`.
@@ -156,14 +159,14 @@ pub enum Act {
 }
 
 /// What a call returned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Out {
     /// It returned, nothing to report.
     Done,
     /// A try-lock: whether it got the lock.
     Got(bool),
-    /// holds, lock count (if the surface tells), is_locked.
-    Query(bool, Option<u32>, bool),
+    /// holds, lock count (each if the surface tells), is_locked.
+    Query(Option<bool>, Option<u32>, bool),
     /// An identity hash.
     Hash(Result<u32, MonitorError>),
     /// A peeked hash.
@@ -176,6 +179,37 @@ pub enum Out {
     Flag(bool),
     /// The surface has no such call.
     Unsupported,
+    /// The call panicked (asked only where a panic is the documented answer), with this
+    /// message.
+    Panicked(String),
+}
+
+thread_local! {
+    /// This thread is making a call whose documented answer is a panic: the panic hook
+    /// stays quiet (the driver checks the message instead).
+    static EXPECTED_PANIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, whose documented answer is a panic, without the panic hook's report of it.
+fn expecting_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !EXPECTED_PANIC.with(|c| c.get()) {
+                prev(info)
+            }
+        }));
+    });
+    EXPECTED_PANIC.with(|c| c.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    EXPECTED_PANIC.with(|c| c.set(false));
+    r.map_err(|p| {
+        p.downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(a panic without a message)".into())
+    })
 }
 
 /// A command to a worker.
@@ -272,6 +306,17 @@ fn act<'a, 'e: 'a, K: Kit>(
                 Out::Done
             }
             Err(e) => Out::Err(e),
+        },
+        Act::Relock { s, l } => match expecting_panic(|| K::lock(th, &slots[s])) {
+            Err(msg) => Out::Panicked(msg),
+            Ok(Ok(g)) => {
+                drop(g);
+                return Err(format!(
+                    "a second guard: T{me} locked #{l} (slot {s}) again while holding it, on a \
+                     surface that is not reentrant (documented: it panics)"
+                ));
+            }
+            Ok(Err(e)) => Out::Err(e),
         },
         Act::TryLock { s, l, ms } => {
             let r = if ms == 0 {
@@ -428,10 +473,19 @@ fn at_exit<K: Kit>(sh: Arc<Shared<K>>, s: usize, l: usize, me: u32, tx: Sender<M
         let r = match K::try_lock_for(&th, &slots[s], Duration::from_secs(1)) {
             Ok(Some(g)) => (|| {
                 sh.truth[l].acquired(l, me, 1)?;
-                let inner = K::lock(&th, &slots[s]).map_err(|e| format!("nested lock: {e:?}"))?;
-                sh.truth[l].acquired(l, me, 1)?;
-                sh.truth[l].releasing();
-                drop(inner);
+                if K::REENTRANT {
+                    let inner =
+                        K::lock(&th, &slots[s]).map_err(|e| format!("nested lock: {e:?}"))?;
+                    sh.truth[l].acquired(l, me, 1)?;
+                    sh.truth[l].releasing();
+                    drop(inner);
+                } else if let Ok(Some(inner)) = K::try_lock(&th, &slots[s]) {
+                    drop(inner);
+                    return Err(format!(
+                        "a second guard: a thread-local destructor's try_lock of #{l} (slot {s}), \
+                         which it holds, succeeded on a surface that is not reentrant"
+                    ));
+                }
                 sh.truth[l].releasing();
                 drop(g);
                 Ok(true)
