@@ -92,6 +92,13 @@ pub(crate) const RELOCK_PANIC: &str = "locked again by the thread that holds it"
 pub(crate) static RELOCKS_CHECKED: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(0);
 
+/// The protocols whose owner's release settles a hash parked loose (`thin`, with
+/// `membarrier`): the hash is parked by address until that release, so an owner that never
+/// releases (its guard forgotten) leaves it there, and a move of the header before the next
+/// hash call loses it (`docs/soundness.md` §6). The model accepts that, and only while the
+/// owner has not released since the hash.
+const LOOSE_UNTIL_RELEASE: [&str; 1] = ["thin"];
+
 pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T, String> {
     Err(msg.into())
 }
@@ -409,8 +416,12 @@ impl<K: Kit> Driver<K> {
     /// next hash call it may show that hash (`LOOSE_HASH_LIMIT`; an object that already has
     /// a settled hash shows its own).
     fn arrived(&mut self, l: usize) {
+        let unsettled = self.m.objs.iter().any(|o| o.loose_settles);
         let o = &mut self.m.objs[l];
-        if self.m.loose_parked && (o.hash.is_none() || o.loose) {
+        if o.loose_settles {
+            o.loose = true;
+        }
+        if (self.m.loose_parked || unsettled) && (o.hash.is_none() || o.loose) {
             o.inherit = true;
         }
     }
@@ -582,10 +593,12 @@ impl<K: Kit> Driver<K> {
                     // lost by a move is replaced by a new one, or one parked for the object
                     // that was at this address is adopted; the object keeps that one.
                     Out::Hash(Ok(h)) if loose_before => {
+                        let settles = LOOSE_UNTIL_RELEASE.contains(&K::PROTOCOL);
                         self.m.objs[l].hash = Some(h);
-                        self.m.objs[l].loose = held_by_other;
+                        self.m.objs[l].loose = held_by_other && !settles;
+                        self.m.objs[l].loose_settles = held_by_other && settles;
                         self.m.objs[l].inherit = false;
-                        self.m.loose_parked |= held_by_other;
+                        self.m.loose_parked |= held_by_other && !settles;
                     }
                     Out::Hash(Ok(h)) => match self.m.objs[l].hash {
                         _ if held_by_other && LOOSE_HASH_LIMIT.contains(&K::PROTOCOL) => {
@@ -597,6 +610,13 @@ impl<K: Kit> Driver<K> {
                             return fail(format!(
                                 "identity hash changed: #{l} (now slot {s}) hashed {x:#x} before, {h:#x} now"
                             ))
+                        }
+                        // `thin` settles a loose hash at the owner's release; until then it
+                        // is parked by address, and a move under a forgotten guard loses it
+                        // (`LOOSE_UNTIL_RELEASE`).
+                        _ if held_by_other && LOOSE_UNTIL_RELEASE.contains(&K::PROTOCOL) => {
+                            self.m.objs[l].hash = Some(h);
+                            self.m.objs[l].loose_settles = true;
                         }
                         _ => self.m.objs[l].hash = Some(h),
                     },

@@ -66,6 +66,10 @@ pub struct Obj {
     /// object that was there: until its own next hash call adopts a hash, it may show that
     /// one (the other half of the same limit: "loses or inherits").
     pub inherit: bool,
+    /// Hashed while another thread held it, under a protocol whose owner's release settles
+    /// the parked hash (`thin`): until the owner's last release, a move (possible only with
+    /// that hold forgotten) makes the object `loose`.
+    pub loose_settles: bool,
 }
 
 /// One worker as the model sees it.
@@ -205,6 +209,7 @@ impl Model {
         o.count -= 1;
         if o.count == 0 {
             o.owner = 0;
+            o.loose_settles = false;
         }
     }
     /// Gives one level of `l` to identity `ident`.
