@@ -6,6 +6,9 @@
 //!   [--quick] [--format table|json|csv]` measures a selection and prints it;
 //! - `objmon-bench report [--quick] [--out DIR] [--traces DIR]` runs everything and writes a
 //!   Markdown and an HTML report with SVG figures (and `results.json`);
+//! - `objmon-bench contended [--threads 2,4] [--cs …] [--between …] [--row …]` measures
+//!   contended locking over threads × critical section × work between locks
+//!   (see `contended.rs`);
 //! - `objmon-bench list` names the benches and rows;
 //! - `objmon-bench stress` runs random mixes of every monitor operation with invariants
 //!   checked (see `stress.rs`).
@@ -17,6 +20,7 @@
 
 mod bench;
 mod claim;
+mod contended;
 mod doc;
 mod java;
 mod memory;
@@ -125,6 +129,36 @@ enum Command {
         /// target/traces; a directory given here must exist].
         #[arg(long, value_parser = existing_dir)]
         traces: Option<PathBuf>,
+    },
+    /// Contended locking over a matrix: threads x critical section x work between locks,
+    /// per user-facing lock type, with fairness and hand-offs (interleaved reps).
+    Contended {
+        /// Thread counts, 1 to 256, comma-separated or repeated (default 2,4,8,16).
+        #[arg(long, value_delimiter = ',',
+              value_parser = clap::value_parser!(u64).range(1..=contended::MAX_THREADS))]
+        threads: Vec<u64>,
+        /// Critical sections, comma-separated or repeated (default all).
+        #[arg(long, value_delimiter = ',', value_enum)]
+        cs: Vec<contended::Cs>,
+        /// Work between locks, comma-separated or repeated (default all).
+        #[arg(long, value_delimiter = ',', value_enum)]
+        between: Vec<contended::Between>,
+        /// Row (lock type), comma-separated or repeated (default all, in this order).
+        #[arg(long = "row", value_delimiter = ',', value_enum)]
+        rows: Vec<contended::Row>,
+        /// Milliseconds per cell and repetition, 10 to 60000 (default 200, 50 with --quick).
+        #[arg(long, value_parser = clap::value_parser!(u64)
+              .range(contended::MIN_MILLIS..=contended::MAX_MILLIS))]
+        millis: Option<u64>,
+        /// Short cells (50 ms) unless --millis is given.
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions per cell and row, 1 to 1000, interleaved across rows (default 5).
+        #[arg(long, default_value_t = 5, value_parser = reps_parser())]
+        reps: u64,
+        /// Output format (json: one object per line).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Lists benches and rows.
     List,
@@ -610,6 +644,55 @@ fn main() {
                 println!("{}", r.join(" | "));
             }
         }
+        Command::Contended {
+            threads,
+            cs,
+            between,
+            rows,
+            millis,
+            quick,
+            reps,
+            format,
+        } => {
+            fn once<T: PartialEq>(arg: &str, xs: &[T], name: impl Fn(&T) -> String) {
+                if let Some((_, x)) = xs.iter().enumerate().find(|&(i, x)| xs[..i].contains(x)) {
+                    usage_error(
+                        "contended",
+                        ErrorKind::ValueValidation,
+                        format!("--{arg} {} given twice", name(x)),
+                    );
+                }
+            }
+            once("threads", &threads, u64::to_string);
+            once("cs", &cs, |c| c.name().to_string());
+            once("between", &between, |b| b.name().to_string());
+            once("row", &rows, |r| r.name().to_string());
+            fn or<T: Clone>(v: Vec<T>, all: &[T]) -> Vec<T> {
+                if v.is_empty() {
+                    all.to_vec()
+                } else {
+                    v
+                }
+            }
+            let cfg = contended::Config {
+                threads: or(threads, &[2, 4, 8, 16])
+                    .into_iter()
+                    .map(|n| n as usize)
+                    .collect(),
+                cs: or(cs, &contended::Cs::ALL),
+                between: or(between, &contended::Between::ALL),
+                rows: or(rows, &contended::Row::ALL),
+                duration: Duration::from_millis(millis.unwrap_or(if quick { 50 } else { 200 })),
+                reps: reps as usize,
+            };
+            let cal = contended::Calibration::measure();
+            let cells = contended::run(&cfg, &cal);
+            match format {
+                Format::Table => contended::print_table(&cfg, &cal, &cells),
+                Format::Csv => contended::print_csv(&cells),
+                Format::Json => contended::print_json(&cells),
+            }
+        }
         Command::Trace { files } => std::process::exit(trace::cli_trace(&files)),
         Command::Replay {
             file,
@@ -743,6 +826,20 @@ mod tests {
             ("run", "reps", vec![MAX_REPS.to_string()]),
             ("report", "reps", vec![MAX_REPS.to_string()]),
             ("replay", "reps", vec![MAX_REPS.to_string()]),
+            ("contended", "reps", vec![MAX_REPS.to_string()]),
+            (
+                "contended",
+                "threads",
+                vec![contended::MAX_THREADS.to_string()],
+            ),
+            (
+                "contended",
+                "millis",
+                vec![
+                    contended::MIN_MILLIS.to_string(),
+                    contended::MAX_MILLIS.to_string(),
+                ],
+            ),
             ("replay", "wait_cap_ms", vec![MAX_WAIT_CAP_MS.to_string()]),
             ("stress", "seconds", vec![MAX_SECONDS.to_string()]),
             ("stress", "watchdog", vec![MAX_SECONDS.to_string()]),
