@@ -104,20 +104,35 @@ pub trait Kit: Send + Sync + Sized + 'static {
     fn count(th: &Self::Th<'_>, s: &Self::Slot) -> Option<u32>;
     /// Whether anybody holds it.
     fn is_locked(th: &Self::Th<'_>, s: &Self::Slot) -> bool;
+    // The rest only the vm surface has: the others keep these answers ("lacks it": the
+    // driver skips the step).
+
     /// The identity hash, where the surface has one.
-    fn hash(th: &Self::Th<'_>, s: &Self::Slot) -> Option<Result<u32, MonitorError>>;
+    fn hash(_th: &Self::Th<'_>, _s: &Self::Slot) -> Option<Result<u32, MonitorError>> {
+        None
+    }
     /// The identity hash without installing one, where the surface has it.
-    fn peek(th: &Self::Th<'_>, s: &Self::Slot) -> Option<Option<u32>>;
+    fn peek(_th: &Self::Th<'_>, _s: &Self::Slot) -> Option<Option<u32>> {
+        None
+    }
     /// Unstructured enter, where the surface has it.
-    fn enter_u<'e>(th: &Self::Th<'e>, s: &'e Self::Slot) -> Option<Result<(), MonitorError>>;
+    fn enter_u<'e>(_th: &Self::Th<'e>, _s: &'e Self::Slot) -> Option<Result<(), MonitorError>> {
+        None
+    }
     /// Unstructured exit, where the surface has it.
-    fn exit_u<'e>(th: &Self::Th<'e>, s: &'e Self::Slot) -> Option<Result<(), MonitorError>>;
+    fn exit_u<'e>(_th: &Self::Th<'e>, _s: &'e Self::Slot) -> Option<Result<(), MonitorError>> {
+        None
+    }
     /// Interrupts thread `id`, where the surface can.
-    fn interrupt(&self, id: ThreadId) -> Option<Result<(), MonitorError>>;
+    fn interrupt(&self, _id: ThreadId) -> Option<Result<(), MonitorError>> {
+        None
+    }
     /// Reads and clears this thread's interrupt status, where the surface has one.
-    fn interrupted(th: &Self::Th<'_>) -> Option<bool>;
+    fn interrupted(_th: &Self::Th<'_>) -> Option<bool> {
+        None
+    }
     /// Safepoint poll (a no-op where the surface has none).
-    fn poll(th: &Self::Th<'_>);
+    fn poll(_th: &Self::Th<'_>) {}
 }
 
 /// `Monitor<Payload, P, Arc<Runtime<P>>>` on a fresh runtime per case.
@@ -191,25 +206,6 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
     fn is_locked(_: &(), s: &M<P>) -> bool {
         s.is_locked()
     }
-    fn hash(_: &(), _: &M<P>) -> Option<Result<u32, MonitorError>> {
-        None
-    }
-    fn peek(_: &(), _: &M<P>) -> Option<Option<u32>> {
-        None
-    }
-    fn enter_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
-        None
-    }
-    fn exit_u(_: &(), _: &M<P>) -> Option<Result<(), MonitorError>> {
-        None
-    }
-    fn interrupt(&self, _: ThreadId) -> Option<Result<(), MonitorError>> {
-        None
-    }
-    fn interrupted(_: &()) -> Option<bool> {
-        None
-    }
-    fn poll(_: &()) {}
 }
 
 /// Threads of the process that may retire their id on a `lock_api` surface's process-wide
@@ -341,25 +337,6 @@ impl<P: MonitorProtocol> Kit for LockApiKit<P> {
     fn is_locked(_: &(), s: &LockApiSlot<P>) -> bool {
         s.mutex.is_locked()
     }
-    fn hash(_: &(), _: &LockApiSlot<P>) -> Option<Result<u32, MonitorError>> {
-        None
-    }
-    fn peek(_: &(), _: &LockApiSlot<P>) -> Option<Option<u32>> {
-        None
-    }
-    fn enter_u(_: &(), _: &LockApiSlot<P>) -> Option<Result<(), MonitorError>> {
-        None
-    }
-    fn exit_u(_: &(), _: &LockApiSlot<P>) -> Option<Result<(), MonitorError>> {
-        None
-    }
-    fn interrupt(&self, _: ThreadId) -> Option<Result<(), MonitorError>> {
-        None
-    }
-    fn interrupted(_: &()) -> Option<bool> {
-        None
-    }
-    fn poll(_: &()) {}
 }
 
 /// `vm::Runtime::attach`, `ThreadHandle` and `HeaderGuard` over bare headers.
