@@ -94,9 +94,12 @@ pub(crate) static RELOCKS_CHECKED: std::sync::atomic::AtomicU64 =
 
 /// The protocols whose owner's release settles a hash parked loose (`thin`, with
 /// `membarrier`): the hash is parked by address until that release, so an owner that never
-/// releases (its guard forgotten) leaves it there, and a move of the header before the next
-/// hash call loses it (`docs/soundness.md` §6). The model accepts that, and only while the
-/// owner has not released since the hash.
+/// releases (its guard forgotten) leaves the entry there, and a move of the header before the
+/// next hash call leaves the moved object without it: its `peek_identity_hash` may answer
+/// `None`, and an object arriving at the old address may peek it, until their next hash
+/// calls (`docs/soundness.md` §6). The hash itself never changes: a hash chosen under a hold
+/// of a thread that once had one parked is pinned to the header's host bits, so the moved
+/// object's next hash call draws the same value; the model checks that strictly.
 const LOOSE_UNTIL_RELEASE: [&str; 1] = ["thin"];
 
 pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T, String> {
@@ -594,6 +597,11 @@ impl<K: Kit> Driver<K> {
                     // that was at this address is adopted; the object keeps that one.
                     Out::Hash(Ok(h)) if loose_before => {
                         let settles = LOOSE_UNTIL_RELEASE.contains(&K::PROTOCOL);
+                        if let Some(x) = self.m.objs[l].hash.filter(|&x| settles && x != h) {
+                            return fail(format!(
+                                "identity hash changed: #{l} (now slot {s}) hashed {x:#x} before, {h:#x} now (moved while a forgotten hold kept its parked hash at the old address)"
+                            ));
+                        }
                         self.m.objs[l].hash = Some(h);
                         self.m.objs[l].loose = held_by_other && !settles;
                         self.m.objs[l].loose_settles = held_by_other && settles;
@@ -612,8 +620,8 @@ impl<K: Kit> Driver<K> {
                             ))
                         }
                         // `thin` settles a loose hash at the owner's release; until then it
-                        // is parked by address, and a move under a forgotten guard loses it
-                        // (`LOOSE_UNTIL_RELEASE`).
+                        // is parked by address, and a move under a forgotten guard leaves it
+                        // behind for `peek` (`LOOSE_UNTIL_RELEASE`).
                         _ if held_by_other && LOOSE_UNTIL_RELEASE.contains(&K::PROTOCOL) => {
                             self.m.objs[l].hash = Some(h);
                             self.m.objs[l].loose_settles = true;

@@ -56,6 +56,32 @@ pub(crate) fn fresh(t: &ThreadCore, bits: u32) -> u32 {
     t.hash_state.next(bits)
 }
 
+/// The hash `thin` gives an object while a thread that once had a hash parked for one of its
+/// holds holds it: a function of the header's host bits (constant while the object lives,
+/// and moved with the header) and of a salt drawn once per process, masked to `bits` and never
+/// 0. A hash parked by address is lost when safe code moves the header under a forgotten
+/// guard; the next hash call of the moved object, which meets the same hold, draws this same
+/// value again, so the object's hash does not change (`protocol/thin.rs`, "Identity hash").
+pub(crate) fn pinned(host: u32, bits: u32) -> u32 {
+    use std::hash::BuildHasher;
+    static SALT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let salt = *SALT.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0u64));
+    // splitmix64's finalizer: every bit of the host bits and the salt reaches every bit.
+    let mut x = salt ^ u64::from(host);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    let mask = if bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
+    };
+    match (x as u32) & mask {
+        0 => 1,
+        v => v,
+    }
+}
+
 /// A hash parked for the object whose header is at some address (the table's key): chosen
 /// while another thread held the object's thin lock *nested* (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

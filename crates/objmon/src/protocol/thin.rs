@@ -298,9 +298,11 @@
 //! when that owner releases the lock or next blocks in objmon, or after `HASH_WAIT_BOUND`
 //! (1 s): that owner may be waiting for the hasher, so the hasher then parks a *loose* entry
 //! (`hash.rs`, `Parked::loose`), live whatever the word says and adopted by the next hash
-//! call — the one case where a hash can still be lost (or inherited) by a header moved
-//! without [`Runtime::relocate`] (or freed and its address reused) between the owner's
-//! release and that call. Java's `hashCode` never waits; closing that last gap would take an
+//! call. `thin` settles it at the owner's release; if no release comes (a forgotten guard)
+//! and safe code moves the header, the hash survives: every parked hash, and every hash
+//! chosen for a hold of a thread that once had one parked, is `hash::pinned` (a function
+//! of the host bits, which move with the header), so the next call draws it again
+//! (`docs/soundness.md` §6). Java's `hashCode` never waits; closing that last gap would take an
 //! atomic read-modify-write in the unlock fast path (seed 000's design point is that it has
 //! none), so it is left, documented.
 //! Once the monitor holds the hash, reading it is one load of the word and one of the
@@ -314,7 +316,7 @@ use crate::protocol::ThreadContext;
 use crate::runtime::{Config, InflationCause, Runtime};
 use crate::spin::Spin;
 use crate::spin_episode::SpinEpisode;
-use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
+use crate::sync::{spin_hint, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
 use crate::thread::ThreadId;
 use crate::MonitorError;
@@ -440,7 +442,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         // A hash parked while we held it nested goes into the monitor now, before the header
         // can move (hash.rs: the owner's half of the Dekker).
         if rt.side_hashes().owner_must_look(*rt.state()) {
-            Self::adopt_parked(rt, h, m, None);
+            Self::adopt_parked(rt, h, w, m, None);
         }
         Ok(m)
     }
@@ -1015,12 +1017,18 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         if w & SHAPE != 0 {
             let m = monitor_of(rt, w).ok()?;
             return m.identity_hash().or(p
-                .filter(|p| p.loose || m.owner_raw() == p.owner)
+                .filter(|p| (p.loose || m.owner_raw() == p.owner) && p.hash == pin(w))
                 .map(|p| p.hash));
         }
-        p.filter(|p| p.loose || held_nested_by(w, p.owner))
+        p.filter(|p| (p.loose || held_nested_by(w, p.owner)) && p.hash == pin(w))
             .map(|p| p.hash)
     }
+}
+
+/// The pinned hash of the object whose word is `w` (`hash::pinned` of its host bits): every
+/// parked hash is one, so an entry at an address is this object's only if it matches.
+fn pin(w: u32) -> u32 {
+    hash::pinned(w & HOST_BITS_MASK, ThinLocks::<false>::HASH_BITS)
 }
 
 #[inline]
@@ -1085,6 +1093,11 @@ pub struct ThinThread {
     /// [`LOOK_SYMMETRIC`]: set for good when the process has no `membarrier` (the owner's
     /// side of the Dekker is then a fence, paid out of line).
     look: AtomicU32,
+    /// Set for good once a hasher parked a hash (nested or loose) for a word this thread
+    /// held. From then on a hash chosen for a word this thread holds is
+    /// `hash::pinned`: the parked one may have been lost with its address, when safe code
+    /// moved the header under a forgotten guard, and the pinned value is the same again.
+    parked_for: AtomicBool,
 }
 
 /// `ThinThread::look`: a hash may be parked for a word this thread holds nested.
@@ -1111,6 +1124,7 @@ impl ThinThread {
             } else {
                 LOOK_SYMMETRIC
             }),
+            parked_for: AtomicBool::new(false),
         }
     }
 
@@ -1189,6 +1203,14 @@ impl<const SEED: bool> ThinLocks<SEED> {
     ) -> Result<u32, MonitorError> {
         let me = t.core().id_shifted16();
         let fresh = || hash::fresh(t.core(), Self::HASH_BITS);
+        // A hash for `w`'s object while the thread with raw id `owner` holds it.
+        let held = |owner: u32, w: u32| {
+            if Self::may_have_lost(rt, owner) {
+                hash::pinned(w & HOST_BITS_MASK, Self::HASH_BITS)
+            } else {
+                fresh()
+            }
+        };
         let mut spin = Spin::new();
         let mut waited_since: Option<Instant> = None;
         loop {
@@ -1200,7 +1222,11 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 if let Some(v) = m.identity_hash() {
                     return Ok(v);
                 }
-                return Ok(Self::adopt_parked(rt, h, m, Some(&fresh)));
+                let choose = || match m.owner_raw() {
+                    0 => fresh(),
+                    owner => held(owner, w),
+                };
+                return Ok(Self::adopt_parked(rt, h, w, m, Some(&choose)));
             }
             if w & LOCK_MASK == 0 {
                 // Free: nobody owns it, so a compare-and-swap straight to the inflated word
@@ -1241,7 +1267,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             if w & COUNT_MASK != 0 {
                 // Held nested by another thread: its next unlock is a slow path, which
                 // settles a parked hash. Park it.
-                if let Some(v) = Self::park(rt, h, &fresh, false)? {
+                if let Some(v) = Self::park(rt, h, false)? {
                     return Ok(v);
                 }
                 continue;
@@ -1250,7 +1276,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             if hash::waited_enough(since) {
                 // Waited long enough: the owner may be waiting for us (a join, a channel).
                 // Never wait for good; park a loose entry (`hash.rs`, `Parked::loose`).
-                if let Some(v) = Self::park(rt, h, &fresh, true)? {
+                if let Some(v) = Self::park(rt, h, true)? {
                     return Ok(v);
                 }
                 continue;
@@ -1258,11 +1284,12 @@ impl<const SEED: bool> ThinLocks<SEED> {
             // Held once by another thread, whose next unlock may be the plain-store fast
             // path: nothing we write reaches it reliably (it may have compared already). If it
             // is blocked in objmon or gone, inflate for it; else wait for it to let go.
+            let choose = || held(owner_raw(w), w);
             if Self::inflate_for_blocked_owner(
                 rt,
                 h,
                 w,
-                Some(&fresh),
+                Some(&choose),
                 InflationCause::IdentityHash,
             )? {
                 continue;
@@ -1275,12 +1302,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
     /// monitor that holds it). `None`: the word changed, look again.
     /// With `loose` (after [`hash::HASH_WAIT_BOUND`]), a lock held once will do, and the
     /// entry is live whatever the word says (`Parked::loose`).
-    fn park(
-        rt: &Runtime<Self>,
-        h: &LockWord,
-        fresh: &dyn Fn() -> u32,
-        loose: bool,
-    ) -> Result<Option<u32>, MonitorError> {
+    fn park(rt: &Runtime<Self>, h: &LockWord, loose: bool) -> Result<Option<u32>, MonitorError> {
         let a = addr(h);
         let mut table = rt.side_hashes().lock();
         let w = h.0.load(Ordering::Acquire);
@@ -1288,6 +1310,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             return Ok(None);
         }
         let owner = owner_raw(w);
+        Self::note_parked(rt, owner);
         // A loose entry is settled by its owner's release where that release looks at its
         // mark: `thin` with `membarrier` (the owner's side is then a compiler barrier).
         let release_looks = loose && !SEED && *rt.state();
@@ -1303,8 +1326,8 @@ impl<const SEED: bool> ThinLocks<SEED> {
             a,
             owner,
             loose,
-            |p| p.owner == owner || p.loose,
-            fresh,
+            |p| (p.owner == owner || p.loose) && p.hash == pin(w),
+            &|| pin(w),
             *rt.state(),
             release_looks,
             || {
@@ -1327,7 +1350,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             return None;
         }
         let mut table = rt.side_hashes().lock();
-        let p = table.get(addr(h)).filter(|p| p.loose)?;
+        let p = table.get(addr(h)).filter(|p| p.loose && p.hash == pin(w))?;
         let fat = SHAPE | (p.monitor.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK);
         if h.0
             .compare_exchange(w, fat, Ordering::AcqRel, Ordering::Relaxed)
@@ -1347,6 +1370,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
     fn adopt_parked(
         rt: &Runtime<Self>,
         h: &LockWord,
+        w: u32,
         m: &FatMonitor,
         fresh: Option<&dyn Fn() -> u32>,
     ) -> u32 {
@@ -1354,7 +1378,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             rt.monitors(),
             addr(h),
             m,
-            |p| p.loose || m.owner_raw() == p.owner,
+            |p| (p.loose || m.owner_raw() == p.owner) && p.hash == pin(w),
             fresh,
         )
     }
@@ -1386,6 +1410,25 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
     }
 
+    /// Marks the thread with raw id `owner` for good as one a hash was parked for
+    /// (`ThinThread::parked_for`). Before the entry is inserted: whoever later meets a hold of
+    /// that thread's, here or at the address the header moved to, pins its hash.
+    fn note_parked(rt: &Runtime<Self>, owner: u32) {
+        if let Some(cx) = ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id)) {
+            cx.local().parked_for.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a hash chosen for a word the thread with raw id `owner` holds must be
+    /// `hash::pinned`: a hash may once have been parked for one of its holds and lost with
+    /// a moved header, or the thread is gone (its id retired: nothing tells).
+    fn may_have_lost(rt: &Runtime<Self>, owner: u32) -> bool {
+        match ThreadId::from_raw(owner).and_then(|id| rt.threads().get(id)) {
+            Some(cx) => cx.local().parked_for.load(Ordering::SeqCst),
+            None => true,
+        }
+    }
+
     /// We released `h`, held once, and a hash may have been parked loose for it meanwhile
     /// (`LOOK_LOOSE`). We still borrow `h`, so its header cannot move yet: put the parked hash
     /// where it moves with the header — the free word goes to the entry's monitor, which
@@ -1398,6 +1441,14 @@ impl<const SEED: bool> ThinLocks<SEED> {
     fn settle_loose(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
         let (a, me) = (addr(h), t.core().raw_id());
         let mut table = rt.side_hashes().lock();
+        if let Some(p) = table.get(a).filter(|p| p.loose && p.owner == me) {
+            if p.hash != pin(h.0.load(Ordering::Relaxed)) {
+                // Parked for another object, whose header moved away under a forgotten hold
+                // of ours: not this one's.
+                table.remove(a);
+                rt.monitors().free(p.monitor);
+            }
+        }
         if let Some(mut p) = table.get(a).filter(|p| p.loose && p.owner == me) {
             loop {
                 let w = h.0.load(Ordering::Acquire);
@@ -1427,6 +1478,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 }
                 // Locked by another thread since our release: its release settles it.
                 p.owner = owner_raw(w);
+                Self::note_parked(rt, p.owner);
                 table.insert(a, p);
                 Self::mark(rt, p.owner, LOOK_LOOSE);
                 hash::SideHashes::hasher_barrier(true);
@@ -1525,7 +1577,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 // A hash parked while it held `h` nested goes into the monitor, as at the
                 // owner's own inflation.
                 if m.identity_hash().is_none() && rt.side_hashes().owner_must_look(*rt.state()) {
-                    Self::adopt_parked(rt, h, m, None);
+                    Self::adopt_parked(rt, h, w, m, None);
                 }
             } else {
                 m.abandon_fresh();
