@@ -47,8 +47,8 @@
 //!
 //! | fast path                   | atomic operations                                    | instructions (lock + unlock) |
 //! |-----------------------------|------------------------------------------------------|------------------------------|
-//! | lock / unlock, unlocked     | load, CAS `01` → `00`, two stores / load, CAS `00` → `01`, two stores | 37, all three |
-//! | recursive lock / unlock     | load, two stores / two stores; no read-modify-write  | 32 (`-seed` inflates: 218)   |
+//! | lock / unlock, unlocked     | load, CAS `01` → `00`, two stores / load, CAS `00` → `01`, two stores | 39, all three |
+//! | recursive lock / unlock     | load, two stores / two stores; no read-modify-write  | 33 (`-seed` inflates: 249)   |
 //!
 //! (Callgrind through the guard API; measurements and what was tried: docs/benchmarks.md,
 //! "Protocol notes moved out of the code".)

@@ -43,9 +43,9 @@
 //!
 //! | fast path                         | atomic operations                                      | instructions |
 //! |-----------------------------------|--------------------------------------------------------|--------------|
-//! | lock, unlocked                    | load, two stores (record), CAS of the record address, store (top) | 76 with unlock |
+//! | lock, unlocked                    | load, two stores (record), CAS of the record address, store (top) | 73 with unlock |
 //! | unlock                            | CAS of the displaced header back, two or three stores  | ″            |
-//! | recursive lock / unlock           | load, three stores / stores only                       | 79 with lock |
+//! | recursive lock / unlock           | load, three stores / stores only                       | 78 with lock |
 //!
 //! (Callgrind through the guard API; docs/benchmarks.md, "Protocol notes moved out of the code".)
 //! GC: see [`Stack::locked_objects`], [`Runtime::relocate`].

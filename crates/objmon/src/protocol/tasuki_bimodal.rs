@@ -42,8 +42,8 @@
 //!
 //! | fast path, lock + unlock | atomic operations (lock; unlock)                                | instructions |
 //! |--------------------------|-----------------------------------------------------------------|--------------|
-//! | flat, uncontended        | load, CAS if the lock field is free; load, Release store, SeqCst fence, aux load | 28 |
-//! | nested                   | load, store `w + 256`; load, store `w − 256` (out of line)      | 109          |
+//! | flat, uncontended        | load, CAS if the lock field is free; load, Release store, SeqCst fence, aux load | 22 |
+//! | nested                   | load, store `w + 256`; load, store `w − 256` (out of line)      | 91           |
 //!
 //! (Callgrind through the guard API; docs/benchmarks.md, "Protocol notes moved out of the code".)
 
