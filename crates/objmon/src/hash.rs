@@ -19,7 +19,7 @@
 //! and its last unlock (a load, a compare, a store) looks at nothing else. A hasher may not
 //! write that word, and no mark or request of a hasher is sure to reach an owner that may
 //! have compared already; a hash kept elsewhere by address is lost when safe Rust moves the
-//! unlocked header, and would be seen by a fresh object at the old address (issue 11 item 7).
+//! unlocked header, and would be seen by a fresh object at the old address.
 //! So a hash is parked here only where the owner must still pass a slow path before the
 //! header can move: while the owner holds the lock **nested** (its unlocks of it are out of
 //! line until one level is left). An entry ([`Parked`]) carries the hash, a monitor the hasher
@@ -332,7 +332,7 @@ impl SideHashes {
     /// If `membarrier` fails after the process registered (never seen; `revoke.rs` then makes
     /// every later runtime symmetric), the hasher falls back to a `SeqCst` fence, which orders
     /// only its own side: an owner's nested unlock racing this park may then miss the entry,
-    /// which stays in the side table until the next hash call (the behaviour before issue 11),
+    /// which stays in the side table until the next hash call,
     /// a wrong answer only if the header also moves in that window — never undefined
     /// behaviour, never a hang.
     pub(crate) fn hasher_barrier(asymmetric: bool) {

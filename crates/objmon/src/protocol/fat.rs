@@ -24,8 +24,8 @@
 //! `tasuki.rs`), no fence; on the seed's Figure 7, one SeqCst fence.
 //!
 //! Measured instructions per lock+unlock through the guard API (callgrind,
-//! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
-//! 88 uncontended, 81 nested (`thin`: 25 / 38): the header load, the index decode and the
+//! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`):
+//! 87 uncontended, 78 nested: the header load, the index decode and the
 //! monitor table look-up come before the monitor's own fast path on every enter and exit.
 
 use super::{LockWord, Protocol, HOST_BITS_MASK};

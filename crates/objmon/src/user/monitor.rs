@@ -25,31 +25,13 @@ use std::time::{Duration, Instant};
 
 /// The protocol of [`Monitor::new`] when none is named: `thin`, chosen by measurement.
 ///
-/// Uncontended, the loop a user writes (`objmon-bench run --bench user-loop --reps 9 --no-java`
-/// with the rows below, one run on the 2-core development machine, an AMD EPYC VM,
-/// 2026-11-29, thread CPU time, median ns per lock + unlock):
-///
-/// | | ns | | ns |
-/// |---|---|---|---|
-/// | `Monitor<()>` (thin) | 5.75 | nested | 1.43 |
-/// | `tasuki` (handle) | 9.82 | nested | 3.81 |
-/// | `lightweight` (handle) | 10.1 | nested | 0.96 |
-/// | `biased` / `fable` (bias owner) | 1.11 / 1.16 | | |
-/// | `std::sync::Mutex` | 9.60 | | |
-/// | `parking_lot::Mutex` | 9.62 | | |
-/// | `parking_lot::ReentrantMutex` | 10.6 | nested | 1.46 |
-/// | bare CAS + release store | 4.79 | | |
-///
 /// `thin` has the smallest header (4 bytes: `Monitor<u32>` is 8 bytes) and the fastest first
-/// lock of the general-purpose protocols. The biased ones are faster still for a value only
-/// one thread ever locks, but pay a revocation (a `membarrier`, milliseconds with many
-/// threads) the first time another thread comes: a poor default. Contended (2 / 4 / 8
-/// threads on one object, `objmon-bench run --bench threads --reps 7 --param 2 --param 4
-/// --param 8`, the same session, wall time as a ratio to `parking_lot::Mutex` in the same
-/// run): `Monitor<()>` 0.89 / 0.91 / 0.94, `thin` 0.71 / 0.83 / 0.81 (a contended thin lock
-/// goes to its fat monitor once inflated, without `Monitor`'s thread-local look-up;
-/// `thin-seed` 2.8–3.6); `tasuki` 0.79 / 1.83 / 2.05, `lightweight` 1.82 / 1.52 / 1.73
-/// (docs/benchmarks.md, "Contended"). Contention does not change the choice either.
+/// lock of the general-purpose protocols: one CAS and a release store, at the bare CAS +
+/// store loop's speed. The biased protocols are faster still for a value only one thread
+/// ever locks, but pay a revocation (a `membarrier`, milliseconds with many threads) the
+/// first time another thread comes: a poor default. Contended, it goes to its fat monitor
+/// once inflated. The figures: `docs/benchmarks.md`, "Choosing the default protocol" and
+/// "Contended matrix".
 pub type DefaultProtocol = crate::protocol::thin::Thin;
 
 /// A value of type `T` behind a Java-style monitor: a reentrant lock with `wait`, `notify`
