@@ -167,6 +167,7 @@ impl<K: Kit> Driver<K> {
                 objs: vec![Obj::default(); n],
                 workers: Vec::new(),
                 loose_parked: false,
+                forgot_by_address: false,
             },
             slot_of: (0..n).collect(),
             phase: false,
@@ -409,7 +410,7 @@ impl<K: Kit> Driver<K> {
     }
 
     fn taint(&mut self, l: usize) {
-        if self.m.objs[l].count > 0 {
+        if self.m.objs[l].count > 0 || self.m.forgot_by_address {
             self.m.objs[l].tainted = true;
         }
         self.arrived(l);
@@ -576,6 +577,7 @@ impl<K: Kit> Driver<K> {
                 self.call(w, Act::Forget { gi })?;
                 self.m.workers[w].guards.remove(gi);
                 self.m.objs[l].forgotten += 1;
+                self.m.forgot_by_address |= RECORDS_BY_ADDRESS.contains(&K::PROTOCOL);
             }
             Op::Wait(s, t) => self.wait(w, sl(s), t)?,
             Op::Notify(s) | Op::NotifyAll(s) => {

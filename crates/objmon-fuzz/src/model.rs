@@ -32,6 +32,14 @@ pub enum Busy {
         /// Unstructured enter.
         u: bool,
     },
+    /// Blocked in a notify of `l` (all waiters if `all`) that takes the mutex, which another
+    /// thread holds (lock_api's condvar, notified without the mutex).
+    Notifying {
+        /// The object.
+        l: usize,
+        /// `notify_all`.
+        all: bool,
+    },
     /// In a burst on `l`.
     Burst {
         /// The object.
@@ -146,6 +154,11 @@ pub struct Model {
     /// A hash was parked loose in this case: an entry by address may outlive the object it
     /// was made for at that address (`Obj::inherit`).
     pub loose_parked: bool,
+    /// A guard was forgotten in this case under a protocol that counts a bias owner's holds
+    /// by address (`RECORDS_BY_ADDRESS`): a header biased to that owner that comes to the
+    /// address later, by any move, inherits the hold (documented), so no moved object's lock
+    /// state is known any more.
+    pub forgot_by_address: bool,
 }
 
 impl Model {
@@ -157,12 +170,14 @@ impl Model {
             .filter(move |(_, w)| matches!(w.busy, Busy::Waiting { l: o, .. } if o == l))
             .map(|(i, _)| i)
     }
-    /// Workers blocked locking `l`.
+    /// Workers blocked locking `l` (or taking its mutex for a notify).
     pub fn blocked(&self, l: usize) -> impl Iterator<Item = usize> + '_ {
         self.workers
             .iter()
             .enumerate()
-            .filter(move |(_, w)| matches!(w.busy, Busy::Acquiring { l: o, .. } if o == l))
+            .filter(move |(_, w)| {
+                matches!(w.busy, Busy::Acquiring { l: o, .. } | Busy::Notifying { l: o, .. } if o == l)
+            })
             .map(|(i, _)| i)
     }
     /// Workers that must get `l` once it is free: blocked lockers, and waiters if a
@@ -173,7 +188,7 @@ impl Model {
             .iter()
             .enumerate()
             .filter(|(_, w)| match w.busy {
-                Busy::Acquiring { l: o, .. } => o == l,
+                Busy::Acquiring { l: o, .. } | Busy::Notifying { l: o, .. } => o == l,
                 Busy::Waiting {
                     l: o, interrupted, ..
                 } => o == l && (pending || interrupted),

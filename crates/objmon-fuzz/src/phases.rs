@@ -164,17 +164,25 @@ impl<K: Kit> Driver<K> {
     }
 
     /// A notify that needs no lock (lock_api's condvar): a notifier that does not hold the
-    /// mutex takes it for the notify when somebody waits (condvar.rs), so it is asked only
-    /// when that returns at once (nobody waits, or the mutex is free). A `notify_one` with two
-    /// waiters or more may wake them all (condvar.rs: it does when another condvar of the
-    /// process has waiters on a mutex of the same stripe), which the model cannot follow: not
-    /// asked.
+    /// mutex takes it for the notify when somebody waits (condvar.rs). If another worker
+    /// holds it, the notifier blocks until that release (`Busy::Notifying`, a candidate for
+    /// the lock like a blocked locker; no wait on the object is asked meanwhile), asked only
+    /// when that release is sure to come (`lock_may_block`). A `notify_one` with two waiters
+    /// or more may wake them all (condvar.rs: it does when another condvar of the process has
+    /// waiters on a mutex of the same stripe), which the model cannot follow: not asked.
     fn notify_unlocked(&mut self, w: usize, s: usize, l: usize, all: bool) -> R {
         let me = self.m.workers[w].ident;
         let o = &self.m.objs[l];
         let held = o.owner == me;
         let n = self.m.waiters(l).count() as u32;
-        if o.tainted || (!all && n > 1) || (!held && n > 0 && o.owner != 0) {
+        if o.tainted || (!all && n > 1) {
+            return Ok(());
+        }
+        if !held && n > 0 && o.owner != 0 {
+            if self.m.lock_may_block(l) {
+                self.send(w, Act::Notify { s, gi: None, all })?;
+                self.m.workers[w].busy = Busy::Notifying { l, all };
+            }
             return Ok(());
         }
         match self.call(w, Act::Notify { s, gi: None, all })? {
@@ -267,6 +275,13 @@ impl<K: Kit> Driver<K> {
         self.log(format!("T{me}: returned {out:?} from {busy:?}"));
         match (busy, out) {
             (Busy::Acquiring { l, u }, Out::Done) => self.locked(i, l, u),
+            // It took the free mutex, notified and let it go.
+            (Busy::Notifying { l, all }, Out::Done) => {
+                let n = self.m.waiters(l).count() as u32;
+                let o = &mut self.m.objs[l];
+                o.pending = if all { n } else { o.pending + 1 };
+                self.m.clamp_pending(l);
+            }
             (
                 Busy::Waiting {
                     l,

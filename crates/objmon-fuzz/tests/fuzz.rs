@@ -342,3 +342,49 @@ fn thin_hash_parked_under_a_forgotten_hold_survives_a_move() {
     };
     objmon_fuzz::replay("thin", &strict).unwrap();
 }
+
+/// Found by objmon-fuzz on `biased` (lock-api surface, seed 11): a guard forgotten at one
+/// address, that object swapped away, a third object biased to the same thread by a burst,
+/// then swapped to the address the forgotten hold's record names: it inherits the hold, as
+/// documented (`biased.rs`, "A forgotten guard, then a move"), and another thread's lock of it
+/// blocks for good. The model now knows nothing more of any object moved after a forgotten
+/// hold under `biased` / `fable` (`Model::forgot_by_address`); before, it expected that lock
+/// to return at once and reported a hang.
+#[test]
+fn biased_forgotten_record_is_inherited_by_a_header_biased_to_its_owner() {
+    let case = Case {
+        surface: Surface::LockApi,
+        steps: vec![
+            Do(2, Lock(1)),
+            Do(2, Forget(0)),
+            Swap(0, 1),
+            Do(0, Lock(0)),
+            Do(2, Burst(2, 1)),
+            Do(0, Lock(1)),
+            Swap(2, 1),
+            Do(0, Lock(1)),
+        ],
+    };
+    objmon_fuzz::replay("biased", &case).unwrap();
+}
+
+/// A notify through lock_api's condvar by a thread that does not hold the mutex, while
+/// another holds it and a thread waits: the notifier blocks until the release, then takes
+/// the mutex, notifies and lets it go; the waiter returns notified.
+#[test]
+fn lock_api_notify_without_the_mutex_waits_for_the_holder() {
+    for p in ["thin", "fat", "biased", "tasuki"] {
+        let case = Case {
+            surface: Surface::LockApi,
+            steps: vec![
+                Do(0, Lock(0)),
+                Do(0, Wait(0, None)),
+                Do(1, Lock(0)),
+                Do(2, Notify(0)),
+                Do(1, Unlock(0)),
+                Do(2, Lock(0)),
+            ],
+        };
+        objmon_fuzz::replay(p, &case).unwrap();
+    }
+}
