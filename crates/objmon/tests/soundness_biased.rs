@@ -132,7 +132,7 @@ fn forgotten_monitor_guard_then_swap_leaves_the_new_object_free() {
 /// swapped with a monitor never used; the monitor now at `m1`'s place was never locked and
 /// forgotten: after a plain lock / unlock it is not ours, and another thread gets it. Then
 /// the issue's own steps, `m2` biased to this thread too: the documented limit of the
-/// records flavors (`biased.rs`, "Moving objects"): the hold stays with the address.
+/// records flavors (docs/soundness.md §9, "Moving objects"): the hold stays with the address.
 fn monitor_swap<P: objmon::vm::Protocol + objmon::MonitorProtocol>() {
     use objmon::Monitor;
     for m2_biased in [false, true] {
@@ -264,7 +264,7 @@ mod checks {
     /// must be free. The header flavors count the hold in the word, which moves with the
     /// value: the moved value stays held. The records flavors cannot tell a header biased to
     /// us that safe code swaps in from the one the record was made for (the two words are
-    /// equal): the limit documented in `biased.rs` ("Moving objects"), checked here as
+    /// equal): the limit documented in docs/soundness.md §9 ("Moving objects"), checked here as
     /// documented.
     pub fn forgotten_biased_hold_stays_with_its_value<F: Flavor>() {
         for how in MOVES {

@@ -286,7 +286,7 @@ impl<F: Flavor> Biasing<F> {
             return;
         };
         let fat = (new & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
-        // We hold the learn / thin lock: nobody else writes it (biased.rs, "Fast paths").
+        // We hold the learn / thin lock: nobody else writes it (docs/soundness.md §9).
         if h.0
             .compare_exchange(new, fat, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
