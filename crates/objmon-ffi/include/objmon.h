@@ -458,8 +458,8 @@ int objmon_barrier_signal(void);
  * For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
  * attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
  * the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
- * those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment). The "-rseq" names
- * ask nothing of the kind.
+ * those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment).
+ * The "-rseq" names ask nothing of the kind.
  */
 enum objmon_status objmon_runtime_new(const char *protocol,
                                       const struct objmon_config *config,

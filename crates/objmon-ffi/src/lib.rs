@@ -12,7 +12,7 @@
 //! while any thread holds or waits on it. Null pointers are detected and reported
 //! (`OBJMON_E_NULL`).
 //!
-//! What the library checks for the caller (issue 11), each an error code, never undefined
+//! What the library checks for the caller, each an error code, never undefined
 //! behaviour:
 //!
 //! - **one thread, one handle**: every call taking an `objmon_thread*` compares the calling OS
@@ -242,8 +242,8 @@ const IN_NATIVE: u64 = 1;
 /// Top bit of `objmon_thread::structured`: the thread holds unstructured locks.
 const HAS_UNSTRUCTURED: usize = 1 << (usize::BITS - 1);
 
-/// Per-OS-thread tokens for the owner check (item 14 of issue 11). A token is assigned on a
-/// thread's first attach from a process-wide counter, so no two OS threads ever share one,
+/// Per-OS-thread tokens for the owner check (the C API's foreign-thread check). A token is assigned
+/// on a thread's first attach from a process-wide counter, so no two OS threads ever share one,
 /// even after a thread exits (unlike a thread-local's address or a recycled pthread id).
 mod token {
     use std::cell::Cell;
@@ -274,7 +274,7 @@ mod token {
 
 thread_local! {
     /// The calling thread's live handles, by runtime key: a second attach to the same runtime
-    /// returns the same handle (item 12 of issue 11).
+    /// returns the same handle.
     static ATTACHED: RefCell<Vec<(usize, *mut objmon_thread)>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -845,7 +845,7 @@ pub extern "C" fn objmon_protocol_name(i: usize) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
     // Compare as integers: a C enum argument may hold any int, which would be undefined
-    // behaviour in a Rust enum parameter (issue 11 item 10).
+    // behaviour in a Rust enum parameter.
     const MESSAGES: [(objmon_status, &CStr); 19] = [
         (OBJMON_OK, c"ok"),
         (
@@ -917,8 +917,8 @@ pub extern "C" fn objmon_barrier_signal() -> c_int {
 /// For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
 /// attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
 /// the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
-/// those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment). The "-rseq" names
-/// ask nothing of the kind.
+/// those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment).
+/// The "-rseq" names ask nothing of the kind.
 #[no_mangle]
 pub unsafe extern "C" fn objmon_runtime_new(
     protocol: *const c_char,
@@ -1728,7 +1728,7 @@ pub unsafe extern "C" fn objmon_peek_identity_hash(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Introspection (issue 7 items 3 and 4): deadlocks, thread dumps, contention profile.
+// Introspection: deadlocks, thread dumps, contention profile.
 
 /// One edge of a deadlock cycle: `thread` waits to lock `object`, held by `held_by`.
 #[repr(C)]

@@ -1,4 +1,4 @@
-//! Builds tests/c/api_soundness.c (the C API's contracts: issue 11 items 4 and 10-14) and runs
+//! Builds tests/c/api_soundness.c (the C API's contracts) and runs
 //! it once per protocol, each run under a watchdog.
 
 mod cbuild;

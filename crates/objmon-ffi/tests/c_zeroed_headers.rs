@@ -1,4 +1,4 @@
-//! Issue 11 item 9, C side: tests/c/zeroed_headers.c locks headers straight from `calloc`
+//! Runs tests/c/zeroed_headers.c, which locks headers straight from `calloc`
 //! (never initialised) on every protocol, one process per protocol, each killed if it hangs.
 
 mod cbuild;
@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Protocols on which an all-zero header may still hang (each listed one must fail, so the
-/// list cannot rot). Empty: since issue 11, all-zero is a valid unlocked header for every
+/// list cannot rot). Empty: all-zero is a valid unlocked header for every
 /// protocol (`lightweight*`: stored lock bits `00` are "unlocked"; `stack`: the zero word is
 /// read as unlocked and INFLATING is `0b100`).
 const EXPECTED_TO_FAIL: &[&str] = &[];

@@ -1,4 +1,4 @@
-//! Issue 11 item 13 through the C ABI: one `objmon_header` used with two runtimes of the same
+//! One `objmon_header` used with two runtimes of the same
 //! protocol never has two owners. A thread of runtime A holds the header (thin, then
 //! inflated by a wait); a thread of runtime B must not acquire it: `objmon_try_enter`
 //! answers "not acquired" or `OBJMON_E_FOREIGN_HEADER`, and `objmon_lock_count` is 0. Every

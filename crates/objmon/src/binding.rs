@@ -1,4 +1,4 @@
-//! One process-wide binding of header addresses to runtimes (issue 11 item 13, for the
+//! One process-wide binding of header addresses to runtimes (for the
 //! protocols whose header names no monitor: `cacao`, `monitor-cache`, `lightweight-table`).
 //!
 //! Those protocols find an object's monitor in a per-runtime table keyed by the header's

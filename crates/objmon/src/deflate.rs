@@ -16,7 +16,7 @@
 //! | 4    | restore the header (CAS)                   | CAS monitor word → `host | 01`             |
 //! | 5    | free after a handshake                     | unlock, clear `DEFLATING`, free at once     |
 //!
-//! **Enter: the system lock first** (issue 13 item 4; HotSpot's `TryLock` before its
+//! **Enter: the system lock first** (HotSpot's `TryLock` before its
 //! `ContentionMark`). A thread that found the monitor in a header and does not own it first
 //! tries its system lock, unannounced. Got it: it re-reads the header, and if the header
 //! still names the monitor the monitor is the object's (a deflater restores the header
@@ -244,15 +244,13 @@ pub(crate) enum Via {
 /// monitor was busy, `t` already owned it (a nested enter), it is another runtime's, or `h`
 /// moved on — and the caller's slow path starts again from the header.
 ///
-/// Why called straight from `enter` (issue 13 item 4): a waiter spins read-only on the
+/// Why called straight from `enter`: a waiter spins read-only on the
 /// monitor's lock word and takes it when it sees it free, and the owner of a tight loop
 /// leaves it free only between its release and its next compare-and-swap; the shorter that
 /// gap, the less often the monitor crosses the cores (`cacao.rs`, "Why the inline fast path
 /// matters under contention"). Through the slow path (its loop, the header's other states,
-/// the owner check) the gap was long enough for `stack` and `lightweight*` to run at
-/// 1.6–2.0× `parking_lot::Mutex`; from `enter`, 1.4–1.7× (docs/benchmarks.md). Out of line,
-/// so that `enter` stays small enough to inline into the caller's loop: inlined here it
-/// made `enter` a call, and the uncontended `lightweight` lock+unlock 37 → 52 instructions.
+/// the owner check) the gap is longer (docs/benchmarks.md has the ratios). Out of line, so
+/// that `enter` stays small enough to inline into the caller's loop.
 #[inline(never)]
 pub(crate) fn try_enter_inflated<P: Locate>(
     rt: &Runtime<P>,
@@ -462,7 +460,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Duration;
 
-    /// "Live fat monitors fall back to near zero after contention ends" (issue 3): four
+    /// "Live fat monitors fall back to near zero after contention ends": four
     /// threads contend on four objects, with waits; once they are done, the eager policy has
     /// given every monitor back and the books balance. `Never` keeps them all.
     fn falls_back_to_zero<P: Protocol>(policy: DeflationPolicy) -> (u64, u64, usize) {

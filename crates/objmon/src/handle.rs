@@ -668,7 +668,7 @@ impl<P: Protocol> Drop for HeaderGuard<'_, P> {
     }
 }
 
-/// Identity hashes (issue 7 item 2).
+/// Identity hashes.
 impl<P: Protocol> ThreadHandle<'_, P> {
     /// `h`'s identity hash (Java's `System.identityHashCode`): installed on the first call,
     /// the same value ever after, from any thread, in every lock state. A value in

@@ -1,5 +1,5 @@
-//! Introspection: thread dumps, deadlock detection and contention profiling (issue 7, items 3
-//! and 4), for every protocol, without stopping the world.
+//! Introspection: thread dumps, deadlock detection and contention profiling, for every
+//! protocol, without stopping the world.
 //!
 //! **Objects** are reported by header address ([`ObjectRef`]): valid only while the object is
 //! alive and unmoved; the host maps it back to its object. A fat monitor records the address of
@@ -419,7 +419,7 @@ fn monitor_owner<P: Protocol>(rt: &Runtime<P>, ep: &Episode, idx: MonitorIndex) 
     }
 }
 
-/// Introspection API (issue 7 items 3 and 4).
+/// Introspection API: thread dumps, deadlock detection, contention profiles.
 impl<P: Protocol> Runtime<P> {
     /// Every attached thread, what it is blocked on, and the monitors it owns — without the
     /// objects only the host can enumerate (see [`ThreadDump`] for what that misses).

@@ -4,7 +4,7 @@
 //! to its abort handler) when the thread is preempted, migrated or signalled inside it, and
 //! which `membarrier(PRIVATE_EXPEDITED_RSEQ)` aborts on every CPU that runs one: after that
 //! barrier no section that began before it can still commit, so a revoker needs nothing
-//! from the owner (see `biased.rs`, "Revocation").
+//! from the owner (see docs/soundness.md §9, "Revocation").
 //!
 //! Not under loom (the models never run a bias owner's rseq step).
 

@@ -1,7 +1,7 @@
 //! The signal barrier: interrupt one thread with a signal whose handler restarts any owner
 //! section the thread was inside, and wait until the handler has run. What the biased
 //! protocols' `-signal` flavors use in place of `membarrier(PRIVATE_EXPEDITED_RSEQ)`, so that
-//! their owner step needs no arming store (see `protocol/biased.rs`, "Revocation").
+//! their owner step needs no arming store (see docs/soundness.md §9, "Revocation").
 //!
 //! Owns: the process's one handler for [`signal`] (installed once, only over the default
 //! disposition), the table of owner sections it restarts (the `objmon_bias_cs` ELF section:

@@ -8,7 +8,7 @@
 //! free list (last in, first out, so a recycled monitor is likely still in cache). Index 0 is
 //! never handed out, so a lock field of 0 can mean "no monitor". A full table is an error.
 //!
-//! **One index space for the process** (issue 11 item 13). A table does not own the indices
+//! **One index space for the process**. A table does not own the indices
 //! `1..=capacity`: it takes whole chunks of the 23-bit index space from a process-wide pool
 //! ([`CHUNKS`]) as it grows and gives them back when it drops, so two live tables never hand
 //! out the same index. A header of runtime A read by runtime B names a chunk B does not hold:
@@ -438,7 +438,7 @@ impl std::fmt::Debug for MonitorTable {
 mod tests {
     use super::*;
 
-    /// Issue 11 item 13: two live tables never hand out the same index, and neither resolves
+    /// Two live tables never hand out the same index, and neither resolves
     /// the other's; a dropped table's chunks go to the next table.
     #[test]
     fn tables_share_one_index_space() {

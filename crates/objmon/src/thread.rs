@@ -2,7 +2,7 @@
 //!
 //! Every thread that locks objects is *attached* to a runtime and gets a [`ThreadId`] in `1..=32767` (the 15-bit thread index of seed 000 §2.3), unique in the
 //! process: one pool serves every runtime, so a header used with two runtimes never shows one
-//! runtime's thread another's owner id as its own (issue 11 item 13). Ids are reused after
+//! runtime's thread another's owner id as its own. Ids are reused after
 //! detach. The [`AttachedThread`] is what the fast paths take as an
 //! argument: everything they need about the current thread is one load away from it (seed 000
 //! §2.3.1 keeps the pre-shifted thread index in the "execution environment" for that reason), so
@@ -69,7 +69,7 @@ impl fmt::Display for ThreadId {
 /// The protocol-independent part of a thread's context: what the fat monitor and the tasuki
 /// lock need to block, wake and interrupt a thread.
 ///
-/// **Layout** (issue 13 item 4): `repr(C)`, aligned to a cache line, in two lines. The first
+/// **Layout**: `repr(C)`, aligned to a cache line, in two lines. The first
 /// holds what the thread's own paths read on every contended enter and exit (`id`, read by
 /// `FatMonitor::enter` / `exit`; `id_shifted16`) and what only the thread itself writes;
 /// the second the words *other* threads write: the parker and `tasuki_signal` (a waker),
@@ -204,7 +204,7 @@ impl<S> fmt::Debug for AttachedThread<S> {
     }
 }
 
-/// The process-wide thread-id space (issue 11 item 13): every runtime takes its threads' ids
+/// The process-wide thread-id space: every runtime takes its threads' ids
 /// from one pool, so an id in a header or a monitor names at most one attached thread in the
 /// whole process, and no thread of one runtime ever reads another runtime's owner id as its
 /// own. Ids freed by a detach are reused first (last in, first out, as before ids were

@@ -1,4 +1,4 @@
-//! The rseq owner step of `biased` and `fable` (issue 13 item 3) on real threads and a real
+//! The rseq owner step of `biased` and `fable` on real threads and a real
 //! kernel: the section's abort handler, which the kernel enters when the owner is
 //! signalled, preempted or migrated inside it (and a revoker's rseq barrier lands there),
 //! must leave the count exact; and a barrier revocation racing the owner's steps must never

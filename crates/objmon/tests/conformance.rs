@@ -60,7 +60,7 @@ conformance!(
     reclaim_returns_monitors,
 );
 
-// Identity hash (issue 7 item 2).
+// Identity hash.
 conformance!(
     hash_is_stable_in_every_lock_state,
     hash_first_taken_while_another_thread_holds_the_lock,
@@ -71,7 +71,7 @@ conformance!(
     reclaim_discards_the_hash,
 );
 
-// Introspection (issue 7 items 3 and 4): thread dumps, deadlock detection, profiling.
+// Introspection: thread dumps, deadlock detection, profiling.
 conformance!(
     deadlocks_of_two_and_three_threads_are_found,
     notified_waiter_reentering_is_a_deadlock_edge,
@@ -595,7 +595,7 @@ mod checks {
             let (b, rb) = attached_elsewhere(s, &rt);
             let (c, _rc) = attached_elsewhere(s, &rt);
             let ids = [a.unwrap().get(), b.unwrap().get(), c.unwrap().get()];
-            // Ids are process-wide (issue 11 item 13): `max_threads` bounds how many are
+            // Ids are process-wide: `max_threads` bounds how many are
             // attached here, not their values.
             assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
             assert_eq!(rt.attach().map(|_| ()), Err(MonitorError::TooManyThreads));

@@ -525,7 +525,7 @@ fn hybrid_owner_never_polls() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 11, item 3: a bias owner at a safepoint (in native, or detached) while a revocation is
+// A bias owner at a safepoint (in native, or detached) while a revocation is
 // under way.
 
 /// The bias owner goes native and, there, tries to lock its biased object while a second
@@ -635,7 +635,7 @@ fn kko_owner_goes_native_with_sync_request_posted() {
 /// thread attaches under the same id (next generation) and locks the object too: the recycled
 /// id must not match the old bias, the critical sections exclude each other, and the one
 /// revocation is counted once (a revoker that finds the owner detached rewrites the header
-/// without the owner's mutex, racing one that found it `EXITED`: both used to count it).
+/// without the owner's mutex, racing one that found it `EXITED`: only one may count it).
 fn detached_owner_vs_id_reuse<F: Flavor>(mode: Revocation) {
     model_with(2, move || {
         let rt = runtime_with::<F>(

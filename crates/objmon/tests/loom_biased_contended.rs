@@ -1,5 +1,5 @@
 //! Loom model of the biased engine's contended fat enter (`biased/slow.rs`,
-//! `enter_fat_contended`, issue 13 item 4): a thread that finds a fat monitor held spins on
+//! `enter_fat_contended`): a thread that finds a fat monitor held spins on
 //! it *running* — not at a safepoint, so a revoker's handshake waits for it — and becomes
 //! safe only around the enter that may suspend (`FatMonitor::enter_spun`, which does not
 //! spin again). The race: the monitor's holder revokes the contender's bias with a

@@ -1,11 +1,11 @@
-//! Loom models of the biased engine's nested learn / thin holds against a hasher (issue 13:
-//! the nested lock and unlock of a learn or thin word the thread holds, `nested_step` and
-//! `exit_nested` / the rseq and signal flavors' inline nested unlock in `biased.rs`). A hash
-//! asked for while the owner holds the word nested is parked in the side table; the owner's
-//! unlock down to one level must settle it into a monitor (the Dekker of `hash.rs`: the
-//! owner's store, its barrier, the table's count — read now with the mode cached on the
-//! thread's line, `LockRecords::hash_fence`). The hasher may also come before the first lock
-//! or after the last unlock, or while the word is held once (it waits).
+//! Loom models of the biased engine's nested learn / thin holds against a hasher (the nested lock
+//! and unlock of a learn or thin word the thread holds, `nested_step` and `exit_nested` / the rseq
+//! and signal flavors' inline nested unlock in `biased.rs`). A hash asked for while the owner holds
+//! the word nested is parked in the side table; the owner's unlock down to one level must settle it
+//! into a monitor (the Dekker of `hash.rs`: the owner's store, its barrier, the table's count —
+//! read now with the mode cached on the thread's line, `LockRecords::hash_fence`). The hasher may
+//! also come before the first lock or after the last unlock, or while the word is held once (it
+//! waits).
 //!
 //! Every model checks: the hash the hasher got is the object's hash afterwards (the owner's
 //! own call, a peek), nobody owns the object, and it can still be locked.

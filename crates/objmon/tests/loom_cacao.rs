@@ -1,4 +1,4 @@
-//! Loom models of `cacao`'s lock-free first entry (issue 13 item 4): a thread takes the
+//! Loom models of `cacao`'s lock-free first entry: a thread takes the
 //! monitor of a first entry it found for its object without the bucket lock and checks the
 //! entry under the monitor (rule M of `protocol/cacao.rs`: the entry's `(obj, mon)` pair
 //! changes only with its monitor's lock held), exits without the bucket lock, and holds no

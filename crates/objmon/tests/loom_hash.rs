@@ -1,4 +1,4 @@
-//! Loom models of the identity hash (issue 7 item 2) against lock traffic, one per way a
+//! Loom models of the identity hash against lock traffic, one per way a
 //! protocol stores it: the CAS into a fast-locked word against the owner's unlocking CAS
 //! (`lightweight`), inflate-to-hash against the owner's unlock (`stack`, INFLATING), the thin
 //! lock's inflation, waiting and side table against the owner's plain-store unlock (`thin`), the hash
@@ -188,7 +188,7 @@ fn biased_hash_revokes_first() {
     });
 }
 
-/// `thin`'s side table (issue 11 item 7): a hash parked while the main thread holds the lock
+/// `thin`'s side table: a hash parked while the main thread holds the lock
 /// nested, against the owner's decrement to one level (which must settle it into a monitor:
 /// the Dekker of `hash.rs`, entry-fence-word against store-fence-table) and its plain-store
 /// unlock, while a third thread peeks. The hasher may also come before the first lock or

@@ -3,7 +3,7 @@
 //! against an enter and against a notified waiter, the owner query against an owner that
 //! reshuffles its lock stack, and the side table of `lightweight-table` when safe Rust moved
 //! or dropped a header under its idle monitor (a stale entry against two inflations, an
-//! orphaned monitor state against enter, try-enter and deflation; issue 11, findings 5, 15),
+//! orphaned monitor state against enter, try-enter and deflation),
 //! and a second fast-locking runtime made while the first one's thread contends.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
@@ -375,7 +375,7 @@ fn lightweight_seed_stale_deflater_vs_reallocation() {
     stale_deflater_vs_reallocation::<LightweightSeed>(LightweightSeed::deflate_idle);
 }
 
-/// Issue 13 item 4: an enterer's first try takes the monitor's system lock before it has
+/// An enterer's first try takes the monitor's system lock before it has
 /// announced itself, so its index may be stale when it does. One thread enters `a`, whose
 /// idle monitor is installed, while another deflates `a` on request and then inflates `b`
 /// (wait needs a monitor), which gets `a`'s old monitor back (the free list is last in, first
@@ -425,7 +425,7 @@ fn lightweight_stale_first_try_vs_reallocation() {
     stale_first_try_vs_reallocation::<Lightweight>(Lightweight::deflate_idle);
 }
 
-/// Issue 11, finding 15: an object dropped without `reclaim` leaves its table entry behind,
+/// Regression: an object dropped without `reclaim` leaves its table entry behind,
 /// and a new object lives at the same address. Its owner inflates it for wait while a contender
 /// inflates it too: whichever installs first replaces the stale entry (and gives its idle
 /// monitor back); nobody waits for the stale entry to go (it spun forever), mutual exclusion
@@ -469,7 +469,7 @@ fn lightweight_table_stale_entry_vs_inflations() {
     });
 }
 
-/// Issue 11, finding 5: a header moved away from its installed idle monitor says "monitor"
+/// Regression: a header moved away from its installed idle monitor says "monitor"
 /// at an address with no entry (an orphan). Two threads enter it at once (one of them only
 /// tries) while a third asks for a deflation: the orphan is deflated in place by whoever looks
 /// first, nobody waits for an entry (`enter` and `try_enter` spun forever), mutual exclusion

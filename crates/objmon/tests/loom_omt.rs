@@ -1,9 +1,9 @@
-//! Loom models of `lightweight-table`'s per-thread cache of (address, monitor) pairs (issue 13
-//! item 4, `protocol/omt.rs`, "The per-thread cache"): a thread's cached pair against the
-//! deflation of that monitor, its reuse for another object and a new inflation of the first
-//! object; against eager deflation; and against a stale entry (an object dropped without
-//! `reclaim`) replaced by a new inflation at the same address — the cached pair must never be
-//! used once the entry it copies has changed.
+//! Loom models of `lightweight-table`'s per-thread cache of (address, monitor) pairs
+//! (`protocol/omt.rs`, "The per-thread cache"): a thread's cached pair against the deflation of
+//! that monitor, its reuse for another object and a new inflation of the first object; against
+//! eager deflation; and against a stale entry (an object dropped without `reclaim`) replaced by a
+//! new inflation at the same address — the cached pair must never be used once the entry it copies
+//! has changed.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_omt`.
@@ -112,7 +112,7 @@ fn cached_pair_vs_eager_deflation() {
     });
 }
 
-/// The cached pair against a stale entry (issue 11 finding 15) and the inflation that replaces
+/// The cached pair against a stale entry and the inflation that replaces
 /// it: the enterer caches the monitor of the object at an address and lets go of it; the
 /// object is dropped without `reclaim` (its entry stays: nothing in the table changes, so the
 /// pair stays valid) and a new object lives at the address. The main thread inflates the new

@@ -1,4 +1,4 @@
-//! Loom models of `tasuki`'s deflation rule (issue 13 item 4): a contender counts itself at
+//! Loom models of `tasuki`'s deflation rule: a contender counts itself at
 //! the object's monitor while it spins or suspends there, and the owner deflates only when it
 //! finds nobody counted, at its acquisition and at its exit. The count is a policy: these
 //! models check that it costs no safety (mutual exclusion, no lost wake-up, nobody left

@@ -1,4 +1,4 @@
-//! Issue 12 item 5: Java's monitor semantics (JLS §17.2, `Object.wait(long, int)`) as
+//! Java's monitor semantics (JLS §17.2, `Object.wait(long, int)`) as
 //! `Monitor<T>` has them, for every protocol, on its process-wide runtime and on its own:
 //! `wait_java`'s argument checks, zero and unrepresentable timeouts, interrupts of a waiting
 //! `Monitor` user through the embedder API (one OS thread, one identity).

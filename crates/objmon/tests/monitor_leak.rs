@@ -1,4 +1,4 @@
-//! Issue 12 item 1: "a million monitors inflated by a wait and dropped must not grow the
+//! "a million monitors inflated by a wait and dropped must not grow the
 //! process". For every protocol, on its process-wide runtime and on its own: monitors made in
 //! batches, each inflated by a zero wait, then dropped; the runtime's `live_monitors` returns
 //! to its baseline and the resident set (`/proc/self/statm`) grows by less than 4 MiB.

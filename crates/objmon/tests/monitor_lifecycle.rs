@@ -1,4 +1,4 @@
-//! Issue 12 item 5: the life of a thread that uses `Monitor<T>` without attaching — attached
+//! The life of a thread that uses `Monitor<T>` without attaching — attached
 //! on first use, detached at exit, one identity with the embedder's `rt.attach()`, monitors
 //! used from thread-local destructors while the thread exits, guards forgotten at exit — and
 //! the type's static promises (size, `Send`/`Sync`). Every protocol, on its process-wide

@@ -1,4 +1,4 @@
-//! Issue 12 item 5: `lock_api::Mutex<objmon::RawMonitor<P>, T>` — a non-reentrant mutex giving
+//! `lock_api::Mutex<objmon::RawMonitor<P>, T>` — a non-reentrant mutex giving
 //! `&mut T` — through the scenarios of std's and parking_lot's `Mutex` tests, for every
 //! protocol (a `RawMonitor<P>` lives on `P`'s process-wide runtime), plus what `RawMutex`
 //! demands of it: a relock from the owner panics instead of handing out a second `&mut T`.

@@ -1,7 +1,7 @@
-//! Issue 12 item 5: the scenarios of parking_lot's `ReentrantMutex` and `Condvar` tests
+//! The scenarios of parking_lot's `ReentrantMutex` and `Condvar` tests
 //! (`src/remutex.rs`, `src/condvar.rs`) and std's `ReentrantLock` tests, re-expressed for
 //! `Monitor<T>` — a reentrant mutex *with* a condition variable, which parking_lot lacks (its
-//! issue #452) — and run for every protocol, on its process-wide runtime and on its own.
+//! parking_lot#452) — and run for every protocol, on its process-wide runtime and on its own.
 #![cfg(not(loom))]
 
 mod monitor_common;
@@ -205,7 +205,7 @@ mod checks {
 
     /// A wait with the monitor held three times releases every level (another thread gets
     /// in), and gives all three back: the lock stays held until the last guard drops.
-    /// (What parking_lot issue #452 asks of a Condvar on a ReentrantMutex.)
+    /// (What parking_lot#452 asks of a Condvar on a ReentrantMutex.)
     pub fn wait_releases_every_level<E: Env>(e: E) {
         let m = Arc::new(e.monitor(Cell::new(0u32)));
         let a = m.lock();

@@ -1,4 +1,4 @@
-//! Issue 12 item 5: the scenarios of Rust std's `Mutex` and `Condvar` tests
+//! The scenarios of Rust std's `Mutex` and `Condvar` tests
 //! (`library/std/src/sync/{mutex,condvar}/tests.rs`), re-expressed for `Monitor<T>` and run for
 //! every protocol, on its process-wide runtime and on a runtime of its own.
 //!

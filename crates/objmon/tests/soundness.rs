@@ -1,6 +1,6 @@
-//! Issue 11: the promises of the safe API, tried from outside as a careful user would break
-//! them. Each check names the finding it guards; every one ran against the code before its fix
-//! and failed there. (Compile-time promises — `'env` invariant, handles neither `Send` nor
+//! The promises of the safe API, tried from outside as a careful user would break
+//! them. Each check is a regression test of one promise: it fails without the code
+//! that keeps it. (Compile-time promises — `'env` invariant, handles neither `Send` nor
 //! `Sync` — are `compile_fail` doc-tests on `ThreadHandle`.)
 #![cfg(not(loom))]
 
@@ -21,7 +21,7 @@ mod checks {
     use objmon::vm::{MonitorError, Protocol};
     use std::thread;
 
-    /// Finding 6: a guard passed to `mem::forget` keeps its lock forever; the thread that gets
+    /// Regression: a guard passed to `mem::forget` keeps its lock forever; the thread that gets
     /// the next id must not own it (it did: `holds_lock` true, `lock_count` 1).
     pub fn forgotten_guard_is_not_inherited_by_id_reuse<P: Protocol>() {
         // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
@@ -71,7 +71,7 @@ mod checks {
         });
     }
 
-    /// Finding 12 (Rust side): a second attach on an attached OS thread is the same identity,
+    /// Regression (Rust side): a second attach on an attached OS thread is the same identity,
     /// as JNI's `AttachCurrentThread`; before, it was a second id, so `try_enter` on a lock the
     /// thread held returned "held by another" and `enter` would have self-deadlocked.
     pub fn attach_twice_is_one_identity<P: Protocol>() {
@@ -136,7 +136,7 @@ mod checks {
         );
     }
 
-    /// Finding 16: `cacao` ran out of monitors where Java never does (a fixed pool of 1,024
+    /// Regression: `cacao` ran out of monitors where Java never does (a fixed pool of 1,024
     /// overflow entries ignoring `Config::monitor_capacity`): one thread holding 2,049
     /// distinct objects got `MonitorTableFull`. Below `monitor_capacity`, monitorenter never
     /// fails for capacity.
@@ -162,7 +162,7 @@ mod checks {
         assert!(hs.iter().all(|h| rt.owner_of(h).is_none()));
     }
 
-    /// Finding 16, the reported shape: 12 threads each holding a chain of 800 objects.
+    /// Regression, the reported shape: 12 threads each holding a chain of 800 objects.
     pub fn threads_holding_long_chains_never_run_out<P: Protocol>() {
         // SAFETY: this test binary installs no signal handler of its own (std's fault handlers
         // run only on a fault, which no owner section makes): the -signal flavors' contract

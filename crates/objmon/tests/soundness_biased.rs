@@ -1,13 +1,13 @@
-//! Issue 11, items 3 and 4, for the biased protocols (`biased`, `biased-seed`, `fable`, and
-//! `fable-seed`, the same engine): what a host can do from safe Rust that used to break bias
-//! revocation. Every check ran against the code before its fix and failed there (a wrong
-//! answer, a panic, or a hang caught by the watchdog).
+//! The safe API's promises for the biased protocols (`biased`, `biased-seed`, `fable`, and
+//! `fable-seed`, the same engine): what a host can do from safe Rust that could break bias
+//! revocation. Each check is a regression test: without the code that keeps its promise it
+//! gives a wrong answer, panics, or hangs (caught by the watchdog).
 //!
-//! - item 3: a lock operation made inside `in_native` is refused (`Err(InNative)`) — the
+//! - in native: a lock operation made inside `in_native` is refused (`Err(InNative)`) — the
 //!   thread counts as being at a safepoint there, so a revoker rewrites its biases in place
 //!   without a barrier, and a fast path of its own at that moment would make two owners; an
 //!   exit there releases without acting as an owner it no longer is;
-//! - item 4: where `membarrier` is refused, a revoker never waits for an owner that does not
+//! - without `membarrier`: where it is refused, a revoker never waits for an owner that does not
 //!   poll on a lock nobody holds, and a barrier that fails after registration is recovered
 //!   from (no panic with the header marked, no thread left at a safepoint for good).
 #![cfg(not(loom))]
@@ -132,7 +132,7 @@ fn forgotten_monitor_guard_then_swap_leaves_the_new_object_free() {
 /// swapped with a monitor never used; the monitor now at `m1`'s place was never locked and
 /// forgotten: after a plain lock / unlock it is not ours, and another thread gets it. Then
 /// the issue's own steps, `m2` biased to this thread too: the documented limit of the
-/// records flavors (`biased.rs`, "Moving objects"): the hold stays with the address.
+/// records flavors (docs/soundness.md §9, "Moving objects"): the hold stays with the address.
 fn monitor_swap<P: objmon::vm::Protocol + objmon::MonitorProtocol>() {
     use objmon::Monitor;
     for m2_biased in [false, true] {
@@ -264,7 +264,7 @@ mod checks {
     /// must be free. The header flavors count the hold in the word, which moves with the
     /// value: the moved value stays held. The records flavors cannot tell a header biased to
     /// us that safe code swaps in from the one the record was made for (the two words are
-    /// equal): the limit documented in `biased.rs` ("Moving objects"), checked here as
+    /// equal): the limit documented in docs/soundness.md §9 ("Moving objects"), checked here as
     /// documented.
     pub fn forgotten_biased_hold_stays_with_its_value<F: Flavor>() {
         for how in MOVES {
@@ -399,7 +399,7 @@ mod checks {
         }
     }
 
-    /// Item 3: every lock operation made in native is refused, on a biased object (held or
+    /// Regression: every lock operation made in native is refused, on a biased object (held or
     /// not), a fresh one and a thin one, and works again once the thread is back; nested
     /// `in_native` stays native until the outermost returns.
     pub fn lock_in_native_is_refused<F: Flavor>() {
@@ -469,7 +469,7 @@ mod checks {
         drop(me.enter(&thin).unwrap());
     }
 
-    /// Item 3: a guard dropped in native releases its biased hold (under the thread's own
+    /// Regression: a guard dropped in native releases its biased hold (under the thread's own
     /// revoker mutex, so no in-place revocation can count the hold meanwhile), also when the
     /// bias was revoked in place while the thread was in native.
     pub fn exit_in_native_releases_a_biased_hold<F: Flavor>() {
@@ -508,7 +508,7 @@ mod checks {
         }
     }
 
-    /// Item 4: where `membarrier` is refused, the default configuration must not leave a
+    /// Regression: where `membarrier` is refused, the default configuration must not leave a
     /// revoker waiting for the poll of an owner that blocks in `std` (as most Rust hosts and
     /// every C host do) on a lock nobody holds: it hung there, falling back to a handshake.
     pub fn membarrier_refused_never_waits_on_a_free_lock<F: Flavor>() {
@@ -539,10 +539,10 @@ mod checks {
         }
     }
 
-    /// Item 4: `membarrier` failing after the registration succeeded (a seccomp filter
-    /// installed later) used to panic between marking the header and revoking, leaving the
+    /// Regression: `membarrier` failing after the registration succeeded (a seccomp filter
+    /// installed later) must not panic between marking the header and revoking, leaving the
     /// header marked (every later locker spins forever) and the revoker at a safepoint for
-    /// good. Now the mark is withdrawn, the runtime falls back to the synchronous handshake
+    /// good. The mark is withdrawn, the runtime falls back to the synchronous handshake
     /// (visibly), and the revocation completes with the owner's poll.
     pub fn barrier_failing_after_registration_is_recovered<F: Flavor>() {
         let rt = runtime::<F>(Revocation::Membarrier, true);

@@ -1,9 +1,9 @@
-//! Issue 11, the `lightweight*` protocols (seed 001's fast-locking with a lock stack, and its
+//! The `lightweight*` protocols (seed 001's fast-locking with a lock stack, and its
 //! `ObjectMonitorTable` form): what a safe-Rust user (or a C host with `calloc`) can do to a
 //! [`MarkWord`] — zero it, move it while its idle monitor is installed, drop it without
 //! `reclaim` and put a new object at the same address — must be correct, or at worst leak a
-//! monitor; never hang, never spin. Each check names the finding it guards; every one ran
-//! against the code before its fix and failed there (hung, caught by the watchdog).
+//! monitor; never hang, never spin. Each check is a regression test: without
+//! the code that keeps its promise it hangs, caught by the watchdog.
 #![cfg(not(loom))]
 
 mod watchdog;
@@ -112,7 +112,7 @@ fn exercise<P: Protocol<Header = MarkWord>>(rt: &Arc<Runtime<P>>, h: &MarkWord) 
     assert_eq!(me.lock_count(h), 0);
 }
 
-/// Finding 9 (C API, `calloc`): an all-zero header word is an unlocked header with no hash and
+/// Regression (C API, `calloc`): an all-zero header word is an unlocked header with no hash and
 /// no host bits. It was "fast-locked by nobody": `enter` inflated it with an anonymous owner
 /// and blocked forever, `try_enter` from anyone said "held".
 fn zero_word_is_an_unlocked_header<P: Protocol<Header = MarkWord>>() {
@@ -141,7 +141,7 @@ fn zero_word_is_an_unlocked_header<P: Protocol<Header = MarkWord>>() {
     assert_eq!(MarkWord::new(0).raw(), 0);
 }
 
-/// Finding 5: moving an unlocked header whose idle monitor is still installed. Under
+/// Regression: moving an unlocked header whose idle monitor is still installed. Under
 /// `lightweight-table` the moved header said "monitor" but the table had no entry for its new
 /// address: `enter` (and `try_enter`, documented never to wait) spun forever; and the entry
 /// left at the old address made `wait` on the next object there spin in `inflate_owned`.
@@ -164,7 +164,7 @@ fn moved_header_with_idle_monitor<P: Protocol<Header = MarkWord>>() {
     }
 }
 
-/// Finding 5, `mem::swap`: two objects with idle monitors trade addresses.
+/// Regression, `mem::swap`: two objects with idle monitors trade addresses.
 fn swapped_headers_with_idle_monitors<P: Protocol<Header = MarkWord>>() {
     for policy in KEEPING {
         let rt = runtime::<P>(policy);
@@ -186,7 +186,7 @@ fn swapped_headers_with_idle_monitors<P: Protocol<Header = MarkWord>>() {
     }
 }
 
-/// Finding 15: an object dropped without `reclaim` poisons nothing. Its table entry stayed;
+/// Regression: an object dropped without `reclaim` poisons nothing. Its table entry stayed;
 /// the next object at that address could never inflate, and every waiter or contender on it
 /// spun at 100% CPU. Here the old object is overwritten in place (dropped without `reclaim`,
 /// the new one at the very same address), again and again.
@@ -209,7 +209,7 @@ fn dropped_without_reclaim<P: Protocol<Header = MarkWord>>() {
     }
 }
 
-/// Finding 15 with a forgotten guard: the dropped object's monitor is still owned (by a guard
+/// Regression with a forgotten guard: the dropped object's monitor is still owned (by a guard
 /// passed to `mem::forget`). It leaks, but the next object at the address works.
 fn dropped_while_held_by_a_forgotten_guard<P: Protocol<Header = MarkWord>>() {
     for policy in [DeflationPolicy::default(), DeflationPolicy::Never] {

@@ -1,7 +1,8 @@
-//! Issue 11, the `stack` protocol's items (2, 8, 9): promises of the safe API that HotSpot's
-//! stack-locking broke, tried from outside. Each test ran against the code before its fix and
-//! failed there (the use-after-free of item 2 is also shown by running this binary under
-//! `valgrind --error-exitcode=1`). Every check that could hang runs under the watchdog.
+//! The `stack` protocol: promises of the safe API that HotSpot's
+//! stack-locking broke, tried from outside. Each test is a regression test: it fails without the
+//! code that keeps its promise (the use-after-free of the moved header is also shown by running
+//! this binary under `valgrind --error-exitcode=1`). Every check that could hang runs under the
+//! watchdog.
 #![cfg(not(loom))]
 
 mod watchdog;
@@ -15,7 +16,7 @@ use watchdog::within;
 /// Host bits to tell a restored header from a lost one.
 const HOST: u64 = 0x8000_0000_0000_00a4;
 
-/// Finding 2: forget a guard, move the stack-locked header word out with `mem::replace`,
+/// Regression: forget a guard, move the stack-locked header word out with `mem::replace`,
 /// lock the old location again through a monitor and unlock it. The unlock took the
 /// forgotten base record (which the moved word still names) for an inflated one and freed
 /// it; the detach then freed the whole record array, and a contender inflating the moved word
@@ -86,9 +87,9 @@ fn zeroed() -> StackWord {
     unsafe { std::mem::zeroed() }
 }
 
-/// Finding 9: the all-zero word was HotSpot's INFLATING marker, so on a zeroed header
-/// `try_enter` (documented never to wait) and `enter` spun forever, waiting for an inflation
-/// nobody was doing. All-zero is now an unlocked header with no hash and no host bits.
+/// Regression: the all-zero word is HotSpot's INFLATING marker, so on a zeroed header
+/// `try_enter` (documented never to wait) and `enter` could spin forever, waiting for an
+/// inflation nobody is doing. All-zero is an unlocked header with no hash and no host bits.
 #[test]
 fn all_zero_header_is_unlocked() {
     within(30, "all_zero_header_is_unlocked", || {

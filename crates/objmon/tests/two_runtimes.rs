@@ -1,4 +1,4 @@
-//! Issue 11 item 13: one header used with two runtimes (of the same protocol) must never have
+//! One header used with two runtimes (of the same protocol) must never have
 //! two owners. A thread of runtime A holds the header; a thread of runtime B must not also
 //! hold it: its `enter` waits for A's release or fails, its `try_enter` answers "held" or
 //! fails, and once one runtime inflated the header the other gets an error, never a monitor of

@@ -1,4 +1,5 @@
-/* Regression tests of the C API's contracts (issue 11, items 10-14 and 4), one protocol per
+/* Regression tests of the C API's contracts (strerror, detach, double attach, two runtimes,
+ * foreign threads, poll and native), one protocol per
  * run: api_soundness <protocol> (api_soundness --list: the protocol names). Driven by
  * tests/c_api_soundness.rs under a watchdog, and run under valgrind by .ci/valgrind.sh.
  * Exit status 0 iff every check passed; each failed check prints its line. */
@@ -16,7 +17,7 @@
 
 static objmon_runtime *rt;
 
-/* Item 10: objmon_strerror takes an integer; a value that is no status is "unknown status"
+/* Regression: objmon_strerror takes an integer; a value that is no status is "unknown status"
  * (as strerror answers "Unknown error"), never a wild pointer. */
 static void strerror_of_any_int(void) {
     EXPECT(strcmp(objmon_strerror(OBJMON_OK), "ok") == 0);
@@ -28,7 +29,7 @@ static void strerror_of_any_int(void) {
     }
 }
 
-/* ---- Item 11: detach with a structured lock held is refused, never passed on. */
+/* ---- Regression: detach with a structured lock held is refused, never passed on. */
 
 typedef struct {
     objmon_header *h;
@@ -101,7 +102,7 @@ static void detach_with_structured_lock(void) {
     free(h);
 }
 
-/* ---- Item 12: attaching twice on one OS thread gives the same handle (counted). */
+/* ---- Regression: attaching twice on one OS thread gives the same handle (counted). */
 
 static void attach_twice(void) {
     objmon_header h;
@@ -134,7 +135,7 @@ static void attach_twice(void) {
     objmon_header_reclaim(rt, &h);
 }
 
-/* ---- Item 13: a header initialised by one runtime and used with another. */
+/* ---- Regression: a header initialised by one runtime and used with another. */
 
 /* The protocols whose header leaves objmon_header room for a runtime tag (4-byte words). */
 static int tags_headers(const char *p) {
@@ -172,7 +173,7 @@ static void two_runtimes(void) {
     EXPECT(objmon_runtime_free(rt2) == OBJMON_OK);
 }
 
-/* ---- Item 14: a handle used from a thread that did not attach it. */
+/* ---- Regression: a handle used from a thread that did not attach it. */
 
 typedef struct {
     objmon_thread *t;
@@ -221,7 +222,7 @@ static void wrong_thread(void) {
     objmon_header_reclaim(rt, &h);
 }
 
-/* ---- Item 4: poll and native transitions, pairs enforced. */
+/* ---- Regression: poll and native transitions, pairs enforced. */
 
 static void native_pairs(void) {
     objmon_header h;
@@ -277,7 +278,7 @@ static void relocate_unstructured(void) {
     free(to);
 }
 
-/* ---- Issue 15: the host's bits of the header, per protocol: as many as documented, kept
+/* ---- The host's bits of the header, per protocol: as many as documented, kept
  * through locking, inflation (a wait), hashing, a move and reclaim; too wide a value refused;
  * `stack` answers DISPLACED only while stack-locked. */
 

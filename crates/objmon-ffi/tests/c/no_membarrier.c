@@ -1,6 +1,6 @@
 /* no_membarrier PROGRAM [ARGS...]: runs PROGRAM with the membarrier(2) system call denied
  * (EPERM), as a seccomp sandbox or an old kernel would. objmon's biased revocation then
- * falls back to handshakes with the bias owner (issue 11 item 4); .ci/valgrind.sh runs the C
+ * falls back to handshakes with the bias owner; .ci/valgrind.sh runs the C
  * toy VM under it for `biased` and `fable`.
  *
  * A classic-BPF seccomp filter: on this build's architecture, membarrier -> EPERM, every

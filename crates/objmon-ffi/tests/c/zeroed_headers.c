@@ -1,4 +1,4 @@
-/* Issue 11 item 9: headers straight from calloc (all-zero bytes, never passed to
+/* Headers straight from calloc (all-zero bytes, never passed to
  * objmon_header_init), as GC heaps and C allocators hand them out, must work as unlocked
  * headers: enter, try_enter, exit, wait with a timeout, contention, identity hash, reclaim.
  * One protocol per run: zeroed_headers <protocol>. Driven by tests/c_zeroed_headers.rs,

@@ -1,10 +1,9 @@
-//! Identity hash of the biased protocols (`biased`, `fable`), kept apart from `biased.rs`.
+//! Identity hash of the biased protocols (`biased`, `fable` and their flavors): where a hash
+//! lives for each word a hasher finds, and the owner hooks that settle a parked hash.
 //!
-//! "Biased locks must revoke first" (issue 7): a biased word belongs to its bias owner's plain
-//! stores, so a hasher that finds an object biased to another thread revokes the bias with the
-//! protocols' own revocation (`Biasing::revoke_now`) before anything else, exactly as enter does.
-//! After that the word is clear, learn, thin or fat, and the hash goes where `thin` keeps it
-//! (seed 000's discipline holds here too, see `biased.rs`): in the fat monitor.
+//! A biased word belongs to its bias owner's plain stores, so a hasher that finds an object
+//! biased revokes first (`Biasing::revoke_now`, as enter does); after that the word is clear,
+//! learn, thin or fat, and the hash lives in the fat monitor (seed 000's discipline, as `thin`).
 //!
 //! | word found                                    | what the hasher does                        |
 //! |-----------------------------------------------|---------------------------------------------|
@@ -13,40 +12,23 @@
 //! | free (clear, learn or thin with rc 0)         | one CAS to fat with a fresh unowned monitor holding the hash |
 //! | held by me (learn or thin)                    | inflate as for wait (`Biasing::inflate_own`) |
 //! | held nested (rc ≥ 2) by another thread        | park the hash, with a monitor holding it, in the side table |
-//! | held once (rc 1) by another thread            | wait for the release                         |
+//! | held once (rc 1) by another thread            | wait for the release (at most `HASH_WAIT_BOUND`, 1 s), then park a loose entry |
 //!
-//! Fat is terminal in these protocols (no deflation), so **a hashed object is never biased
-//! again** — HotSpot's rule that a hashed object is not biasable — and costs a monitor; with
-//! the table full, hashing fails with `MonitorTableFull`.
+//! Departure from the word-hash layout: no hash bits in the thin, learn or fat words (every
+//! word the engine builds from `w & HOST` would have to carry them); the monitor holds it.
 //!
-//! Parking (issue 11 item 7, see `hash.rs`): the owner's last-level unlock is the inline
-//! releasing store, which looks at nothing but the word, so a hash may be parked only while
-//! the owner still has an out-of-line unlock ahead (rc ≥ 2), and that unlock must settle it.
-//! **Owner hooks** (called from `biased.rs`): `Biasing::settle_parked_hash_after` right after
-//! `exit_slow`'s learn / thin store, and `Biasing::after_owner_inflation` at the end of every
-//! successful `inflate_own`; with them in place `OWNER_SETTLES` is `true`, and an entry found
-//! at a free or foreign word can only belong to a header that moved away.
-//! With rc 1 the hasher waits for the owner's release, at most `HASH_WAIT_BOUND` (1 s): an
-//! owner that holds the lock once may block outside objmon until the hash returns, so the
-//! hasher then parks a *loose* entry (`hash.rs`, `Parked::loose`), adopted by the next hash
-//! call whatever the word says. `thin` avoids that
-//! for owners blocked *inside* objmon by inflating for them; here that needs the owner's
-//! safepoint state (`revoke.rs`): under the owner's revoker mutex, with the owner
-//! `quiescent()`, a non-stale learn / thin word may be CASed to fat with a monitor entered
-//! for the owner (`enter_inflated_for(owner, rc)`) — left to the lead (private fields of
-//! `BiasThread`).
-//! One exception to "never biased again": a `fable` object hashed while another thread held
-//! it nested in learn mode keeps its learn word until the owner settles the hash. The table
-//! is keyed by the header's address: a moving GC reports moves with [`Runtime::relocate`].
-//! Every decision is taken under the side table's mutex, re-reading the word there; revoking
-//! and inflating happen outside it. The fast paths of `biased.rs` are untouched: no word they
-//! compare ever carries hash bits.
-//!
-//! Deviation from the brief (hash in bits 63..34 of the thin, learn and fat words): a hash in
-//! the word needs every word `biased.rs` builds from `w & HOST` (enter's thin CAS, the thin and
-//! learn unlocks, `to_thin`, `inflate_own`, the clear → learn / biased CASes) and every
-//! compare against `w & !HOST` (the thin-free fast path) to carry the hash bits along, i.e.
-//! edits all over the file another helper is rewriting. In the monitor it needs none.
+//! Invariants:
+//! - fat is terminal here (no deflation), so a hashed object is never biased again
+//!   (HotSpot's rule), except a `fable` object hashed while another thread held it nested in
+//!   learn mode, which keeps its learn word until the owner settles the hash;
+//! - a hash is parked only while the owner still has an out-of-line unlock ahead (rc ≥ 2);
+//!   the owner hooks settle it: `Biasing::settle_parked_hash_after` after `exit_slow`'s learn
+//!   / thin store, `Biasing::after_owner_inflation` after every `inflate_own`. So an entry found
+//!   at a free or foreign word belongs to a header that moved away, and is discarded;
+//! - a loose entry (`hash.rs`, `Parked::loose`) is adopted by the next hash call whatever the
+//!   word says; the table is keyed by the header's address (moves: [`Runtime::relocate`]);
+//! - every decision is taken under the side table's mutex, re-reading the word there;
+//!   revoking and inflating happen outside it. No word the fast paths compare carries hash bits.
 
 use super::biased::{
     addr, rc, BiasWord, Biasing, Flavor, BIASED, FAT, HOST, INDEX_SHIFT, OWNER_MASK, STATE_MASK,
@@ -60,12 +42,11 @@ use crate::spin::Spin;
 use crate::sync::Ordering;
 use crate::MonitorError;
 
-/// Whether `biased.rs` calls the owner hooks ([`Biasing::settle_parked_hash_after`],
-/// [`Biasing::after_owner_inflation`]). Until it does, an owner may unlock a nested hold's
-/// last levels without settling a parked hash, so an entry found at a free or foreign word may
-/// still be the object's own: it is adopted as before issue 11 item 7 (and lost if the
-/// header moves). With the hooks, such an entry can only belong to a header that moved away,
-/// and is discarded. **The lead sets this to `true` when wiring the hooks.**
+/// Whether the engine calls the owner hooks ([`Biasing::settle_parked_hash_after`],
+/// [`Biasing::after_owner_inflation`]). Without them an owner could unlock a nested hold's
+/// last levels without settling a parked hash, so an entry found at a free or foreign word
+/// could still be the object's own and would be adopted (and lost if the header moves). With
+/// the hooks, such an entry can only belong to a header that moved away, and is discarded.
 const OWNER_SETTLES: bool = true;
 
 /// Whether parked entry `p` still belongs to the object whose word is `w` (thin / learn).
@@ -286,7 +267,7 @@ impl<F: Flavor> Biasing<F> {
             return;
         };
         let fat = (new & HOST) | FAT | (u64::from(p.monitor.get()) << INDEX_SHIFT);
-        // We hold the learn / thin lock: nobody else writes it (biased.rs, "Fast paths").
+        // We hold the learn / thin lock: nobody else writes it (docs/soundness.md §9).
         if h.0
             .compare_exchange(new, fat, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()

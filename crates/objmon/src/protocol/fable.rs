@@ -1,60 +1,28 @@
-//! `fable`: Fine-grained Adaptive Biased Locking (seed 002 §3), on the engine of
-//! [`biased`](super::biased) (header layout, fast paths and revocation are documented there).
+//! `fable`: Fine-grained Adaptive Biased Locking (seed 002 §3): the FABLE flavors
+//! ([`Fable`], [`FableRseq`], [`FableSignal`], [`FableSeed`]) and the learn rule, on the
+//! engine of [`biased`](super::biased), which owns the header layout, the fast paths and
+//! revocation. Soundness: docs/soundness.md §9.
 //!
-//! States and transitions (Figure 5): an object starts *clear*; its first acquisition makes
-//! it *learn* with the acquirer as *bias guess* (state 01, §3.1, Figure 6); each further
-//! non-recursive acquisition by the guess is counted and the N-th (the runtime's learn limit,
-//! default 5, [`BiasConfig::learn_limit`]) biases the object to it; an acquisition by any
-//! other thread in learn mode makes the object *thin* at once (if the guess holds it, the
-//! other thread first waits as for a held thin lock). What counts is the runtime's
-//! [`LearnRule`]: [`FableSeed`] keeps §3.1's random counting (the guess's per-thread
-//! `learnCount`, reset when it biases: on average N + 1 acquisitions, but any object the
-//! guess re-acquires once may be the one that reaches N); **`fable` and `fable-rseq` deviate
-//! from §3.1 there**: each learn word counts its own guess's acquisitions (the "naïve"
-//! counter §3.1 sets aside for its header bits; bits 41..34 of a learn word here),
-//! so an object biases exactly on its (N + 1)-th acquisition by one thread in a row. Why:
-//! on Cloud (§5.1) random counting biased ~2.4% of the 10^6 objects in the first repetition
-//! and revoked them all, 23–25 thousand revocations; on AllocLock (§5.3) it biased one
-//! object in N at any k ≥ 2 (`examples/cloud_probe.rs rules` measures both rules). Biased → thin is a revocation; thin → fat happens on
-//! contention, wait / notify and count overflow. Never rebias (§3.1).
+//! States (Figure 5): *clear* → (first acquisition) *learn*, the acquirer the *bias guess*
+//! (state 01, Figure 6) → (the guess's N-th counted non-recursive re-acquisition; N the
+//! runtime's learn limit, default 5, [`BiasConfig::learn_limit`]) *biased* to it; learn →
+//! *thin* at once when any other thread acquires; biased → thin is a revocation; thin →
+//! fat on contention, wait / notify and count overflow. Never rebias (§3.1).
 //!
-//! **Learning across id reuse** (issue 13 item 6). A learn word names its guess by thread
-//! id, and ids are reused after a detach (last in, first out: Cloud's fresh lockers of each
-//! repetition get the last one's ids). A later thread given the guess's id used to take the
-//! word for its own and continue the dead guess's count (or, under §3.1's rule, count it as
-//! the guess): objects that one thread of a repetition had locked a few times biased to the
-//! next repetition's thread of that id after fewer than N + 1 acquisitions of its own, and
-//! were revoked when another thread touched them (22–335 revocations per later repetition
-//! of `cloud_probe rules`). Now the word also carries its guess's *learn tag* (bits 62..42),
-//! drawn per attached thread from a process-wide counter (`biased/slow.rs`,
-//! `LEARN_TAG_SHIFT`): the guess is the thread whose id *and* tag match. A later holder of the
-//! id has another tag, so to it the free learn word is another thread's, and its acquisition
-//! makes the object thin (Figure 5) — what a fresh id would have done. The tag is checked
-//! only where the guess matters (a free learn word: count, bias, or go thin); a *held* learn
-//! word's id alone names its holder, which is alive (an id returns to the pool only at a
-//! detach with nothing held; a thread that detaches holding a lock retires its id), so the
-//! unlock and nested paths compare the id as before. Tags repeat only 2^21 attaches apart;
-//! a word whose guess's id and tag a later thread both matches is continued as before —
-//! a heuristic's slip (an early bias, revoked like any other), never two owners: biasing
-//! still takes the CAS from a free learn word, and a bias names its owner by id and 30-bit
-//! generation. Test: `a_recycled_id_does_not_continue_a_dead_guess`.
+//! Departures from seed 002, one line each:
+//! - `fable`, `fable-rseq`, `fable-signal` count per object ([`LearnRule::PerObject`],
+//!   bits 41..34 of a learn word), not §3.1's per-thread random count ([`FableSeed`] keeps it);
+//! - a learn word also carries its guess's *learn tag* (bits 62..42), so a later thread
+//!   given a dead guess's id does not continue its count;
+//! - the non-seed flavors take clear → learn, the guess's re-acquisition, learn → thin and
+//!   nested learn / thin holds inline (Figure 7 leaves them to the slow path);
+//! - the last-level learn / thin unlock is one releasing store, not Figure 7's CAS.
 //!
-//! Fast paths (Figure 7): biased lock / unlock by the owner with plain loads and stores —
-//! `fable` keeps the count in the owner's lock records and never writes the header there;
-//! [`FableRseq`] keeps the count in the header as Figure 6 does and runs Figure 7's load,
-//! compare and store in an rseq section, which the kernel restarts when a revoker's barrier
-//! (or a preemption) lands in it; [`FableSeed`] brackets the same store with the `in_op`
-//! Dekker (see the engine's documentation for exactly what each executes); thin lock when the thin lock is free: one CAS (Figure 7 and
-//! `FableSeed` only when its sticky last owner is the caller; `fable` takes any free thin
-//! word, and FABLE's clear → learn, the guess's learn re-acquire and a second thread's
-//! learn → thin inline too — on Cloud and AllocLock the slow path they cost in Figure 7 made
-//! FABLE 2.4× and 1.4× thin locks in CPU time, see the engine's `fresh_enter`); the combined
-//! learn / thin unlock of the last level (the state's low bit is set in both, §3.2): one test
-//! and one releasing store that only decrements the count, leaving the owner in place
-//! ("sticky lock owner"; Figure 7 has a CAS here — see the engine's documentation for why a
-//! store suffices); `fable` (and `fable-rseq`) also take nested learn / thin holds inline
-//! (one load, one compare, one store), so that an object held around a loop before it
-//! biased does not fall into the slow path at each nested acquisition.
+//! Invariants: the guess is the thread whose id *and* learn tag match a free learn word;
+//! a *held* learn word's id alone names its holder (alive: an id returns to the pool only
+//! at a detach with nothing held); biasing takes a CAS from a free learn word, and a bias
+//! names its owner by id and generation, so a tag collision (2^21 attaches apart) is an
+//! early bias, revoked like any other, never two owners.
 //!
 //! [`BiasConfig::learn_limit`]: super::biased::BiasConfig::learn_limit
 
@@ -64,19 +32,6 @@ use super::Knob;
 /// FABLE heuristics (seed 002 §3.1–§3.2): learn mode, per-object adaptation, sticky owner;
 /// the bias owner's step is Figure 7's first case (load, compare, store of the header count)
 /// in an rseq section (see the engine's documentation).
-///
-/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
-/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 16): **34** plain, 34 nested (28 calling the
-/// protocol directly); 4 plain stores (header and `rseq_cs`, each way), no atomic
-/// read-modify-write, no fence. Thin: 29; AllocLock k = 2: 125 per object (158 with the
-/// guess's counted learn step one call away). An object held around the loop before it
-/// biased (learn mode: recursions do not count, §3.1) takes the nested learn path, its
-/// unlock inline (`user_loop fable-rseq nested` 41 instructions, 2.1 ns; 80 and 4.7 ns while
-/// `enter`'s nested test expected no learn tag and `fresh_enter` took the learn word: the
-/// engine's documentation, "Nested learn and thin holds"). Time (an earlier run; the
-/// engine's module docs have the latest): `user-loop-fable-rseq` 2.03 ns against 0.51 for
-/// the plain pair (3.73 before `exit_nested`; see the engine's documentation).
 #[derive(Debug)]
 pub enum FableRseqHeuristics {}
 
@@ -97,22 +52,7 @@ pub type FableRseq = Biasing<FableRseqHeuristics>;
 
 /// FABLE heuristics, the bias owner's count in the header, its Figure 7 step (load, compare,
 /// store) in a section that no store arms: a revoker restarts it with a signal to the owner
-/// (`fable-signal`; the engine's documentation, "Revocation").
-///
-/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
-/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the pair: 16):
-/// **18** plain, 18 nested; 2 plain stores. Thin: 47; a learn-mode lock + unlock (the
-/// guess's counted step and the blind unlock, `alloc3 − alloc2`): 58; AllocLock k = 2: 164
-/// per object, k = 1: 104 (`fable`: 25, 41, 112, 72; 45, 56, 160 before the nested unlock
-/// went inline). Until the thin CAS, the counted learn step and the unlock's record and
-/// combined test were inline after the failed section (issue 13 item 6): 66, 82, 187, 105 —
-/// the AllocLock learn-limit sweep's 1.82× thin. The nested lock and clear → learn stay one
-/// call away (`user_loop fable-signal nested`, a learn object held around the loop: 75,
-/// 5.8 ns; 118 and 7.7 ns before the engine's "Nested learn and thin holds"; `fable` 50).
-/// Time:
-/// `user-loop-fable-signal` 0.823 ns against 0.502 for the plain pair and 1.88
-/// for `fable-rseq`; `sync` 0.765 against `hotspot17-biased` 1.055 (the engine's
-/// documentation).
+/// (`fable-signal`; docs/soundness.md §9, "Revocation").
 #[derive(Debug)]
 pub enum FableSignalHeuristics {}
 
@@ -135,16 +75,6 @@ pub type FableSignal = Biasing<FableSignalHeuristics>;
 /// FABLE heuristics with the bias owner's count in lock records (HotSpot 17's scheme; the
 /// owner never writes a biased header): `fable`.
 ///
-/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
-/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 16): **52** plain, 52 nested (48 directly); 4
-/// plain stores (record and top, each way). Thin: 31; AllocLock k = 2: 121 per object (156
-/// with the guess's counted learn step one call away; `cloud_probe alloc fable:K`, with the
-/// allocation and `reclaim`: a learn-mode lock + unlock 49 instructions, 78 before, thin's
-/// lock + unlock 25).
-/// Time (an earlier run; the engine's module docs have the latest): `user-loop-fable` 2.46 ns against 0.51 for the plain pair (3.73 before
-/// `exit_nested`; see the engine's documentation).
-///
 /// Learn rule: [`LearnRule::PerObject`] (each object counts its own acquisitions), not
 /// §3.1's per-thread random counting — see the module documentation; `fable-rseq` the same.
 #[derive(Debug)]
@@ -161,20 +91,13 @@ impl Flavor for FableHeuristics {
 /// `fable`: FABLE with the bias owner's count in lock records ([`FableHeuristics`]).
 ///
 /// As [`Biased`](super::biased::Biased), a forgotten guard's biased hold stays with the
-/// header's address, not its value (`biased.rs`, "A forgotten guard, then a move").
+/// header's address, not its value (docs/soundness.md §9, "A forgotten guard, then a move").
 pub type Fable = Biasing<FableHeuristics>;
 
 /// FABLE heuristics with the bias owner's count in the header, as Figures 6 and 7 have it.
 /// Not in the catalog (`biased-seed` measures the same engine path); for tests and hosts
 /// that want the seed's layout exactly, and measured in objmon-bench's `user-loop` rows.
-///
-/// Measured (`examples/biased_fastpath.rs`, callgrind instructions per lock + unlock by the
-/// bias owner through `me.enter(&h)` / guard drop, in the user's own loop; the bare load /
-/// compare / store pair written the same way: 16): **43** plain, 43 nested (39 directly); 6
-/// plain stores (header and `in_op` twice, each way). Thin: 29; AllocLock k = 2: 310 per
-/// object (Figure 7 leaves learn mode to the slow path). Time: `user-loop-fable-seed` 1.93 ns
-/// against 0.51 for the plain pair. Learn rule: §3.1's random counting exactly
-/// ([`LearnRule::PerThread`]).
+/// Learn rule: §3.1's random counting exactly ([`LearnRule::PerThread`]).
 #[derive(Debug)]
 pub enum FableSeedHeuristics {}
 
@@ -333,7 +256,7 @@ mod tests {
         assert_eq!(alloc_lock(&fresh(1), 100, 2), 100);
     }
 
-    /// What the per-object rule is for (issue 13 item 6, Cloud's start-up): objects that one
+    /// What the per-object rule is for (Cloud's start-up): objects that one
     /// thread touches twice and then another thread touches. Under §3.1's random counting
     /// one in N of them biases on the first thread's second touch and is revoked at the
     /// second thread's; counted per object, none biases and nothing is revoked. An object
@@ -392,7 +315,7 @@ mod tests {
         }
     }
 
-    /// Issue 13 item 6: a thread given a dead guess's id (ids are reused after a detach) does
+    /// Regression: a thread given a dead guess's id (ids are reused after a detach) does
     /// not continue the dead guess's learning. The guess locks an object N times (one more
     /// acquisition by it would bias it, under either rule's count: the word's, or its
     /// thread's learnCount at N − 1 under `PerThread`) and detaches; the next thread, with the

@@ -17,7 +17,7 @@
 //! the monitor state as is (`MONITOR`, so that deflation reads every protocol's monitor word
 //! alike). Why: an all-zero word must be a valid header. GC heaps and C allocators (`calloc`)
 //! hand out zeroed memory, and with HotSpot's bits a zero word reads "fast-locked by somebody,
-//! no hash, no host bits" — a lock that nobody will ever release (issue 11, finding 9). Stored
+//! no hash, no host bits" — a lock that nobody will ever release. Stored
 //! this way, zero is "unlocked, no hash, no host bits", which is also what
 //! [`MarkWord::default`] and `objmon_header_init` write. It costs no instruction: the fast
 //! paths still test the two lock bits against a constant (`0` instead of `1` to lock, `1`
@@ -28,9 +28,8 @@
 //! The identity hash ([`MARK_HASH_BITS`], 31 bits, 0 = none) is HotSpot's 31-bit hash, kept
 //! with the host bits: installed by one compare-and-swap in every state the word shows it
 //! (`lightweight`: all; `stack`: unlocked and monitor — a stack-locked object is inflated
-//! first, as legacy HotSpot did), and never cleared while the object lives. Since the hash
-//! arrived the host owns [`MARK_HOST_BITS`]: 7 bits (63 and 7..2; room for a 4-bit GC age),
-//! down from 38. Host bits and hash survive every transition: fast-locking and inflation
+//! first, as legacy HotSpot did), and never cleared while the object lives. The host owns
+//! [`MARK_HOST_BITS`]: 7 bits (63 and 7..2; room for a 4-bit GC age). Host bits and hash survive every transition: fast-locking and inflation
 //! change only the lock bits and the reserved field; stack-locking *displaces* the whole word into the lock record
 //! ("push a stack-lock onto the stack which consists only of the displaced header, and CAS a
 //! pointer to this stack location into the object header", seed 001) and the unlock or the

@@ -111,8 +111,8 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// unlock through that handle. A handle keeps it beside its runtime and context pointers,
     /// so a user's loop holds it in a register: a constant of the thread that a fast path
     /// can use where a value derived from a load would chain one step to the next (the
-    /// signal bias owners store it instead of the loaded header ± 256; `biased.rs`, "The
-    /// known word"). It must be a pure function of the context: the same whenever it is
+    /// signal bias owners store it instead of the loaded header ± 256; `protocol/biased/fastpath.rs`,
+    /// `signal_known_step`). It must be a pure function of the context: the same whenever it is
     /// computed. 0 by default (unused).
     #[inline(always)]
     fn handle_word(_t: &ThreadContext<Self>) -> u64 {

@@ -46,52 +46,13 @@
 //! none; last exit: no read-modify-write, and a SeqCst fence only on the seed's Figure 7
 //! system lock, `tasuki.rs`).
 //!
-//! Contended (issue 13 item 4; `examples/contended.rs`, one object, 10⁶ lock+unlock per
-//! configuration, binaries before and after interleaved in 7 rounds on the 2-core machine,
-//! medians of wall / thread CPU per lock+unlock as a ratio to `parking_lot::Mutex`): with
-//! the monitor released inside the cache lock, 5.5× / 5.8×, 6.9× / 8.0×, 7.4× / 8.5× at 2 /
-//! 4 / 8 threads on a quiet machine; released after it, 4.1× / 4.3×, 4.4× / 5.0×, 4.3× /
-//! 4.9×. No convoy either way (0.0002–0.04 context switches per lock+unlock, as
-//! `parking_lot`). What is left is the seed's design: two acquisitions of one global lock
-//! and two look-ups per lock+unlock. Uncontended it costs 2.7× `parking_lot` already (56 /
-//! 21 ns, 6 atomic instructions to 2), and on a loaded machine, where only one thread runs
-//! at a time, the contended ratio falls to that (2.6–2.8×).
+//! Measurements (contended, uncontended, where the time goes): docs/benchmarks.md.
 //!
-//! Where the time goes at 8 threads (issue 13 item 4 asks ≤ 2× `parking_lot`; this session:
-//! 3.4–4.1× wall, 6.1–7.9× thread CPU when both cores run the threads, 2.7–3.4× when one
-//! does). `perf record -g target/release/examples/contended 5 8 monitor-cache` (cpu-clock,
-//! load 3.4): `exit` 28% of the samples, `lookup_and_pin` 18%, `enter` 9%, the monitor's
-//! spin (`lock_contended`) 12%, the scheduler (yields, wake-ups) about 20%. Inside `exit`
-//! 31% of its samples follow the cache lock's `lock cmpxchg`, 16% its unlocking `xchg`, 22%
-//! the monitor's release fence (Figure 7's: measured before the default release lost it,
-//! `tasuki.rs`); inside `lookup_and_pin` 36% and 30% follow the cache lock's
-//! two, and about 5% the monitor-line read for the pin test. So a quarter of all the time is
-//! the two acquisitions of the one cache lock per lock+unlock (each a CAS and an exchange on
-//! a line every thread writes, plus the binding's slot written under it) — seed 000 §1 / §3's
-//! design ("the monitor cache itself must be locked during lookups"), kept. No convoy: 0.002
-//! context switches per lock+unlock (`perf stat -e context-switches`, as `parking_lot`'s
-//! 0.0025). The map's own lines are not where it goes (its probe and slot: about 2–3% of
-//! the samples), nor is the lock's kind: a lock with a plain-store release would only move
-//! the unlocking exchange's stall to the monitor's next locked instruction (its try-lock
-//! CAS in `enter`, its release fence in `exit` on Figure 7), which drains the store buffer
-//! anyway.
-//! Tried and dropped (no gain measured): the state on its own 128-byte lines, and the
-//! table allocated at full size up front (worse: its slot and control bytes then sit 4 KiB
-//! apart, two lines per look-up instead of one). `objmon-bench run --bench threads --param
-//! 2 --param 4 --param 8 --reps 7 --no-java --protocol monitor-cache --protocol
-//! parking-lot-mutex` (8 runs at load 5.6–7.7): 2.5–4.6× / 3.2–5.0× / 3.8–6.7× at 2 / 4 /
-//! 8 threads, 108–148 ns (`parking_lot` 17–46 ns).
-//!
-//! **One runtime per address** (issue 11 item 13): the cache names nothing in the header, so
+//! **One runtime per address**: the cache names nothing in the header, so
 //! a new binding first claims the object's address for this runtime in the process-wide set
 //! (`MonitorTable::claim`, `binding.rs`), and a sweep or reclaim releases it with the binding.
 //! Another live runtime's binding of the address is `ForeignHeader`. A cache miss costs a
 //! claim and, at its sweep, a release (about 235 instructions together); hits cost nothing.
-//!
-//! Measured instructions per lock+unlock through the guard API (callgrind,
-//! `(I(2·10⁵) − I(10⁵)) / 10⁵` of `examples/user_loop.rs PROTOCOL plain|nested N`; 2026-11-25):
-//! 286 uncontended, 274 nested (284 / 271 with the release inside the cache lock: code
-//! layout): the cache look-up under its lock dominates both.
 
 use super::cacao::HostWord;
 use super::Protocol;
@@ -178,7 +139,7 @@ impl MonitorCache {
     ) -> Result<&'c mut Binding, MonitorError> {
         if !c.contains_key(&o) {
             // The address becomes this runtime's before it gets an entry here; another live
-            // runtime's entry for it is `ForeignHeader` (issue 11 item 13, `binding.rs`).
+            // runtime's entry for it is `ForeignHeader` (`binding.rs`).
             rt.monitors().claim(o)?;
             if c.len() >= CACHE_SIZE {
                 Self::sweep(rt, c);
@@ -276,7 +237,7 @@ impl Protocol for MonitorCache {
     /// (both free only idle monitors). Not holding the cache lock across the release keeps
     /// the release's barrier, its read of the entry queue (a miss on the monitor's line when
     /// contended) and any wake-up out of the one lock every operation of every thread takes
-    /// (issue 13 item 4: 8 threads on one object spent half their time in `exit`).
+    /// (with it inside, 8 threads on one object spend half their time in `exit`).
     unsafe fn exit(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
@@ -396,7 +357,7 @@ mod tests {
         drop(held);
     }
 
-    /// Issue 11 item 13: an address bound in runtime A's cache is `ForeignHeader` to runtime
+    /// An address bound in runtime A's cache is `ForeignHeader` to runtime
     /// B, which keeps no binding, monitor or claim from the attempt; sweeps and reclaims give
     /// the claim back with the binding, so B may then use the address.
     #[test]

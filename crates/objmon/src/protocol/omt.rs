@@ -19,7 +19,7 @@
 //! may say "monitor" at an address that has no entry (an *orphan*). Both happen only through
 //! `&mut` access to a header, which excludes every concurrent operation on it, and then only
 //! to a header whose monitor is idle (unowned, no waiters) unless a guard was leaked with
-//! `mem::forget`. The rule that makes them harmless (issue 11, findings 5 and 15):
+//! `mem::forget`. The rule that makes them harmless:
 //!
 //! - **Every transition of a header into or out of the monitor state, and every change of an
 //!   entry, is made holding the address's shard lock** (`ObjectMonitorTable::slot`): the
@@ -43,16 +43,15 @@
 //! [`Runtime::relocate`](crate::vm::Runtime::relocate) moves the entry with the header, so a GC
 //! may move a locked inflated object.
 //!
-//! **One runtime per address** (issue 11 item 13): an entry claims its address in the
+//! **One runtime per address**: an entry claims its address in the
 //! process-wide set (`MonitorTable::claim`, `binding.rs`) under the slot lock, before the
 //! header's swap to the monitor state, and releases it after the swap back (or when the entry
 //! goes). So a monitor state with no entry here is an orphan only if no other live runtime
 //! claims the address; another runtime's is `ForeignHeader`, never deflated here.
 //!
-//! **The per-thread cache** (issue 13 item 4; HotSpot's `OMCache`, consulted before its
-//! table). Every contended enter and exit used to take the address's shard mutex four to six
-//! times (`locate` and `names` on the enter and on the exit, and the deflation check). Now each
-//! shard carries a *version*, bumped under the shard lock with every change made under it —
+//! **The per-thread cache** (HotSpot's `OMCache`, consulted before its table), so that a
+//! contended enter and exit do not take the address's shard mutex at each of `locate`,
+//! `names` and the deflation check. Each shard carries a *version*, bumped under the shard lock with every change made under it —
 //! before an inflation's swap into the monitor state, at every change of an entry (a
 //! deflation's swap out of it comes first: a header read out of the monitor state is never
 //! looked up) — and a

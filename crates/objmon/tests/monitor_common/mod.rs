@@ -1,4 +1,4 @@
-//! Shared by the `tests/monitor_*.rs` files (issue 12 item 5); not a test target of its own.
+//! Shared by the `tests/monitor_*.rs` files; not a test target of its own.
 //!
 //! Every check is a generic `fn check<E: Env>(e: E)` that makes its monitors with
 //! [`Env::monitor`], so that one check runs on each protocol's process-wide runtime

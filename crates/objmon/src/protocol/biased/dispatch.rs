@@ -2,7 +2,7 @@
 //! the thin acquisition and the combined learn / thin unlock (seed 002 Figure 7), the nested
 //! steps, the bias owner's step (`fastpath.rs`) in the order each flavor runs them, the fat
 //! short cut of the signal flavors, and the one call each to the fresh and slow paths
-//! (`slow.rs`). The engine's module documentation, "Fast paths", says what each executes;
+//! (`slow.rs`). docs/soundness.md §9, "What each fast path executes", says what each executes;
 //! the protocol's `enter` / `exit` (in `biased.rs`) call [`lock_with`](Biasing::lock_with) and
 //! [`unlock_with`](Biasing::unlock_with) here.
 
@@ -65,10 +65,8 @@ impl<F: Flavor> Biasing<F> {
     /// of a held word is alive, so its id alone names it (ids are reused only after a
     /// detach, never while the lock is held). A biased or fat word has the state's low bit
     /// clear and fails; so does every word in native, where `nest_once` is poisoned
-    /// (`NO_NEST`: bit 63, outside the mask) and the slow path refuses. Until the mask
-    /// left the tag and count out, every held learn word failed here and went on to
-    /// `fresh_enter` (a second test of its own, out of line in the signal flavors; module
-    /// documentation, "Nested learn and thin holds").
+    /// (`NO_NEST`: bit 63, outside the mask) and the slow path refuses. The mask leaves a
+    /// learn word's tag and count out, so a held learn word takes this step too.
     #[inline(always)]
     pub(super) fn nested_step(t: &Cx<F>, h: &BiasWord, w: u64) -> bool {
         let rec = &t.local().rec;
@@ -99,20 +97,11 @@ impl<F: Flavor> Biasing<F> {
         if F::SIGNAL {
             // The bias owner's step first, its load the only one: the section must hold the
             // load whose word it stores, and its test alone rejects learn, thin and fat
-            // words. A second load of the header on the bias owner's path (the dispatch's,
-            // then the section's) cost more than the rseq flavors' arming store:
-            // `biased_fastpath time`, one run, `biased-signal` 3.2 ns this way against 4.5
-            // with the dispatch first (`biased-rseq` 4.7; a loaded machine). After it, inline,
-            // only the thin CAS and FABLE's counted learn step (`enter_signal_rest`); the rest
-            // is one call away. With all of `enter_word` inline, `fable-signal`'s enter was
-            // too big for the harness's `sync` loop, which then called it (2.5 ns against
-            // 1.2, one run; `Subject::lock` out of line in the bench binary again when tried
-            // for issue 13 item 6, and so with FABLE's clear → learn CAS inline too, which
-            // took AllocLock k = 1 from 104 to 80 instructions per object; one CAS site for
-            // the counted step and clear → learn: k = 1 90, but the learn step 56 → 58, thin
-            // 45 → 46, not kept); with nothing
-            // inline but the section, a thin lock + unlock took 66 instructions and a
-            // learn-mode one 82 (`fable`: 25, 41).
+            // words (a second load of the header on the owner's path costs more than the
+            // rseq flavors' arming store). After it, inline, only the thin CAS and FABLE's
+            // counted learn step (`enter_signal_rest`); the rest is one call away, which keeps
+            // `enter` small enough to inline into a user's loop (docs/benchmarks.md,
+            // "Biased-family notes moved out of the code").
             if Self::signal_done(t, h, known, true) {
                 return Ok(());
             }
@@ -135,9 +124,8 @@ impl<F: Flavor> Biasing<F> {
         if F::SIGNAL {
             // The owner's step first; then, inline, the record of the last thin / learn CAS
             // (a blind store) and `exit_word`'s combined unlock, as `fable`'s `exit` has
-            // them (the nested unlock is one call away there too, `exit_nested`). The guard's
-            // drop still inlines into the harness's loops (its out-of-line copies are called
-            // from the same places as before).
+            // them (the nested unlock is one call away there too, `exit_nested`), so the guard's
+            // drop inlines into the harness's loops.
             if Self::signal_done(t, h, known, false) || Self::exit_recorded(t, h) {
                 return Ok(());
             }
@@ -307,8 +295,8 @@ impl<F: Flavor> Biasing<F> {
     /// compiler barrier, then one load of the side table's count and a branch, out of line
     /// only when the table may hold an entry (or the thread's barrier is a fence). At every
     /// level, not only from two to one (the out-of-line check tests that): a compare fewer.
-    /// Asked of `membarrier::init` here, as before, the possible call (its registration) made
-    /// this path save and restore four registers on every nested unlock.
+    /// The fence mode is cached at attach: asking `membarrier::init` here (a possible call)
+    /// would make this path save and restore four registers on every nested unlock.
     #[inline(always)]
     pub(super) fn unnest_look(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord, new: u64) {
         crate::membarrier::owner_barrier();

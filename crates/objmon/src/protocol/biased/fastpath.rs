@@ -1,4 +1,4 @@
-//! The bias owner's fast step, four ways (engine module docs, "Fast paths"): the lock
+//! The bias owner's fast step, four ways (docs/soundness.md §9, "What each fast path executes"): the lock
 //! records push / pop (`biased`, `fable`), the header count in an rseq section
 //! (`biased-rseq`, `fable-rseq`), the same in a section a revoker's signal restarts
 //! (`biased-signal`, `fable-signal`; through a handle with the known word first, "The known
@@ -237,7 +237,7 @@ impl<F: Flavor> Biasing<F> {
     ///
     /// `k` is [`my_bias`](Self::my_bias): a handle's word (`handle_word`, through
     /// `enter_with` / `exit_with`), which a user's loop keeps in a register, or computed by
-    /// the caller (issue 13 item 3; engine module docs, "The known word"). The test comes
+    /// the caller. The test comes
     /// first exact:
     ///
     /// - lock: the header equals the line's bias bits (biased to us, rc 0, host bits clear,
@@ -260,7 +260,7 @@ impl<F: Flavor> Biasing<F> {
     /// two cycles per lock+unlock on this machine whatever the code), while a store from a
     /// register only waits for its test's branch, which is predicted: `biased_fastpath
     /// probe` measures both shapes (`known-word` against `signal-section`, the general test
-    /// alone, as this step was before).
+    /// alone).
     #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
     #[inline(always)]
     fn signal_known_step(h: &BiasWord, line: *const LockRecords, k: u64, lock: bool) -> bool {

@@ -1,6 +1,6 @@
 //! The bias owner's lock records (records variant, HotSpot 17 style) and the thread's cached
 //! fast-path bits that share their cache line: the owner's half of the barrier revocation's
-//! Dekker lives here (see the engine's module documentation, "Revocation").
+//! Dekker lives here (see docs/soundness.md §9, "Revocation").
 
 use super::{OWNER_SHIFT, RC_ONE, STATE_LOW, THIN};
 use crate::spin::Spin;
@@ -61,7 +61,7 @@ pub(crate) struct LockRecords {
     /// guard, then `mem::swap`), forgotten by a lock that biases `a` or (records and rseq
     /// flavors) steps a biased `a`, and cleared before a biased word at `a` is rewritten
     /// ([`clear_last`](Self::clear_last)). Nobody else
-    /// writes a held thin word (engine module docs, "Fast paths": contenders spin, a
+    /// writes a held thin word (docs/soundness.md §9: contenders spin, a
     /// revoker writes biased words only, a hasher waits for a single hold's release).
     /// Relaxed: only this thread reads it (except that CAS).
     pub(super) last: AtomicUsize,

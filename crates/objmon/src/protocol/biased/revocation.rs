@@ -1,4 +1,4 @@
-//! Bias revocation, the revoker's side and the owner's poll (engine module docs,
+//! Bias revocation, the revoker's side and the owner's poll (docs/soundness.md §9,
 //! "Revocation"): finding the bias owner, rewriting a bias in place at a safepoint, the
 //! handshakes and the barrier (records / `in_op` / rseq Dekker), and the helpers they share
 //! (biased → thin, the fat monitor of a word). The safepoint and barrier machinery itself is

@@ -380,15 +380,9 @@ impl<F: Flavor> Biasing<F> {
     /// only around the enter that may suspend, which does not spin again
     /// ([`FatMonitor::enter_spun`]). The spin (a few µs) writes none of our headers and polls
     /// nothing, so a revoker's handshake waits at most that long for us, as for any stretch
-    /// of user code between two polls. It was a safe scope around the whole monitor enter:
-    /// a SeqCst store into `SAFE` before it and, inside the critical section, the revoker
-    /// mutex's lock and unlock and a SeqCst store back to `RUNNING` on every contended enter
-    /// (issue 13 item 4; as `thin`'s `BLOCKED` / unblock were). `examples/contended.rs`
-    /// (7 rounds a run, wall ratio to `parking_lot::Mutex` in the same run; 2-core Intel Xeon
-    /// shared with other jobs, load 3–11), `fable` at 2 / 4 / 8 threads: 0.74–1.41× /
-    /// 0.97–1.38× / 1.24–1.44× before (5 runs), 0.54–1.16× / 0.69–1.21× / 0.75–1.26× after
-    /// (8 runs, this and the fat short cut in `enter_slow` / `exit_slow`); `biased` at 8
-    /// threads 1.32–1.82× before, 0.64–2.17× after (one outlier run; the others ≤ 1.27×).
+    /// of user code between two polls. A safe scope around the whole monitor enter would
+    /// put two SeqCst stores and the revoker mutex's lock and unlock on every contended
+    /// enter.
     #[cold]
     #[inline(never)]
     fn enter_fat_contended(t: &Cx<F>, m: &FatMonitor) {
@@ -441,8 +435,7 @@ impl<F: Flavor> Biasing<F> {
             return true;
         }
         // A learn word this thread holds is not nested here: `enter`'s nested step, which
-        // every caller ran first, takes it (its test reads bits 33..8 only, as this one
-        // did until it went; `nested_step`).
+        // every caller ran first, takes it (its test reads bits 33..8 only; `nested_step`).
         if w & STATE_MASK != LEARN {
             return false; // thin (held by another thread) or fat
         }
