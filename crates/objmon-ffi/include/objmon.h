@@ -291,22 +291,30 @@ typedef struct objmon_runtime objmon_runtime;
 typedef struct objmon_thread objmon_thread;
 
 /**
- * Runtime settings; a zero field means "the default".
+ * Contention figures of one object.
  */
-typedef struct objmon_config {
+typedef struct objmon_profile_entry {
   /**
-   * Most threads attached at once (default and maximum 32767).
+   * The object: the address of its `objmon_header` (0: a monitor never bound to one).
    */
-  uint16_t max_threads;
+  size_t object;
   /**
-   * Most fat monitors alive at once (default and maximum 2^23 - 1).
+   * Enters that had to block or spin.
    */
-  uint32_t monitor_capacity;
+  uint64_t contended_enters;
   /**
-   * Nonzero: contention profiling on (`objmon_contention_profile`); default off.
+   * Nanoseconds spent blocked or spinning on enter.
    */
-  uint8_t profiling;
-} objmon_config;
+  uint64_t blocked_ns;
+  /**
+   * Calls of wait.
+   */
+  uint64_t waits;
+  /**
+   * Nanoseconds spent waiting.
+   */
+  uint64_t waited_ns;
+} objmon_profile_entry;
 
 /**
  * The per-object header slot: 8 bytes, 8-aligned, opaque. Initialise with
@@ -329,6 +337,50 @@ typedef struct objmon_config {
 typedef struct objmon_header {
   uint64_t _opaque;
 } objmon_header;
+
+/**
+ * One edge of a deadlock cycle: `thread` waits to lock `object`, held by `held_by`.
+ */
+typedef struct objmon_deadlock_edge {
+  /**
+   * Which cycle (0, 1, ...): the edges of one cycle are consecutive, in cycle order.
+   */
+  uint32_t cycle;
+  /**
+   * The blocked thread's id.
+   */
+  uint16_t thread;
+  /**
+   * The id of the thread holding `object` (the next edge's `thread`).
+   */
+  uint16_t held_by;
+  /**
+   * How many times `held_by` holds it (0 if unknown).
+   */
+  uint32_t held_count;
+  /**
+   * The object: the address of its `objmon_header`.
+   */
+  size_t object;
+} objmon_deadlock_edge;
+
+/**
+ * Runtime settings; a zero field means "the default".
+ */
+typedef struct objmon_config {
+  /**
+   * Most threads attached at once (default and maximum 32767).
+   */
+  uint16_t max_threads;
+  /**
+   * Most fat monitors alive at once (default and maximum 2^23 - 1).
+   */
+  uint32_t monitor_capacity;
+  /**
+   * Nonzero: contention profiling on (`objmon_contention_profile`); default off.
+   */
+  uint8_t profiling;
+} objmon_config;
 
 /**
  * Counters of a runtime.
@@ -360,84 +412,9 @@ typedef struct objmon_stats {
   uint64_t attached_threads;
 } objmon_stats;
 
-/**
- * One edge of a deadlock cycle: `thread` waits to lock `object`, held by `held_by`.
- */
-typedef struct objmon_deadlock_edge {
-  /**
-   * Which cycle (0, 1, ...): the edges of one cycle are consecutive, in cycle order.
-   */
-  uint32_t cycle;
-  /**
-   * The blocked thread's id.
-   */
-  uint16_t thread;
-  /**
-   * The id of the thread holding `object` (the next edge's `thread`).
-   */
-  uint16_t held_by;
-  /**
-   * How many times `held_by` holds it (0 if unknown).
-   */
-  uint32_t held_count;
-  /**
-   * The object: the address of its `objmon_header`.
-   */
-  size_t object;
-} objmon_deadlock_edge;
-
-/**
- * Contention figures of one object.
- */
-typedef struct objmon_profile_entry {
-  /**
-   * The object: the address of its `objmon_header` (0: a monitor never bound to one).
-   */
-  size_t object;
-  /**
-   * Enters that had to block or spin.
-   */
-  uint64_t contended_enters;
-  /**
-   * Nanoseconds spent blocked or spinning on enter.
-   */
-  uint64_t blocked_ns;
-  /**
-   * Calls of wait.
-   */
-  uint64_t waits;
-  /**
-   * Nanoseconds spent waiting.
-   */
-  uint64_t waited_ns;
-} objmon_profile_entry;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/**
- * The library's version: `(major << 16) | (minor << 8) | patch`, as the header's
- * `OBJMON_VERSION` encodes `OBJMON_VERSION_MAJOR`, `_MINOR` and `_PATCH`. A host compares the
- * two at start-up to catch a header and a library of different versions.
- */
-uint32_t objmon_version(void);
-
-/**
- * Number of protocols available (names via `objmon_protocol_name`).
- */
-size_t objmon_protocol_count(void);
-
-/**
- * The name of protocol `i` (a static NUL-terminated string), or NULL if out of range.
- */
-const char *objmon_protocol_name(size_t i);
-
-/**
- * A human-readable description of status `s` (a static string), or "unknown status" if `s`
- * is no `objmon_status` value (any integer is accepted, as `strerror` accepts any errno).
- */
-const char *objmon_strerror(int32_t s);
 
 /**
  * The signal a `biased-signal` / `fable-signal` revoker sends the bias owner (SIGRTMIN + 6),
@@ -447,41 +424,95 @@ const char *objmon_strerror(int32_t s);
 int objmon_barrier_signal(void);
 
 /**
- * Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
+ * The contention profile (empty unless the runtime was made with `profiling` set), most
+ * time blocked first: up to `cap` entries into `entries` (NULL allowed when `cap` is 0), the
+ * total number into `n`.
  *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`protocol` or `out`), `OBJMON_E_UNKNOWN_PROTOCOL` (a
- * name not in PROTOCOL NAMES, or not UTF-8), `OBJMON_E_UNSUPPORTED` (the protocol's header does
- * not fit `objmon_header`; none does today), `OBJMON_E_PANIC`.
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n`, or `entries` with `cap` > 0),
+ * `OBJMON_E_PANIC`.
  *
  * # Safety
- * `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
- * For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
- * attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
- * the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
- * those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment).
- * The "-rseq" names ask nothing of the kind.
+ * `rt` is live; `entries` valid for `cap` writes (or `cap` 0); `n` valid for a write.
  */
-enum objmon_status objmon_runtime_new(const char *protocol,
-                                      const struct objmon_config *config,
-                                      struct objmon_runtime **out);
+enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
+                                             struct objmon_profile_entry *entries,
+                                             size_t cap,
+                                             size_t *n);
 
 /**
- * Frees a runtime. Threads still attached keep it alive until they detach.
+ * monitorenter (structured: pair it with `objmon_exit` on the same thread). The handle
+ * counts structured levels: the last detach is refused while any is held.
  *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL` (an
+ * inflation found no free monitor), `OBJMON_E_RECURSION_OVERFLOW`, `OBJMON_E_PANIC`.
  *
  * # Safety
- * `rt` comes from `objmon_runtime_new` and is not used afterwards.
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
  */
-enum objmon_status objmon_runtime_free(struct objmon_runtime *rt);
+enum objmon_status objmon_enter(const struct objmon_thread *t, struct objmon_header *h);
 
 /**
- * The protocol name of a runtime (static string).
+ * The thread leaves objmon for host code that may block (a `read`, a `pthread_join`, a
+ * sleep, a GC pause...): until `objmon_leave_native` it counts as being at a safepoint, so
+ * a revoker (`biased`, `fable`) never waits for it, and it makes no monitor call (those
+ * return `OBJMON_E_IN_NATIVE`; reads like `objmon_lock_count` are fine). Locks held stay
+ * held. Call it around every blocking call made while attached (JNI's transition to
+ * native). `OBJMON_E_IN_NATIVE` if already in native.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (already in native), `OBJMON_E_PANIC`.
  *
  * # Safety
- * `rt` is a live runtime.
+ * `t` is NULL or a live handle.
  */
-const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
+enum objmon_status objmon_enter_native(const struct objmon_thread *t);
+
+/**
+ * monitorexit of an `objmon_enter` (or acquired `objmon_try_enter`).
+ * `OBJMON_E_ILLEGAL_MONITOR_STATE` if the thread holds no structured level (an unstructured
+ * one is released only by `objmon_monitor_exit` or detach).
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_ILLEGAL_MONITOR_STATE` (no structured level held),
+ * `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `t` is NULL or a live handle; `h` an initialised header of its runtime.
+ */
+enum objmon_status objmon_exit(const struct objmon_thread *t, struct objmon_header *h);
+
+/**
+ * Finds deadlocks (cycles of threads blocked on entering monitors), confirmed without
+ * stopping any thread (see `objmon::introspect`): may take a few hundred milliseconds. Writes
+ * up to `cap` edges to `edges` (NULL allowed when `cap` is 0) and the total number of edges
+ * to `n_edges` (0: no deadlock); call again with a larger array if it exceeds `cap`.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n_edges`, or `edges` with `cap` > 0),
+ * `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live; `edges` valid for `cap` writes (or `cap` 0); `n_edges` valid for a write.
+ */
+enum objmon_status objmon_find_deadlocks(const struct objmon_runtime *rt,
+                                         struct objmon_deadlock_edge *edges,
+                                         size_t cap,
+                                         size_t *n_edges);
+
+/**
+ * The host's value in `h` (see `objmon_header_init_host`), written to `out`; from any thread,
+ * in every lock state, but for `stack` while the object is stack-locked:
+ * `OBJMON_E_HOST_BITS_DISPLACED` (the bits are in the owner's lock record until the unlock).
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`,
+ * `OBJMON_E_HOST_BITS_DISPLACED` (`stack`, stack-locked), `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live; `h` an initialised header of it; `out` valid for writes.
+ */
+enum objmon_status objmon_header_host_bits(const struct objmon_runtime *rt,
+                                           const struct objmon_header *h,
+                                           uint32_t *out);
 
 /**
  * Initialises an object's header (unlocked) for this runtime's protocol, and for this
@@ -493,6 +524,22 @@ const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
  * `rt` is live; `h` is valid for writes and not in use.
  */
 enum objmon_status objmon_header_init(const struct objmon_runtime *rt, struct objmon_header *h);
+
+/**
+ * As `objmon_header_init`, the header also carrying `host_bits` for the host: a value below
+ * `1 << objmon_host_bits_width(rt)` (else `OBJMON_E_HOST_BITS_TOO_WIDE`, nothing done). The
+ * value survives locking, inflation, deflation, hashing, `objmon_relocate` and
+ * `objmon_header_reclaim`; it changes only by initialising the header again (when it is not
+ * in use). An all-zero header carries the value 0.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_HOST_BITS_TOO_WIDE`, `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live; `h` is valid for writes and not in use.
+ */
+enum objmon_status objmon_header_init_host(const struct objmon_runtime *rt,
+                                           struct objmon_header *h,
+                                           uint32_t host_bits);
 
 /**
  * GC hook: the object owning `h` is dead; frees its monitor, if any, and resets the header
@@ -523,111 +570,32 @@ enum objmon_status objmon_header_reclaim(const struct objmon_runtime *rt, struct
 uint32_t objmon_host_bits_width(const struct objmon_runtime *rt);
 
 /**
- * As `objmon_header_init`, the header also carrying `host_bits` for the host: a value below
- * `1 << objmon_host_bits_width(rt)` (else `OBJMON_E_HOST_BITS_TOO_WIDE`, nothing done). The
- * value survives locking, inflation, deflation, hashing, `objmon_relocate` and
- * `objmon_header_reclaim`; it changes only by initialising the header again (when it is not
- * in use). An all-zero header carries the value 0.
+ * The identity hash of the object whose header is `h` (Java's `System.identityHashCode`),
+ * written to `out`: installed on the first call, the same value ever after, from any thread,
+ * in every lock state. Never 0. Fails only with `OBJMON_E_MONITOR_TABLE_FULL` where the
+ * protocol must inflate to store it.
  *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_HOST_BITS_TOO_WIDE`, `OBJMON_E_PANIC`.
- *
- * # Safety
- * `rt` is live; `h` is valid for writes and not in use.
- */
-enum objmon_status objmon_header_init_host(const struct objmon_runtime *rt,
-                                           struct objmon_header *h,
-                                           uint32_t host_bits);
-
-/**
- * The host's value in `h` (see `objmon_header_init_host`), written to `out`; from any thread,
- * in every lock state, but for `stack` while the object is stack-locked:
- * `OBJMON_E_HOST_BITS_DISPLACED` (the bits are in the owner's lock record until the unlock).
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`,
- * `OBJMON_E_HOST_BITS_DISPLACED` (`stack`, stack-locked), `OBJMON_E_PANIC`.
- *
- * # Safety
- * `rt` is live; `h` an initialised header of it; `out` valid for writes.
- */
-enum objmon_status objmon_header_host_bits(const struct objmon_runtime *rt,
-                                           const struct objmon_header *h,
-                                           uint32_t *out);
-
-/**
- * Attaches the calling thread to `rt` and writes its handle to `out`. The handle belongs to
- * this OS thread: any other thread using it gets `OBJMON_E_WRONG_THREAD`.
- *
- * Attaching again on a thread already attached to `rt` is not an error: it writes the *same*
- * handle (the same identity, the same locks; JNI's `AttachCurrentThread` on an attached
- * thread) and counts the attach. Each attach is ended by one `objmon_thread_detach`; the
- * thread detaches for real at the last one, so nested libraries may each attach and detach.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_TOO_MANY_THREADS` (`max_threads` attached),
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`,
  * `OBJMON_E_PANIC`.
  *
  * # Safety
- * `rt` is live; `out` is valid for writes.
+ * As `objmon_enter`; `out` valid for writes.
  */
-enum objmon_status objmon_thread_attach(const struct objmon_runtime *rt,
-                                        struct objmon_thread **out);
+enum objmon_status objmon_identity_hash(const struct objmon_thread *t,
+                                        const struct objmon_header *h,
+                                        uint32_t *out);
 
 /**
- * Ends one `objmon_thread_attach` of the calling thread. At the last one the thread detaches:
- * its unstructured (`objmon_monitor_enter`) locks are released, as JNI's
- * `DetachCurrentThread` does, and their number of lock levels written to `released` (may be
- * NULL; 0 for an attach that was not the last), and `t` is freed.
+ * Interrupts thread `id`: sets its interrupt status and wakes it from a wait.
  *
- * Refused, the thread staying attached and `t` valid: `OBJMON_E_LOCKS_HELD` while it holds
- * structured (`objmon_enter`) levels at the last detach (exit them first: a detach cannot
- * know the host's frames), `OBJMON_E_IN_NATIVE` in native, `OBJMON_E_WRONG_THREAD` from
- * another thread.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`t`), `OBJMON_E_WRONG_THREAD` (a handle of another
- * thread), `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_LOCKS_HELD`, `OBJMON_E_PANIC`.
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_NO_SUCH_THREAD` (no attached thread has id
+ * `id`, or `id` is 0), `OBJMON_E_PANIC`.
  *
  * # Safety
- * `t` comes from `objmon_thread_attach` and is not used after its last detach.
+ * `rt` is live.
  */
-enum objmon_status objmon_thread_detach(struct objmon_thread *t, size_t *released);
-
-/**
- * The thread's id (1..=32767); 0 for NULL or a handle of another thread.
- *
- * # Safety
- * `t` is NULL or a live thread.
- */
-uint16_t objmon_thread_id(const struct objmon_thread *t);
-
-/**
- * Safepoint poll. `biased`, `fable` (and their `-seed` variants) revoke a bias held by a
- * running thread through a handshake with it when the kernel refuses `membarrier` (seccomp,
- * old kernels): a thread that runs long stretches of host code without objmon calls should
- * call this now and then, and a thread that blocks outside objmon should be in native
- * (`objmon_enter_native`). Free on the other protocols.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
- * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_PANIC`.
- *
- * # Safety
- * `t` is NULL or a live handle.
- */
-enum objmon_status objmon_poll(const struct objmon_thread *t);
-
-/**
- * The thread leaves objmon for host code that may block (a `read`, a `pthread_join`, a
- * sleep, a GC pause...): until `objmon_leave_native` it counts as being at a safepoint, so
- * a revoker (`biased`, `fable`) never waits for it, and it makes no monitor call (those
- * return `OBJMON_E_IN_NATIVE`; reads like `objmon_lock_count` are fine). Locks held stay
- * held. Call it around every blocking call made while attached (JNI's transition to
- * native). `OBJMON_E_IN_NATIVE` if already in native.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
- * `OBJMON_E_IN_NATIVE` (already in native), `OBJMON_E_PANIC`.
- *
- * # Safety
- * `t` is NULL or a live handle.
- */
-enum objmon_status objmon_enter_native(const struct objmon_thread *t);
+enum objmon_status objmon_interrupt(const struct objmon_runtime *rt, uint16_t id);
 
 /**
  * The thread returns from native code (`objmon_enter_native`); it may wait here for a
@@ -642,31 +610,13 @@ enum objmon_status objmon_enter_native(const struct objmon_thread *t);
 enum objmon_status objmon_leave_native(const struct objmon_thread *t);
 
 /**
- * monitorenter (structured: pair it with `objmon_exit` on the same thread). The handle
- * counts structured levels: the last detach is refused while any is held.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
- * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL` (an
- * inflation found no free monitor), `OBJMON_E_RECURSION_OVERFLOW`, `OBJMON_E_PANIC`.
+ * How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument
+ * or a handle of another thread. Allowed in native.
  *
  * # Safety
- * `t` is NULL or a live handle; `h` an initialised header of its runtime.
+ * `t` is NULL or a live handle; `h` NULL or an initialised header of its runtime.
  */
-enum objmon_status objmon_enter(const struct objmon_thread *t, struct objmon_header *h);
-
-/**
- * monitorexit of an `objmon_enter` (or acquired `objmon_try_enter`).
- * `OBJMON_E_ILLEGAL_MONITOR_STATE` if the thread holds no structured level (an unstructured
- * one is released only by `objmon_monitor_exit` or detach).
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
- * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_ILLEGAL_MONITOR_STATE` (no structured level held),
- * `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
- *
- * # Safety
- * `t` is NULL or a live handle; `h` an initialised header of its runtime.
- */
-enum objmon_status objmon_exit(const struct objmon_thread *t, struct objmon_header *h);
+uint32_t objmon_lock_count(const struct objmon_thread *t, const struct objmon_header *h);
 
 /**
  * JNI MonitorEnter (unstructured; released by `objmon_monitor_exit` or the last detach).
@@ -718,70 +668,6 @@ enum objmon_status objmon_notify(const struct objmon_thread *t, struct objmon_he
 enum objmon_status objmon_notify_all(const struct objmon_thread *t, struct objmon_header *h);
 
 /**
- * Locks `h` if no other thread owns it; `*acquired` says whether it did (structured: an
- * acquired lock is released by `objmon_exit`).
- *
- * Statuses: `OBJMON_OK` (acquired or not: see `*acquired`), `OBJMON_E_NULL`,
- * `OBJMON_E_WRONG_THREAD` (a handle of another thread), `OBJMON_E_IN_NATIVE` (in native),
- * `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`, `OBJMON_E_RECURSION_OVERFLOW`,
- * `OBJMON_E_PANIC`.
- *
- * # Safety
- * As `objmon_enter`; `acquired` is valid for writes.
- */
-enum objmon_status objmon_try_enter(const struct objmon_thread *t,
-                                    struct objmon_header *h,
-                                    bool *acquired);
-
-/**
- * Object.wait with Java's timeout convention: `timeout_ns == 0` waits until notified or
- * interrupted, a positive value at most that long, a negative one is
- * `OBJMON_E_INVALID_TIMEOUT`. `outcome` (may be NULL) says whether it was notified.
- *
- * Statuses: `OBJMON_OK` (notified or timed out: see `*outcome`), `OBJMON_E_INVALID_TIMEOUT`
- * (checked first), `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
- * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
- * (not the owner), `OBJMON_E_INTERRUPTED` (the interrupt status cleared, the lock held again),
- * `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
- *
- * # Safety
- * As `objmon_enter`; `outcome` is NULL or valid for writes.
- */
-enum objmon_status objmon_wait(const struct objmon_thread *t,
-                               struct objmon_header *h,
-                               int64_t timeout_ns,
-                               enum objmon_wait_outcome *outcome);
-
-/**
- * How many times the calling thread holds `h` (0: not owner). Returns 0 on a NULL argument
- * or a handle of another thread. Allowed in native.
- *
- * # Safety
- * `t` is NULL or a live handle; `h` NULL or an initialised header of its runtime.
- */
-uint32_t objmon_lock_count(const struct objmon_thread *t, const struct objmon_header *h);
-
-/**
- * Reads and clears the calling thread's interrupt status (Java's Thread.interrupted()).
- * False for NULL or a handle of another thread. Allowed in native.
- *
- * # Safety
- * `t` is NULL or a live handle.
- */
-bool objmon_thread_interrupted(const struct objmon_thread *t);
-
-/**
- * Interrupts thread `id`: sets its interrupt status and wakes it from a wait.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_NO_SUCH_THREAD` (no attached thread has id
- * `id`, or `id` is 0), `OBJMON_E_PANIC`.
- *
- * # Safety
- * `rt` is live.
- */
-enum objmon_status objmon_interrupt(const struct objmon_runtime *rt, uint16_t id);
-
-/**
  * The owner of `h`'s lock: writes its thread id to `owner`, or 0 if unowned (a snapshot).
  *
  * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_PANIC`.
@@ -792,33 +678,6 @@ enum objmon_status objmon_interrupt(const struct objmon_runtime *rt, uint16_t id
 enum objmon_status objmon_owner_of(const struct objmon_runtime *rt,
                                    const struct objmon_header *h,
                                    uint16_t *owner);
-
-/**
- * Copies the runtime's counters to `out`.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
- *
- * # Safety
- * `rt` is live; `out` valid for writes.
- */
-enum objmon_status objmon_stats_get(const struct objmon_runtime *rt, struct objmon_stats *out);
-
-/**
- * The identity hash of the object whose header is `h` (Java's `System.identityHashCode`),
- * written to `out`: installed on the first call, the same value ever after, from any thread,
- * in every lock state. Never 0. Fails only with `OBJMON_E_MONITOR_TABLE_FULL` where the
- * protocol must inflate to store it.
- *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
- * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`,
- * `OBJMON_E_PANIC`.
- *
- * # Safety
- * As `objmon_enter`; `out` valid for writes.
- */
-enum objmon_status objmon_identity_hash(const struct objmon_thread *t,
-                                        const struct objmon_header *h,
-                                        uint32_t *out);
 
 /**
  * The identity hash installed in `h`, written to `out`, or 0 if none has been asked for
@@ -835,21 +694,138 @@ enum objmon_status objmon_peek_identity_hash(const struct objmon_runtime *rt,
                                              uint32_t *out);
 
 /**
- * Finds deadlocks (cycles of threads blocked on entering monitors), confirmed without
- * stopping any thread (see `objmon::introspect`): may take a few hundred milliseconds. Writes
- * up to `cap` edges to `edges` (NULL allowed when `cap` is 0) and the total number of edges
- * to `n_edges` (0: no deadlock); call again with a larger array if it exceeds `cap`.
+ * Safepoint poll. `biased`, `fable` (and their `-seed` variants) revoke a bias held by a
+ * running thread through a handshake with it when the kernel refuses `membarrier` (seccomp,
+ * old kernels): a thread that runs long stretches of host code without objmon calls should
+ * call this now and then, and a thread that blocks outside objmon should be in native
+ * (`objmon_enter_native`). Free on the other protocols.
  *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n_edges`, or `edges` with `cap` > 0),
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `t` is NULL or a live handle.
+ */
+enum objmon_status objmon_poll(const struct objmon_thread *t);
+
+/**
+ * Number of protocols available (names via `objmon_protocol_name`).
+ */
+size_t objmon_protocol_count(void);
+
+/**
+ * The name of protocol `i` (a static NUL-terminated string), or NULL if out of range.
+ */
+const char *objmon_protocol_name(size_t i);
+
+/**
+ * GC hook for a moving collector (any protocol): the object whose header was at `from` now
+ * has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
+ * attached thread is inside an objmon call (a safepoint), for every moved object that is
+ * locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
+ * `from` is only compared, never read. A thread holding the object through
+ * `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
+ * `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
+ * a locked object must not move at all.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER` (`to`), `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live; `to` an initialised header of it.
+ */
+enum objmon_status objmon_relocate(const struct objmon_runtime *rt,
+                                   const struct objmon_header *from,
+                                   const struct objmon_header *to);
+
+/**
+ * Frees a runtime. Threads still attached keep it alive until they detach.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` comes from `objmon_runtime_new` and is not used afterwards.
+ */
+enum objmon_status objmon_runtime_free(struct objmon_runtime *rt);
+
+/**
+ * Creates a runtime running protocol `protocol` (e.g. "thin"). `config` may be NULL.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`protocol` or `out`), `OBJMON_E_UNKNOWN_PROTOCOL` (a
+ * name not in PROTOCOL NAMES, or not UTF-8), `OBJMON_E_UNSUPPORTED` (the protocol's header does
+ * not fit `objmon_header`; none does today), `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `protocol` is a NUL-terminated string; `config` is NULL or valid; `out` is valid for writes.
+ * For "biased-signal" and "fable-signal", also: every signal handler that runs on a thread
+ * attached to the runtime keeps `objmon_barrier_signal()` blocked until it returns (it is in
+ * the handler's `sa_mask`, and nothing the handler does unblocks it), or no handler runs on
+ * those threads; otherwise a lock can have two owners (WHICH PROTOCOL, in the opening comment).
+ * The "-rseq" names ask nothing of the kind.
+ */
+enum objmon_status objmon_runtime_new(const char *protocol,
+                                      const struct objmon_config *config,
+                                      struct objmon_runtime **out);
+
+/**
+ * The protocol name of a runtime (static string).
+ *
+ * # Safety
+ * `rt` is a live runtime.
+ */
+const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
+
+/**
+ * Copies the runtime's counters to `out`.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live; `out` valid for writes.
+ */
+enum objmon_status objmon_stats_get(const struct objmon_runtime *rt, struct objmon_stats *out);
+
+/**
+ * A human-readable description of status `s` (a static string), or "unknown status" if `s`
+ * is no `objmon_status` value (any integer is accepted, as `strerror` accepts any errno).
+ */
+const char *objmon_strerror(int32_t s);
+
+/**
+ * Attaches the calling thread to `rt` and writes its handle to `out`. The handle belongs to
+ * this OS thread: any other thread using it gets `OBJMON_E_WRONG_THREAD`.
+ *
+ * Attaching again on a thread already attached to `rt` is not an error: it writes the *same*
+ * handle (the same identity, the same locks; JNI's `AttachCurrentThread` on an attached
+ * thread) and counts the attach. Each attach is ended by one `objmon_thread_detach`; the
+ * thread detaches for real at the last one, so nested libraries may each attach and detach.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_TOO_MANY_THREADS` (`max_threads` attached),
  * `OBJMON_E_PANIC`.
  *
  * # Safety
- * `rt` is live; `edges` valid for `cap` writes (or `cap` 0); `n_edges` valid for a write.
+ * `rt` is live; `out` is valid for writes.
  */
-enum objmon_status objmon_find_deadlocks(const struct objmon_runtime *rt,
-                                         struct objmon_deadlock_edge *edges,
-                                         size_t cap,
-                                         size_t *n_edges);
+enum objmon_status objmon_thread_attach(const struct objmon_runtime *rt,
+                                        struct objmon_thread **out);
+
+/**
+ * Ends one `objmon_thread_attach` of the calling thread. At the last one the thread detaches:
+ * its unstructured (`objmon_monitor_enter`) locks are released, as JNI's
+ * `DetachCurrentThread` does, and their number of lock levels written to `released` (may be
+ * NULL; 0 for an attach that was not the last), and `t` is freed.
+ *
+ * Refused, the thread staying attached and `t` valid: `OBJMON_E_LOCKS_HELD` while it holds
+ * structured (`objmon_enter`) levels at the last detach (exit them first: a detach cannot
+ * know the host's frames), `OBJMON_E_IN_NATIVE` in native, `OBJMON_E_WRONG_THREAD` from
+ * another thread.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`t`), `OBJMON_E_WRONG_THREAD` (a handle of another
+ * thread), `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_LOCKS_HELD`, `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `t` comes from `objmon_thread_attach` and is not used after its last detach.
+ */
+enum objmon_status objmon_thread_detach(struct objmon_thread *t, size_t *released);
 
 /**
  * A thread dump as text (jstack's format: per thread its state, the object it waits to lock
@@ -875,39 +851,63 @@ enum objmon_status objmon_thread_dump(const struct objmon_runtime *rt,
                                       size_t *len);
 
 /**
- * The contention profile (empty unless the runtime was made with `profiling` set), most
- * time blocked first: up to `cap` entries into `entries` (NULL allowed when `cap` is 0), the
- * total number into `n`.
+ * The thread's id (1..=32767); 0 for NULL or a handle of another thread.
  *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`, `n`, or `entries` with `cap` > 0),
+ * # Safety
+ * `t` is NULL or a live thread.
+ */
+uint16_t objmon_thread_id(const struct objmon_thread *t);
+
+/**
+ * Reads and clears the calling thread's interrupt status (Java's Thread.interrupted()).
+ * False for NULL or a handle of another thread. Allowed in native.
+ *
+ * # Safety
+ * `t` is NULL or a live handle.
+ */
+bool objmon_thread_interrupted(const struct objmon_thread *t);
+
+/**
+ * Locks `h` if no other thread owns it; `*acquired` says whether it did (structured: an
+ * acquired lock is released by `objmon_exit`).
+ *
+ * Statuses: `OBJMON_OK` (acquired or not: see `*acquired`), `OBJMON_E_NULL`,
+ * `OBJMON_E_WRONG_THREAD` (a handle of another thread), `OBJMON_E_IN_NATIVE` (in native),
+ * `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_MONITOR_TABLE_FULL`, `OBJMON_E_RECURSION_OVERFLOW`,
  * `OBJMON_E_PANIC`.
  *
  * # Safety
- * `rt` is live; `entries` valid for `cap` writes (or `cap` 0); `n` valid for a write.
+ * As `objmon_enter`; `acquired` is valid for writes.
  */
-enum objmon_status objmon_contention_profile(const struct objmon_runtime *rt,
-                                             struct objmon_profile_entry *entries,
-                                             size_t cap,
-                                             size_t *n);
+enum objmon_status objmon_try_enter(const struct objmon_thread *t,
+                                    struct objmon_header *h,
+                                    bool *acquired);
 
 /**
- * GC hook for a moving collector (any protocol): the object whose header was at `from` now
- * has its header at `to`, the collector having copied the 8 bytes verbatim. Call it while no
- * attached thread is inside an objmon call (a safepoint), for every moved object that is
- * locked or that `thin`, `biased` or `fable` may have hashed; see `objmon::Runtime::relocate`.
- * `from` is only compared, never read. A thread holding the object through
- * `objmon_monitor_enter` then holds it at `to` (its `objmon_monitor_exit` and its detach use
- * `to`). Under `cacao` and `monitor-cache`, which find a monitor by the object's address,
- * a locked object must not move at all.
+ * The library's version: `(major << 16) | (minor << 8) | patch`, as the header's
+ * `OBJMON_VERSION` encodes `OBJMON_VERSION_MAJOR`, `_MINOR` and `_PATCH`. A host compares the
+ * two at start-up to catch a header and a library of different versions.
+ */
+uint32_t objmon_version(void);
+
+/**
+ * Object.wait with Java's timeout convention: `timeout_ns == 0` waits until notified or
+ * interrupted, a positive value at most that long, a negative one is
+ * `OBJMON_E_INVALID_TIMEOUT`. `outcome` (may be NULL) says whether it was notified.
  *
- * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_FOREIGN_HEADER` (`to`), `OBJMON_E_PANIC`.
+ * Statuses: `OBJMON_OK` (notified or timed out: see `*outcome`), `OBJMON_E_INVALID_TIMEOUT`
+ * (checked first), `OBJMON_E_NULL`, `OBJMON_E_WRONG_THREAD` (a handle of another thread),
+ * `OBJMON_E_IN_NATIVE` (in native), `OBJMON_E_FOREIGN_HEADER`, `OBJMON_E_ILLEGAL_MONITOR_STATE`
+ * (not the owner), `OBJMON_E_INTERRUPTED` (the interrupt status cleared, the lock held again),
+ * `OBJMON_E_MONITOR_TABLE_FULL` (inflation for the wait set), `OBJMON_E_PANIC`.
  *
  * # Safety
- * `rt` is live; `to` an initialised header of it.
+ * As `objmon_enter`; `outcome` is NULL or valid for writes.
  */
-enum objmon_status objmon_relocate(const struct objmon_runtime *rt,
-                                   const struct objmon_header *from,
-                                   const struct objmon_header *to);
+enum objmon_status objmon_wait(const struct objmon_thread *t,
+                               struct objmon_header *h,
+                               int64_t timeout_ns,
+                               enum objmon_wait_outcome *outcome);
 
 #ifdef __cplusplus
 }  // extern "C"
