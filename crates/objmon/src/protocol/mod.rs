@@ -2,7 +2,7 @@
 //! slow paths over it. Names follow the catalog in `ARCHITECTURE.md` and are used everywhere
 //! (CLI, docs, tests).
 //!
-//! A protocol is done when it passes the one conformance suite (`tests/conformance.rs`, which
+//! A protocol is done when it passes the one conformance suite (`tests/conformance/`, which
 //! runs every protocol listed in [`visit_all`]), has loom models of its races, and appears in
 //! the benchmark report (which also iterates [`visit_all`]).
 
