@@ -37,6 +37,7 @@ fn spinning_once() -> Config {
             variant: SystemLockVariant::Figure7,
             spin_limit: 1,
             spin_yields: 0,
+            queue_first: true,
             fair_handoff: None,
         },
         ..config()

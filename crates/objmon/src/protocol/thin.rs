@@ -316,6 +316,7 @@ use crate::spin::Spin;
 use crate::spin_episode::SpinEpisode;
 use crate::sync::{spin_hint, AtomicU32, AtomicUsize, Ordering};
 use crate::table::MonitorIndex;
+use crate::tasuki::Contenders;
 use crate::thread::ThreadId;
 use crate::MonitorError;
 use std::time::Instant;
@@ -581,7 +582,14 @@ impl<const SEED: bool> ThinLocks<SEED> {
     #[cold]
     #[inline(never)]
     fn enter_fat_contended(t: &ThreadContext<Self>, m: &FatMonitor) -> Result<(), MonitorError> {
-        if m.spin_enter(t.core()) {
+        // `thin`: `parking_lot`'s contenders (no spin while threads are suspended, a woken
+        // thread spins again); `thin-seed`: seed 004's (`tasuki.rs`, `Contenders`).
+        let c = if SEED {
+            Contenders::Seed
+        } else {
+            Contenders::QueueFirst
+        };
+        if m.spin_enter_with(t.core(), c) {
             return Ok(());
         }
         // We may sleep on the monitor: a hasher or a starving contender may then inflate
@@ -589,7 +597,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         // The monitor's spin is spent: straight to the suspend (`enter_spun`, no second
         // spin). Not the owner: `try_enter` would have re-entered.
         Self::block(t);
-        m.enter_spun(t.core_arc());
+        m.enter_spun_with(t.core_arc(), c);
         Self::unblock(t);
         Ok(())
     }
