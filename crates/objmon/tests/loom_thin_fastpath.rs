@@ -5,9 +5,10 @@
 //! writes its record with plain stores. And `thin`'s inflated enter (`ThinLocks::enter_fat`),
 //! which stays `RUNNING` (keeping its record) unless it must suspend on the monitor, against
 //! a hasher of a word it holds once and a contender on the monitor; the same two models for
-//! `thin-seed`, whose inflated enter now takes the same way (issue 13 item 4). The monitors
-//! spin with `parking_lot`'s contenders (`SystemLockConfig::queue_first`, `tasuki.rs`), and one
-//! model has two contenders woken and overtaken on an inflated lock.
+//! `thin-seed`, whose inflated enter now takes the same way (issue 13 item 4).
+//!
+//! The monitors spin with `parking_lot`'s contenders (`SystemLockConfig::queue_first`,
+//! `tasuki.rs`), and one model has two contenders woken and overtaken on an inflated lock.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_thin_fastpath`.
