@@ -39,7 +39,7 @@
 //! notification was never spent on it.
 
 use crate::sync::{deadline_passed, fence, yield_now, Arc, AtomicU32, AtomicUsize, Ordering};
-use crate::tasuki::{NodeQueue, QNode, SystemLockConfig, TasukiLock};
+use crate::tasuki::{Contenders, NodeQueue, QNode, SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
 use std::time::Instant;
@@ -124,7 +124,7 @@ impl FatMonitor {
             return self.recurse();
         }
         if !self.lock.try_lock() {
-            self.lock_contended(t, true);
+            self.lock_contended(t, true, Contenders::Seed);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
@@ -138,9 +138,16 @@ impl FatMonitor {
     /// spin, so this one does (profiled).
     #[inline]
     pub(crate) fn enter_spun(&self, t: &Arc<ThreadCore>) {
+        self.enter_spun_with(t, Contenders::Seed);
+    }
+
+    /// [`enter_spun`](Self::enter_spun) with the contenders' discipline `c` (`tasuki.rs`,
+    /// [`Contenders`]) for its spin (profiled) and its suspend.
+    #[inline]
+    pub(crate) fn enter_spun_with(&self, t: &Arc<ThreadCore>, c: Contenders) {
         debug_assert!(!self.is_owned_by(t), "enter_spun by the owner");
         if !self.lock.try_lock() {
-            self.lock_contended(t, self.profile_on);
+            self.lock_contended(t, self.profile_on, c);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
@@ -196,7 +203,14 @@ impl FatMonitor {
     /// profiling on, no spin here: `enter_spun` spins and profiles the contended acquisition.
     #[inline]
     pub(crate) fn spin_enter(&self, t: &ThreadCore) -> bool {
-        if self.profile_on || !self.lock.spin() {
+        self.spin_enter_with(t, Contenders::Seed)
+    }
+
+    /// [`spin_enter`](Self::spin_enter) with the contenders' discipline `c` (`tasuki.rs`,
+    /// [`Contenders`]): with [`Contenders::QueueFirst`], no spin while threads are suspended.
+    #[inline]
+    pub(crate) fn spin_enter_with(&self, t: &ThreadCore, c: Contenders) -> bool {
+        if self.profile_on || !self.lock.spin(c) {
             return false;
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
@@ -389,7 +403,7 @@ impl FatMonitor {
         self.end_wait(t, episode);
         // A notified waiter re-entering is blocked on enter (a deadlock edge) if it must wait.
         if !self.lock.try_lock() {
-            self.lock_contended(t, true);
+            self.lock_contended(t, true, Contenders::Seed);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(saved, Ordering::Relaxed);

@@ -17,6 +17,7 @@ use crate::blocking::BlockKind;
 use crate::monitor::FatMonitor;
 use crate::profile::{nanos, Counts};
 use crate::sync::{Arc, Ordering};
+use crate::tasuki::Contenders;
 use crate::thread::ThreadCore;
 use std::time::Instant;
 
@@ -35,9 +36,9 @@ impl FatMonitor {
     /// cost more than the spin saves, and a detector that misses a thread spinning only
     /// reports a deadlock one look later (a false negative, never a false positive).
     #[cold]
-    pub(crate) fn lock_contended(&self, t: &Arc<ThreadCore>, spin: bool) {
+    pub(crate) fn lock_contended(&self, t: &Arc<ThreadCore>, spin: bool, c: Contenders) {
         let start = self.profile_on.then(Instant::now);
-        let outer = if spin && self.system_lock().spin() {
+        let outer = if spin && self.system_lock().spin(c) {
             // Profiled here unless an outer episode of this thread covers this enter.
             if start.is_some() && t.blocking.in_episode() {
                 return;
@@ -52,7 +53,7 @@ impl FatMonitor {
             // SAFETY: `t` is the calling thread's core (`lock_contended` is reached only from
             // `FatMonitor`'s `enter`, `enter_spun` and `wait` on the protocols' paths, whose
             // `t` is the caller's own context).
-            unsafe { self.system_lock().suspend(t) };
+            unsafe { self.system_lock().suspend(t, c) };
             Some(outer)
         };
         if let Some(s) = start.filter(|_| outer != Some(false)) {

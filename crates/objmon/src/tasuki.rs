@@ -6,7 +6,7 @@
 //! | `lock`   | `UNLOCKED` / `LOCKED` / `UNLOCKING` (the third state only in Figure 7)    |
 //! | `wcount` | bits 0..=30: threads in the suspend loop (Figure 3); bit 31: `HANDOFF`   |
 //! | `queue`  | the mutex and condition variable of Figure 5: one word, a FIFO of suspended threads (nodes in their own frames) with its spin lock in bit 0 |
-//! | config   | `handoff_nanos`, `spin_limit`, variant: 8 bytes, fixed at construction   |
+//! | config   | `handoff_nanos`, `spin_limit`, yields and `queue_first`, variant: 8 bytes, fixed at construction |
 //!
 //! 24 bytes in all (it was 64 with a `Mutex<VecDeque<Arc<ThreadCore>>>` and a hand-off slot):
 //! Figure 5's mutex is the queue word's lock bit, its condition variable each thread's own
@@ -103,6 +103,19 @@
 //!   waiter is overtaken for at most `fair_handoff` plus one critical section (plus, on the
 //!   membarrier release, up to one unordered sleep, 1 ms, if a release missed its count).
 //!   `fair_handoff: None` gives the seed's unfair lock.
+//!
+//! **Contenders** (not in the seed; chosen per call by the protocol, `Contenders`, and only on
+//! a lock built with `SystemLockConfig::queue_first`, the default): `thin` and the biased
+//! engine's non-seed forms ask for `parking_lot`'s `lock_slow` discipline — a contender does
+//! not spin while threads are suspended (they came first; it suspends behind them instead of
+//! racing them and the holder for the lock's line), and a thread woken to retry spins again
+//! (when nobody else is suspended) before it suspends again, instead of Figure 5's straight
+//! compare-and-swap and sleep, which against a holder that re-locks at once costs the
+//! holder's next release another wake-up. Every other caller, the seed forms among them,
+//! gets the seed's contenders (every contender spins first, whoever is suspended; a woken
+//! thread goes straight to its compare-and-swap). Neither changes what the proofs above
+//! use: a contender that skips the spin goes to Figure 5; a woken thread is out of the
+//! queue with its count taken by its waker, a contender like one that has not suspended yet.
 
 use crate::membarrier;
 use crate::sync::{
@@ -150,7 +163,7 @@ pub struct SystemLockConfig {
     /// Read-only spins on a held lock before suspending (the seed's "spin threshold"; §1).
     pub spin_limit: u32,
     /// Yields of the processor after those pauses, each followed by a look at the lock,
-    /// before suspending (at most 255). 0 is seed 004 §1's spin exactly (pauses only); the
+    /// before suspending (at most 127). 0 is seed 004 §1's spin exactly (pauses only); the
     /// default, 7, is `parking_lot`'s `SpinWait` (3 rounds of pauses, then 7 yields). With
     /// more threads than cores the holder needs the core a spinner occupies: one run on the
     /// quiet 2-core Intel VM, `objmon-bench run --bench threads --param 2 --param 4 --param 8
@@ -159,6 +172,13 @@ pub struct SystemLockConfig {
     /// `fable` 8 threads 66.5 / 70.3 → 36.4 / 35.7; `Monitor<()>` 8 threads 63.1 / 66.2 →
     /// 33.5 / 33.3; `parking_lot::Mutex` 25.2–26.3 throughout.
     pub spin_yields: u32,
+    /// Whether the protocols that ask for it (`thin`, and the biased engine's non-seed forms,
+    /// `fable` among them) get `parking_lot`'s discipline for contenders: no spin while
+    /// threads are suspended, and a woken thread spins again before it suspends again
+    /// (module documentation, "Contenders"). `false`: every protocol gets seed 004's
+    /// contenders, which the seed forms (`thin-seed`, `biased-seed`, `fable-seed`) and the other
+    /// protocols get either way. Measured: docs/benchmarks.md, "Contended matrix".
+    pub queue_first: bool,
     /// Wait after which a suspended thread is handed the lock instead of competing for it
     /// (Figure 7 variant only). `None`: the seed's unfair lock.
     pub fair_handoff: Option<Duration>,
@@ -170,10 +190,34 @@ impl Default for SystemLockConfig {
             variant: SystemLockVariant::Figure7Membarrier,
             spin_limit: 64,
             spin_yields: 7,
+            queue_first: true,
             fair_handoff: Some(Duration::from_millis(1)),
         }
     }
 }
+
+/// How the contenders of one call behave, chosen by the protocol that calls: its seed's way, or
+/// `parking_lot`'s (and only if the lock was built with
+/// [`SystemLockConfig::queue_first`]). Safety does not depend on it: a contender that skips
+/// the spin suspends (Figure 5), and a woken thread that spins again is, until it suspends
+/// again, a contender that has not suspended yet (out of the queue, its count taken by its
+/// waker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Contenders {
+    /// Seed 004: every contender spins first (§1's precursory spin, whoever is suspended),
+    /// and a thread woken to retry goes straight to its compare-and-swap and, failing,
+    /// back to sleep (Figure 5, lines 15–21).
+    Seed,
+    /// `parking_lot`'s `lock_slow`: no spin while threads are suspended (they came first: a
+    /// newcomer suspends behind them instead of racing them and the holder for the lock's
+    /// line), and a thread woken to retry spins again, if nobody else is suspended, before
+    /// it suspends again (`SpinWait::reset` after an unpark), instead of going back to sleep
+    /// at the holder's next re-lock and costing its next release another wake-up.
+    QueueFirst,
+}
+
+/// `TasukiLock::spin_yields`: the [`SystemLockConfig::queue_first`] flag beside the yields.
+const QUEUE_FIRST: u8 = 1 << 7;
 
 /// A thread suspended in a [`NodeQueue`]: a node in the suspended thread's own stack frame
 /// (HotSpot's `ObjectWaiter`), so that a queue costs its lock one word and no allocation.
@@ -428,6 +472,8 @@ pub struct TasukiLock {
     wcount: AtomicU32,
     handoff_nanos: u32,
     spin_limit: u16,
+    /// Bits 0..=6: `spin_yields`; bit 7: [`QUEUE_FIRST`] (one byte, so that the lock stays
+    /// 24 bytes).
     spin_yields: u8,
     /// The release sequence: [`FIGURE5`], [`FIGURE7`] or [`FIGURE7_MEMBARRIER`] (one byte, so
     /// that the lock stays 24 bytes and the monitor one cache line).
@@ -502,7 +548,8 @@ impl TasukiLock {
                 _ => 0,
             },
             spin_limit: config.spin_limit.min(u16::MAX as u32) as u16,
-            spin_yields: config.spin_yields.min(u32::from(u8::MAX)) as u8,
+            spin_yields: config.spin_yields.min(u32::from(!QUEUE_FIRST)) as u8
+                | if config.queue_first { QUEUE_FIRST } else { 0 },
             release,
             queue: NodeQueue::new(),
         }
@@ -519,11 +566,11 @@ impl TasukiLock {
         if self.try_lock() {
             return;
         }
-        if self.spin() {
+        if self.spin(Contenders::Seed) {
             return;
         }
         // SAFETY: our caller's contract, passed on.
-        unsafe { self.suspend(t) };
+        unsafe { self.suspend(t, Contenders::Seed) };
     }
 
     /// Acquires the lock if it is free right now.
@@ -632,10 +679,14 @@ impl TasukiLock {
 
     /// The seed's precursory spin (§1), read-only on the lock word: looks separated by
     /// exponentially growing pauses (1, 2, 4, … `pause`s) until `spin_limit` pauses are
-    /// spent, and not while threads are suspended (they came first); then (not in the seed)
-    /// `spin_yields` yields, each followed by a look. `true` if it took the lock.
+    /// spent; then (not in the seed) `spin_yields` yields, each followed by a look. `true` if
+    /// it took the lock. With [`Contenders::QueueFirst`] (on a lock built with
+    /// `queue_first`), no spin at all while threads are suspended (they came first).
     #[inline]
-    pub(crate) fn spin(&self) -> bool {
+    pub(crate) fn spin(&self, c: Contenders) -> bool {
+        if self.queue_first(c) && self.wcount.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
         let mut budget = u32::from(self.spin_limit);
         let mut step = 1u32;
         while budget != 0 {
@@ -650,7 +701,7 @@ impl TasukiLock {
             }
         }
         // Then the processor to the holder, `spin_yields` times (`SystemLockConfig`).
-        for _ in 0..self.spin_yields {
+        for _ in 0..self.spin_yields & !QUEUE_FIRST {
             yield_now();
             if self.lock.load(Ordering::Relaxed) == UNLOCKED && self.try_lock() {
                 return true;
@@ -659,12 +710,19 @@ impl TasukiLock {
         false
     }
 
-    /// Figure 5 `tasuki_suspend` (with Figure 7's spin on `UNLOCKING`).
+    /// Whether the contenders of a call asking for `c` behave as `parking_lot`'s.
+    #[inline]
+    fn queue_first(&self, c: Contenders) -> bool {
+        c == Contenders::QueueFirst && self.spin_yields & QUEUE_FIRST != 0
+    }
+
+    /// Figure 5 `tasuki_suspend` (with Figure 7's spin on `UNLOCKING`); with
+    /// [`Contenders::QueueFirst`], a thread woken to retry spins again first ([`spin`](Self::spin)).
     ///
     /// # Safety
     /// As [`lock`](Self::lock): `t` is the calling thread's own core.
     #[cold]
-    pub(crate) unsafe fn suspend(&self, t: &Arc<ThreadCore>) {
+    pub(crate) unsafe fn suspend(&self, t: &Arc<ThreadCore>, c: Contenders) {
         let since = (self.handoff_nanos != 0).then(Instant::now);
         // This thread in the queue, in this frame: linked only while `tasuki_signal` says
         // SIG_WAITING (see `QNode`'s lifetime rule).
@@ -756,6 +814,12 @@ impl TasukiLock {
                     // SIG_RETRY: whoever woke us took our count (and our HANDOFF, if any).
                     requested = false;
                     overtaken = true;
+                    // Out of the queue and uncounted: a contender like any other until we
+                    // count ourselves in again, so we may spin as one (not while others are
+                    // suspended). Our wait's age (`since`) runs on.
+                    if self.queue_first(c) && self.spin(c) {
+                        return;
+                    }
                     q = self.queue.lock();
                 }
             }
@@ -914,5 +978,52 @@ mod tests {
             assert_eq!(c.load(Ordering::Relaxed), 2);
             assert!(q.is_empty());
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod policy_tests {
+    use super::*;
+
+    /// `Contenders::QueueFirst` skips the spin while a thread is counted in `wcount`, on a
+    /// lock built with `queue_first` only; `Contenders::Seed` spins either way, and so does
+    /// every call on a lock built without it (the faithful setting). The yields' count
+    /// shares its byte with the flag and keeps its value.
+    #[test]
+    fn queue_first_skips_the_spin_while_threads_are_suspended() {
+        for queue_first in [true, false] {
+            let l = TasukiLock::new(SystemLockConfig {
+                spin_yields: 200,
+                queue_first,
+                ..SystemLockConfig::default()
+            });
+            assert_eq!(
+                l.spin_yields & !QUEUE_FIRST,
+                127,
+                "yields clamped below the flag"
+            );
+            assert!(
+                l.spin(Contenders::QueueFirst),
+                "nobody suspended: spins and takes it"
+            );
+            // SAFETY: taken by the spin just above.
+            unsafe { l.unlock() };
+            // A suspended thread's count (no thread is parked: the lock is free and the
+            // spin only looks).
+            l.wcount.store(1, Ordering::Relaxed);
+            assert_eq!(l.spin(Contenders::QueueFirst), !queue_first);
+            if !queue_first {
+                // SAFETY: taken by the spin just above. The release sees the count and
+                // finds nobody queued to wake.
+                unsafe { l.unlock() };
+            }
+            assert!(
+                l.spin(Contenders::Seed),
+                "the seed's contenders spin regardless"
+            );
+            // SAFETY: taken by the spin just above.
+            unsafe { l.unlock() };
+            l.wcount.store(0, Ordering::Relaxed);
+        }
     }
 }

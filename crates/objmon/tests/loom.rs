@@ -35,6 +35,7 @@ fn sys(variant: SystemLockVariant, fair_handoff: Option<Duration>) -> SystemLock
         variant,
         spin_limit: 0,
         spin_yields: 0,
+        queue_first: false,
         fair_handoff,
     }
 }

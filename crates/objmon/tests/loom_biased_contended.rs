@@ -41,6 +41,7 @@ fn fat_contender_spins_running_vs_sync_handshake() {
                 variant: SystemLockVariant::Figure7,
                 spin_limit: 1,
                 spin_yields: 0,
+                queue_first: true,
                 fair_handoff: None,
             },
             ..Config::default()

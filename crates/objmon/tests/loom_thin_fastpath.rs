@@ -7,6 +7,9 @@
 //! a hasher of a word it holds once and a contender on the monitor; the same two models for
 //! `thin-seed`, whose inflated enter now takes the same way (issue 13 item 4).
 //!
+//! The monitors spin with `parking_lot`'s contenders (`SystemLockConfig::queue_first`,
+//! `tasuki.rs`), and one model has two contenders woken and overtaken on an inflated lock.
+//!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_thin_fastpath`.
 #![cfg(loom)]
@@ -37,6 +40,7 @@ fn spinning_once() -> Config {
             variant: SystemLockVariant::Figure7,
             spin_limit: 1,
             spin_yields: 0,
+            queue_first: true,
             fair_handoff: None,
         },
         ..config()
@@ -295,5 +299,48 @@ fn suspending_inflated_enter_vs_hasher<P: Protocol<Header = LockWord>>() {
         assert_eq!(rt.owner_of(&y), None);
         assert_eq!(x.host_bits(), 0x11);
         drop(me.enter(&x).unwrap());
+    });
+}
+
+/// `thin`'s contenders with `queue_first` (`tasuki.rs`, "Contenders"): the main thread holds
+/// an inflated `y`, releases it, re-locks it at once and releases it again, while A and B
+/// enter it. A contender that finds the other counted in `wcount` skips the spin and
+/// suspends; a contender woken to retry spins again (nobody else counted) before it suspends
+/// again, and may lose that spin to the main thread's re-lock. Never two inside, nobody left
+/// suspended (every join returns), the lock ends free.
+#[test]
+fn thin_queue_first_contenders_on_an_inflated_lock() {
+    let mut b = common::builder(2);
+    b.max_branches = 1_000_000;
+    b.check(|| {
+        let rt = Runtime::<Thin>::new(spinning_once());
+        let y = Arc::new(LockWord::new(0x22));
+        let me = rt.attach().unwrap();
+        let gy = me.enter(&y).unwrap();
+        gy.notify().unwrap(); // inflates `y`
+        let inside = Arc::new(AtomicBool::new(true));
+        let contenders: Vec<_> = (0..2)
+            .map(|_| {
+                let (rt2, y2, inside2) = (rt.clone(), y.clone(), inside.clone());
+                thread::spawn(move || {
+                    let me = rt2.attach().unwrap();
+                    let g = me.enter(&y2).unwrap();
+                    assert!(!inside2.swap(true, Ordering::Relaxed), "two inside");
+                    inside2.store(false, Ordering::Relaxed);
+                    drop(g);
+                })
+            })
+            .collect();
+        inside.store(false, Ordering::Relaxed);
+        drop(gy);
+        let g = me.enter(&y).unwrap();
+        assert!(!inside.swap(true, Ordering::Relaxed), "two inside");
+        inside.store(false, Ordering::Relaxed);
+        drop(g);
+        for c in contenders {
+            c.join().unwrap();
+        }
+        assert_eq!(rt.owner_of(&y), None);
+        assert_eq!(y.host_bits(), 0x22);
     });
 }

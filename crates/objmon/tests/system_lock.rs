@@ -43,6 +43,7 @@ fn suspending(fair_handoff: Option<Duration>) -> SystemLockConfig {
         variant: SystemLockVariant::Figure7Membarrier,
         spin_limit: 0,
         spin_yields: 0,
+        queue_first: false,
         fair_handoff,
     }
 }

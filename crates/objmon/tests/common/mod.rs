@@ -23,6 +23,7 @@ pub fn system_lock() -> objmon::vm::SystemLockConfig {
         variant: objmon::vm::SystemLockVariant::Figure7Membarrier,
         spin_limit: 0,
         spin_yields: 0,
+        queue_first: false,
         fair_handoff: None,
     }
 }

@@ -4,6 +4,7 @@
 //! and the fat monitor for wait.
 
 use super::*;
+use crate::tasuki::Contenders;
 
 /// A learn word's own count of its guess's non-recursive re-acquisitions
 /// ([`LearnRule::PerObject`]): bits 41..34, free in a learn word (a bias generation lives
@@ -386,10 +387,13 @@ impl<F: Flavor> Biasing<F> {
     #[cold]
     #[inline(never)]
     fn enter_fat_contended(t: &Cx<F>, m: &FatMonitor) {
-        if m.spin_enter(t.core()) {
+        // `parking_lot`'s contenders (`tasuki.rs`, `Contenders`); the seed flavors do not
+        // come here (`enter_fat`).
+        let c = Contenders::QueueFirst;
+        if m.spin_enter_with(t.core(), c) {
             return;
         }
-        Self::safe(t, || m.enter_spun(t.core_arc()));
+        Self::safe(t, || m.enter_spun_with(t.core_arc(), c));
     }
 
     /// The acquisitions of a fresh object, inline (rseq and records variants; the seed variants keep

@@ -3,6 +3,7 @@
 //! which another thread may inflate this thread's words for it (a hasher, a starving contender).
 
 use super::*;
+use crate::tasuki::Contenders;
 
 impl<const SEED: bool> ThinLocks<SEED> {
     /// Inflates a thin lock that `t` owns with `count` locks (§2.3.4, §2.3.3 overflow, wait).
@@ -176,7 +177,14 @@ impl<const SEED: bool> ThinLocks<SEED> {
         t: &ThreadContext<Self>,
         m: &FatMonitor,
     ) -> Result<(), MonitorError> {
-        if m.spin_enter(t.core()) {
+        // `thin`: `parking_lot`'s contenders (no spin while threads are suspended, a woken
+        // thread spins again); `thin-seed`: seed 004's (`tasuki.rs`, `Contenders`).
+        let c = if SEED {
+            Contenders::Seed
+        } else {
+            Contenders::QueueFirst
+        };
+        if m.spin_enter_with(t.core(), c) {
             return Ok(());
         }
         // We may sleep on the monitor: a hasher or a starving contender may then inflate
@@ -184,7 +192,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         // The monitor's spin is spent: straight to the suspend (`enter_spun`, no second
         // spin). Not the owner: `try_enter` would have re-entered.
         Self::block(t);
-        m.enter_spun(t.core_arc());
+        m.enter_spun_with(t.core_arc(), c);
         Self::unblock(t);
         Ok(())
     }
