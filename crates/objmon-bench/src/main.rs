@@ -29,7 +29,6 @@ mod profile;
 mod realprog;
 mod record;
 mod report;
-mod report_summary;
 mod runner;
 mod stress;
 mod subject;
