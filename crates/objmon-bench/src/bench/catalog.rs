@@ -213,47 +213,59 @@ impl Bench {
     /// Where the experiment comes from and what one operation is.
     pub fn describe(self) -> (&'static str, &'static str) {
         match self {
-            Bench::NoSync => ("seed 000 Table 2", "ns per loop iteration, no lock"),
-            Bench::Sync => ("seed 000 Table 2", "ns per lock+unlock"),
-            Bench::NestedSync => ("seed 000 Table 2", "ns per nested lock+unlock"),
+            Bench::NoSync => (
+                "seed 000 (thin locks) Table 2",
+                "ns per loop iteration, no lock",
+            ),
+            Bench::Sync => ("seed 000 (thin locks) Table 2", "ns per lock+unlock"),
+            Bench::NestedSync => ("seed 000 (thin locks) Table 2", "ns per nested lock+unlock"),
             Bench::UserLoop => (
-                "objmon",
+                "objmon's own, no seed figure",
                 "ns per lock+unlock in the loop a user writes; rows interleaved round by round",
             ),
             Bench::MultiSync => (
-                "seed 000 Table 2",
+                "seed 000 (thin locks) Table 2",
                 "ns per lock+unlock, param = objects in the working set",
             ),
-            Bench::Call => ("seed 000 Table 2", "ns per plain call"),
-            Bench::CallSync => ("seed 000 Table 2", "ns per synchronized call"),
-            Bench::NestedCallSync => ("seed 000 Table 2", "ns per nested synchronized call"),
+            Bench::Call => ("seed 000 (thin locks) Table 2", "ns per plain call"),
+            Bench::CallSync => ("seed 000 (thin locks) Table 2", "ns per synchronized call"),
+            Bench::NestedCallSync => (
+                "seed 000 (thin locks) Table 2",
+                "ns per nested synchronized call",
+            ),
             Bench::Threads => (
-                "seed 000 Table 2",
+                "seed 000 (thin locks) Table 2",
                 "ns per lock+unlock (wall time / all pairs), param = threads on one object",
             ),
             Bench::Cloud => (
-                "seed 002 §5.1 Fig. 8",
+                "seed 002 (FABLE biased locking) §5.1 Fig. 8",
                 "ns per acquisition (wall / all acquisitions of all threads)",
             ),
             Bench::CloudGrowth => (
-                "objmon, after seed 002 §5.1",
+                "objmon's own, after seed 002 (FABLE biased locking) §5.1 Fig. 8",
                 "ns per acquisition (wall / all acquisitions), param = objects in the cloud",
             ),
             Bench::ProdCons => (
-                "seed 002 §5.1 Fig. 11",
+                "seed 002 (FABLE biased locking) §5.1 Fig. 11",
                 "ns per object produced and consumed",
             ),
             Bench::AllocLock => (
-                "seed 002 §5.3 Fig. 16",
+                "seed 002 (FABLE biased locking) §5.3 Fig. 16",
                 "ns per iteration (allocate, lock k times, drop), param = k",
             ),
-            Bench::MutexTest => ("seed 003 Motivation", "ns per synchronized call"),
-            Bench::TreeTest => ("seed 003 Motivation", "ns per synchronized node visit"),
+            Bench::MutexTest => ("seed 003 (CACAO) Motivation", "ns per synchronized call"),
+            Bench::TreeTest => (
+                "seed 003 (CACAO) Motivation",
+                "ns per synchronized node visit",
+            ),
             Bench::SystemMonitor => (
-                "seed 004 §5.1 Table 2",
+                "seed 004 (tasuki) §5.1 Table 2",
                 "ns per synchronized call while another thread waits on the object",
             ),
-            Bench::WaitNotify => ("—", "ns per hand-over (wait + notifyAll)"),
+            Bench::WaitNotify => (
+                "objmon's own, no seed figure",
+                "ns per hand-over (wait + notifyAll)",
+            ),
         }
     }
 

@@ -28,6 +28,29 @@ fn tiny_plan(reps: usize) -> Plan {
 
 /// Every bench runs on every subject that can run it, with tiny sizes: no hang, no
 /// lost update, a positive finite figure.
+/// `objmon-bench list` says, for every bench, which seed paper's figure it reproduces (by the
+/// paper's subject, not its number alone) or that it reproduces none, and what one figure
+/// counts.
+#[test]
+fn every_bench_names_its_seed_figure_and_its_unit() {
+    let seeds = [
+        "seed 000 (thin locks) ",
+        "seed 002 (FABLE biased locking) ",
+        "seed 003 (CACAO) ",
+        "seed 004 (tasuki) ",
+        "no seed figure",
+    ];
+    for b in ALL {
+        let (seed, what) = b.describe();
+        assert!(
+            seeds.iter().any(|s| seed.contains(s)),
+            "{}: {seed:?} names no seed paper",
+            b.name()
+        );
+        assert!(what.starts_with("ns per "), "{}: {what:?}", b.name());
+    }
+}
+
 #[test]
 fn every_bench_runs_on_every_subject() {
     struct Check(Plan);
