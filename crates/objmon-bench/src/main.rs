@@ -239,9 +239,10 @@ enum Command {
 /// from it.
 const MAX_SECONDS: u64 = 86_400;
 
-/// Shortest `profile --millis`: half the quick report's 200 ms. Shorter runs time mostly
-/// the start of the workload's threads (inside the timed span) and a few hundred operations
-/// per object, and their on/off ratio is noise (10 ms runs read 0.4× to 2.7×).
+/// Shortest `profile --millis`: half the quick report's 200 ms. Shorter runs time mostly the
+/// start of the workload's threads (inside the timed span) and a few hundred operations per
+/// object, and their on/off ratio is noise (docs/benchmarks.md, "Bench notes moved out of the
+/// code").
 const MIN_PROFILE_MILLIS: u64 = 100;
 
 /// Longest `replay --wait-cap-ms`: half of the replay's no-progress watchdog (20 s,

@@ -1,4 +1,4 @@
-//! The report's "Real programs" section (issue 14): the recorded monitor traces of real Java
+//! The report's "Real programs" section: the recorded monitor traces of real Java
 //! programs, characterized as the seeds tabulate their programs (seed 000 Table 1 and Figure 3,
 //! seed 003 Tables 2–5), replayed on every protocol and anchor (seed 000 Figure 5's speed-ups
 //! over `monitor-cache` and `fat`; seed 002 §5.2's FABLE vs biased vs thin on the

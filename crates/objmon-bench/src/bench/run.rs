@@ -134,10 +134,9 @@ impl Bench {
     /// Whether the runner times this bench's rows round by round, every row once per round
     /// ([`interleave`]), rather than row after row. Cloud's figures are wall time over 10
     /// threads, and what the bench answers is a ratio between rows (seed 002: `fable` within
-    /// ~10% of `thin`); on a shared host a neighbour's use of the cache moves `thin` between
-    /// 4 and 19 ns per acquisition for seconds at a time (nine runs of `run --bench cloud
-    /// --quick --protocol thin` back to back, no process of ours running beside them), so
-    /// rows timed one after the other met different machines.
+    /// ~10% of `thin`); on a shared host a neighbour's use of the cache moves `thin` by several
+    /// times for seconds at a time (docs/benchmarks.md, "Bench notes moved out of the code"),
+    /// so rows timed one after the other meet different machines.
     ///
     /// Threads too: its targets are ratios to `parking-lot-mutex` at the same thread count
     /// (the report's contended targets), and its short repetitions met whatever the host did
@@ -148,8 +147,7 @@ impl Bench {
     ///
     /// And AllocLock, whose FABLE ÷ thin (seed 002 §5.3: at most 1.5×) the report judges in
     /// every run: row after row, single rows of a quick report read 2–3× their neighbours in
-    /// spells (one CI run: `fable-signal[learn-limit=N]` cells of 13.7 and 30 ns side by
-    /// side, 2.5× `thin` at worst).
+    /// spells.
     pub fn interleaved(self) -> bool {
         matches!(
             self,

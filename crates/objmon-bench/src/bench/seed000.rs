@@ -95,10 +95,9 @@ pub(super) fn call_sync<S: Subject>(t: &S::Thread, o: &S::Obj, n: u64, nested: b
 /// passes plus the warm-up's), so that each timed pass meets every object in its steady
 /// state, as a small working set's objects are after the first of their many passes.
 /// `fable` biases an object after its learn limit + 1 consecutive acquisitions by one thread
-/// (N ≤ 10 in the sweeps, `LearnRule::PerObject`); before this, a quick run's 10^6-object
-/// pass locked each object once per repetition, so its median repetition met learn-mode
-/// words and the curve rose 4.4× there (a start-up transient, which AllocLock measures, not
-/// the working set's cost).
+/// (N ≤ 10 in the sweeps, `LearnRule::PerObject`); a 10^6-object pass that locked each
+/// object once per repetition would meet learn-mode words in its median repetition and bend
+/// the curve up (a start-up transient, which AllocLock measures, not the working set's cost).
 pub const SETTLE: u64 = 16;
 
 /// A MultiSync working set of `n` objects, each brought to [`SETTLE`] lock+unlock pairs by

@@ -115,13 +115,13 @@ impl Results {
     }
 }
 
-/// Cloud's `num ÷ den` round by round, from the per-repetition logs (the warm-up left out):
-/// the median of the per-round ratios and their range. Cloud's rows run round by round, so
-/// repetition i of every row ran in round i, within seconds of each other: a spell of the
-/// host that covers whole rounds moves both alike and drops out of the ratio, where the ratio
-/// of the two medians can pick one row's median from a slow round and the other's from a
-/// fast one (one quick report: medians 6.17 / 3.96 = 1.56, rounds 1.10, 1.04, 0.94, 1.09,
-/// 1.56: median 1.09). `None` without both logs.
+/// Cloud's `num ÷ den` round by round, from the per-repetition logs (the warm-up left out): the
+/// median of the per-round ratios and their range. Cloud's rows run round by round, so
+/// repetition i of every row ran in round i, within seconds of each other: a spell of the host
+/// that covers whole rounds moves both alike and drops out of the ratio, where the ratio of the
+/// two medians can pick one row's median from a slow round and the other's from a fast one (an
+/// example in docs/benchmarks.md, "Bench notes moved out of the code"). `None` without both
+/// logs.
 pub(super) fn paired_cloud(log: &[crate::bench::CloudReps], num: &str, den: &str) -> Option<Ratio> {
     let timed = |row: &str| {
         log.iter()

@@ -160,8 +160,8 @@ pub(super) fn targets_section(d: &mut Vec<Block>, r: &Results) {
         };
         rows.push(vec![what, claim::text(x.as_ref()), v, how]);
     };
-    // Contended: paired by round, as Cloud's below (the 2-thread figures come in spells:
-    // parking_lot itself reads 9 or 20 ns); the ratio of the medians beside it.
+    // Contended: paired by round, as Cloud's below (the 2-thread figures come in spells that
+    // move parking_lot itself by 2×); the ratio of the medians beside it.
     let contended = |row: &str, n: u64| -> (Option<Ratio>, String) {
         let x = r.claim("threads", row, PL, n);
         let how = computed_as(
