@@ -26,7 +26,7 @@ impl ProtocolVisitor for FastPaths<'_> {
         let mut g = self.0.benchmark_group(P::NAME);
 
         // `black_box` once, outside the timed closure: per call it would add a store and a
-        // load that a user's loop does not have (issue 13).
+        // load that a user's loop does not have.
         let owned = P::Header::default();
         let h = black_box(&owned);
         g.bench_function("enter+exit", |b| {

@@ -1,4 +1,4 @@
-//! Memory per object (issue 12 item 6): the resident memory that 1,000,000 lockable values
+//! Memory per object: the resident memory that 1,000,000 lockable values
 //! cost a process — `objmon::Monitor<u64>` beside the locks a Rust user would pick instead —
 //! measured as the growth of the resident set (`/proc/self/statm`), each kind in a fresh child
 //! process (`objmon-bench memory-probe KIND N`), so that no allocator reuse from an earlier

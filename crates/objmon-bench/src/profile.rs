@@ -1,4 +1,4 @@
-//! The contention profile (issue 7 item 4): one contended workload per protocol, run once with
+//! The contention profile: one contended workload per protocol, run once with
 //! `Config::profiling` off and once on — the cost of profiling, and the top objects it names.
 //!
 //! Workload: `THREADS` threads over `OBJECTS` objects; each operation locks the hot object

@@ -83,10 +83,10 @@ pub trait Subject: 'static {
     /// Every implementation is `#[inline(always)]`, and so are the guards' drops: a user's
     /// loop calls `ThreadHandle::enter` (itself `#[inline(always)]`), `Monitor::lock` or
     /// `Mutex::lock` directly, and this wrapper must not add a call the user's loop does not
-    /// have. As a hint (`#[inline]`) LLVM left `fable`'s out of line in Cloud's worker,
-    /// where `fable-rseq`'s was inline: a call, five pushes and pops per acquisition, and
-    /// `fable` 1.1–1.3× `thin` there against `fable-rseq`'s 1.0–1.1× (2026-11-29; test
-    /// `userloop::tests::fable_takes_a_thin_word_inline`).
+    /// have. A mere hint (`#[inline]`) lets LLVM leave the larger locks (`fable`'s) out of
+    /// line in Cloud's worker: a call and five pushes and pops per acquisition that a user's
+    /// loop does not pay (test `userloop::tests::fable_takes_a_thin_word_inline`; the
+    /// figures are in docs/benchmarks.md, "Bench notes moved out of the code").
     fn lock<'a>(t: &'a Self::Thread, o: &'a Self::Obj) -> Self::Guard<'a>;
     /// Object.wait with a timeout (depth 1). Only called where [`WAIT`](Self::WAIT) is true;
     /// the default (for subjects without it) panics.
@@ -113,8 +113,9 @@ pub trait Subject: 'static {
     const CONTENDED_ONLY: bool = false;
 
     /// The subject's tuning knob: an objmon protocol's [`Protocol::KNOB`], `None` for
-    /// everything else. Benches that sweep it ([`Bench::sweeps_knob`](crate::bench::Bench::sweeps_knob))
-    /// add one row per value, named by [`knob_row`].
+    /// everything else. Benches that sweep it
+    /// ([`Bench::sweeps_knob`](crate::bench::Bench::sweeps_knob)) add one row per value, named
+    /// by [`knob_row`].
     const KNOB: Option<Knob> = None;
     /// Sets the knob in a fresh runtime ([`Protocol::set_knob`]); refused by default.
     fn set_knob(_rt: &Self::Rt, _value: u32) -> Result<(), KnobError> {

@@ -1,4 +1,4 @@
-//! `user-loop`: uncontended lock+unlock as a user meets it (issue 13 item 1).
+//! `user-loop`: uncontended lock+unlock as a user meets it.
 //!
 //! Every row is a loop written the way a user writes it in their own crate — for a protocol
 //! `for _ in 0..n { let g = me.enter(&h).unwrap(); drop(g); }` through the public API, for the
@@ -10,9 +10,8 @@
 //! single-step count of `bench::tests`).
 //!
 //! **Placements.** Where a sub-nanosecond loop lands in the binary decides which of two
-//! speeds it runs at (docs/benchmarks.md, "Code placement decides the sub-nanosecond rows":
-//! `user-loop-thin-nested` read 0.72 or 0.95 ns depending on an unrelated commit elsewhere,
-//! its machine code unchanged), and a user's binary puts it anywhere. So every loop function
+//! speeds it runs at, with its machine code unchanged (docs/benchmarks.md, "Code placement
+//! decides the sub-nanosecond rows"), and a user's binary puts it anywhere. So every loop function
 //! is built [`PLACES`] times, its code behind [`place`]'s padding at a different offset of a
 //! 64-byte line each time, and a repetition runs `n / PLACES` pairs at each placement under
 //! one clock: a row's figure is the mean over placements, the same for every build of the
@@ -292,13 +291,13 @@ pub fn names() -> Vec<String> {
 /// What [`each_row`] calls per row: `(subject, nested, make)`; `make` builds the row.
 type AddRow<'a> = dyn FnMut(&str, bool, &dyn Fn() -> Row) + 'a;
 
-/// A protocol's plain and nested rows, named after [`Protocol::NAME`].
-/// Plain lock+unlock pairs a protocol row's object gets before its first round, so that
-/// every timed round meets the object in the state a user's loop keeps it in. Without them a
-/// FABLE object (seed 002 §3.1) spends its first rounds in learn mode (the `-nested` rows:
-/// the held outer lock keeps it there, recursion does not count) and biases only after the
-/// learn limit's worth of rounds: one or two rounds of 8–17 ns among rounds of 0.8–2.4 ns
-/// in one run. Far above any learn limit the report sweeps (`alloc-lock`'s `learn-limit`).
+/// A protocol's plain and nested rows, named after [`Protocol::NAME`]. Plain lock+unlock pairs
+/// a protocol row's object gets before its first round, so that every timed round meets the
+/// object in the state a user's loop keeps it in. Without them a FABLE object (seed 002 §3.1)
+/// spends its first rounds in learn mode (the `-nested` rows: the held outer lock keeps it
+/// there, recursion does not count) and biases only after the learn limit's worth of rounds,
+/// which read several times the biased rounds. Far above any learn limit the report sweeps
+/// (`alloc-lock`'s `learn-limit`).
 pub const WARM_UP: u32 = 256;
 
 /// `WARM_UP` plain lock+unlock pairs of `h` by `me`.
@@ -368,8 +367,8 @@ fn each_row(add: &mut AddRow<'_>) {
     }
     objmon::vm::visit_all(&mut Protos(add));
     // FABLE exactly as seed 002 specifies (Figures 6 and 7, the owner's count in the header
-    // behind the `in_op` Dekker): not in the catalog, measured here beside `fable` (issue 13
-    // item 3 keeps the seed-faithful variants in the report).
+    // behind the `in_op` Dekker): not in the catalog, measured here beside `fable`, so that
+    // the report shows the seed's own variant next to objmon's.
     protocol_rows::<objmon::protocol::fable::FableSeed>(add);
 
     let anchor = Kind::Anchor;
@@ -526,11 +525,10 @@ mod tests {
 
     /// `fable` takes a free thin word (Cloud's steady state: every object thin, its sticky
     /// owner another thread) in about `thin`'s instructions in the harness's Cloud loop
-    /// (`bench::cloud_batch`): its lock inlines there. While `Subject::lock` was only
-    /// `#[inline]`, LLVM left `fable`'s out of line there (its `enter`, with `fresh_enter`
-    /// inline beside the records owner step, is the largest): a call with five pushes and pops
-    /// (`fable` 1.1–1.3× `thin` on Cloud, `fable-rseq`, inline, 1.0–1.1×). Counted by
-    /// single-stepping, release builds only (as below).
+    /// (`bench::cloud_batch`): its lock inlines there. With `Subject::lock` only `#[inline]`,
+    /// LLVM may leave `fable`'s out of line (its `enter`, with `fresh_enter` inline beside the
+    /// records owner step, is the largest): a call with five pushes and pops, which this test
+    /// would see. Counted by single-stepping, release builds only (as below).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     #[cfg_attr(
         debug_assertions,
@@ -576,10 +574,9 @@ mod tests {
 
     /// `Monitor::lock` inlines into a user's loop: the `monitor` row's loop
     /// ([`monitor`], `Monitor<()>`, the default protocol `thin`) runs no more than 16
-    /// instructions per lock+unlock above `thin`'s through a handle. While `lock` was only
-    /// `#[inline]`, LLVM left it out of line here (a call, three pushes and pops: 47 against
-    /// 36 in `examples/user_loop monitor plain`; `user-loop-monitor` 6.45 → 5.75 ns,
-    /// `-nested` 1.90 → 1.35 when it became `#[inline(always)]`). What the 16 pay for: the
+    /// instructions per lock+unlock above `thin`'s through a handle. With `lock` only
+    /// `#[inline]`, LLVM may leave it out of line here (a call, three pushes and pops: see
+    /// docs/benchmarks.md, "Bench notes moved out of the code"). What the 16 pay for: the
     /// thread-local look-up of the attachment, its three fields loaded again after the lock
     /// (a pointer from a thread-local carries no `noalias`, unlike a `&ThreadHandle`
     /// argument), and the level count's upkeep. Release builds only (as below).
@@ -615,9 +612,9 @@ mod tests {
 
     /// `lock_api::Mutex<RawMonitor, T>`'s lock inlines into a user's loop as `Monitor`'s
     /// does: the `monitor-lock-api` row's loop ([`monitor_lock_api`]) runs at most 37
-    /// instructions per lock+unlock above `thin`'s through a handle (54 against 22 here; 64
-    /// while `RawMonitor::lock_checked` was only `#[inline]` and LLVM left it out of line, the
-    /// loop 7.0 ns against 6.25 since, `examples/user_loop raw-monitor`). Above `Monitor`'s
+    /// instructions per lock+unlock above `thin`'s through a handle (54 against 22 here; more
+    /// if `RawMonitor::lock_checked` were left out of line, as a mere `#[inline]` allows:
+    /// see docs/benchmarks.md, "Bench notes moved out of the code"). Above `Monitor`'s
     /// 36: the reentrancy check a `&mut T` lock needs (`holds_lock`: a load of the header),
     /// and the unlock's own look-up of the attachment (`lock_api` keeps nothing between lock
     /// and unlock), whose guard drop LLVM leaves out of line. Release builds only (as below).
@@ -663,9 +660,10 @@ mod tests {
                 if !["thin", "biased-signal", "fable-signal"].contains(&P::NAME) {
                     return;
                 }
-                // SAFETY: this program installs no signal handler of its own (std's fault handlers run
-                // only on a fault, which no owner section makes): the -signal flavors' contract
-                // (`Runtime::new_unchecked`) holds; the other protocols have none.
+                // SAFETY: this program installs no signal handler of its own (std's fault
+                // handlers run only on a fault, which no owner section makes): the -signal
+                // flavors' contract (`Runtime::new_unchecked`) holds; the other protocols have
+                // none.
                 let rt = unsafe { Runtime::<P>::new_unchecked(Default::default()) };
                 let me = rt.attach().unwrap();
                 let h = P::Header::default();

@@ -12,10 +12,12 @@
 //! JDK's default HotSpot locking. A pick whose uncontended figure did not run is left out; a
 //! figure missing from one panel reads "did not run" there. Ratios follow [`crate::claim`].
 
+use super::results::Results;
+use super::tables::cell;
+
 use crate::claim;
 use crate::doc::Block;
 use crate::plot;
-use crate::report::{cell, Results};
 use objmon::vm::Protocol;
 use std::path::Path;
 
