@@ -46,6 +46,10 @@ use runner::Selection;
 use std::time::{Duration, Instant};
 
 fn main() {
+    // A reader that stops early (`objmon-bench list | head`) ends the process quietly, as it
+    // does a C tool, instead of `println!` panicking on the broken pipe.
+    // SAFETY: called first, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match Cli::parse().command {
         Command::Run {
             benches,

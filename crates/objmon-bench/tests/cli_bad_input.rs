@@ -444,3 +444,42 @@ fn small_valid_runs_still_work() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A reader that closes the pipe after the first bytes (`objmon-bench list | head -c 1`):
+/// the process ends by the signal, as a C tool does, with no panic on stderr.
+#[test]
+fn a_closed_stdout_ends_the_process_without_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_objmon-bench"))
+        .arg("list")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("objmon-bench starts");
+    let mut first = [0u8; 1];
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_exact(&mut first)
+        .expect("list prints something");
+    // The read end is dropped here: the child's next write meets a closed pipe.
+    let start = Instant::now();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr readable");
+    let status = child.wait().expect("child waited for");
+    assert!(
+        start.elapsed() < LIMIT,
+        "list did not end after its reader left"
+    );
+    assert!(
+        !stderr.contains("panicked"),
+        "objmon-bench list panicked on a closed stdout: {stderr}"
+    );
+    assert_ne!(status.code(), Some(101), "exit code of a Rust panic");
+}
