@@ -37,7 +37,10 @@
 //!   unlocking CAS from it succeeded, or its `inflated` flag is set (before the monitor word
 //!   is published); a recursive record (displaced header 0) at any time;
 //! - a word at INFLATING is written next only by its inflater; everybody else waits;
-//! - record addresses are compared for identity only; records never move.
+//! - record addresses are compared for identity only; records never move;
+//! - a recursive record counts only while its base record is current (the header names it, or
+//!   it was inflated): a forgotten hold's records, left at an address a swap has since filled,
+//!   are orphaned, not taken for the new header's.
 //!
 //! The argument: docs/soundness.md, "`stack`: records, INFLATING and freeing".
 //!
@@ -45,7 +48,7 @@
 //! |-----------------------------------|--------------------------------------------------------|--------------|
 //! | lock, unlocked                    | load, two stores (record), CAS of the record address, store (top) | 73 with unlock |
 //! | unlock                            | CAS of the displaced header back, two or three stores  | ″            |
-//! | recursive lock / unlock           | load, three stores / stores only                       | 78 with lock |
+//! | recursive lock / unlock           | load, three stores / load of the header, range check, stores | 85 with lock |
 //!
 //! (Callgrind through the guard API; docs/benchmarks.md, "Protocol notes moved out of the code".)
 //! GC: see [`Stack::locked_objects`], [`Runtime::relocate`].
@@ -147,9 +150,9 @@ pub struct LockRecord {
     displaced: AtomicU64,
     /// Raw id of the thread whose array this is; [`ANONYMOUS_OWNER`] once it has detached.
     owner: AtomicU32,
-    /// Nonzero once a base record was inflated: the header it was locked in went from its
-    /// address to INFLATING (a contender) or to a monitor word (the owner), so no header names
-    /// it any more. Set before the monitor word is published, cleared by the owner just before
+    /// Nonzero once a base record was inflated: the index of the monitor the header it was
+    /// locked in went to (from INFLATING, by a contender, or straight, by the owner), so no
+    /// header names the record any more. Set before the monitor word is published, cleared by the owner just before
     /// it frees the record. The owner's proof that the header's monitor word came from this
     /// record, and that freeing the record leaves no header naming it.
     inflated: AtomicU32,
@@ -263,9 +266,14 @@ impl Protocol for Stack {
             let r = &rs.records[top - 1];
             if r.obj.load(Ordering::Relaxed) == addr(h) {
                 let d = r.displaced.load(Ordering::Relaxed);
+                // A recursive record, while the header is stack-locked by us (else the slow
+                // path checks that the record's base is still current).
                 if d == 0 {
-                    rs.free(top - 1);
-                    return Ok(());
+                    if rs.owns_word(h.0.load(Ordering::Relaxed)) {
+                        rs.free(top - 1);
+                        return Ok(());
+                    }
+                    return Self::exit_slow(rt, t, h);
                 }
                 if h.0
                     .compare_exchange(rs.word_of(top - 1), d, Ordering::Release, Ordering::Relaxed)

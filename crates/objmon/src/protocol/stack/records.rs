@@ -73,6 +73,27 @@ impl LockRecords {
         })
     }
 
+    /// Whether base record `i` holds the header whose word is `w`: the word names it, or the
+    /// word is the monitor it was inflated into (`LockRecord::inflated` holds that monitor's
+    /// index). A record inflated for a header that has since moved away fails this: the word
+    /// now at its address is another object's.
+    pub(super) fn is_current(&self, i: usize, w: u64) -> bool {
+        let inflated = self.records[i].inflated.load(Ordering::Relaxed);
+        self.word_of(i) == w
+            || (inflated != 0
+                && w & mark::LOCK_BITS == mark::MONITOR
+                && mark::index_of(w).get() == inflated)
+    }
+
+    /// Owner only: the base record for `a` below record `i` (the nearest), which recursive
+    /// record `i` belongs to.
+    pub(super) fn base_below(&self, i: usize, a: usize) -> Option<usize> {
+        (0..i).rev().find(|&j| {
+            let r = &self.records[j];
+            r.obj.load(Ordering::Relaxed) == a && r.displaced.load(Ordering::Relaxed) != 0
+        })
+    }
+
     /// Owner only (others: a racy snapshot): the record levels held on the lock whose header
     /// is at `a` and reads `w`: whether a base record for `a` is current — the header names it
     /// (`w` is its address) or it was inflated — and how many recursive records follow
@@ -85,7 +106,7 @@ impl LockRecords {
                 continue;
             }
             if r.displaced.load(Ordering::Relaxed) != 0 {
-                current = self.word_of(i) == w || r.inflated.load(Ordering::Relaxed) != 0;
+                current = self.is_current(i, w);
                 base |= current;
             } else if current {
                 rec += 1;

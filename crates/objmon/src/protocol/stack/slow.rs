@@ -62,7 +62,7 @@ impl Stack {
         let owner = r.owner.load(Ordering::Relaxed);
         // The header names the record no more: the owner may free it once it sees the monitor
         // word (the release store below publishes this too).
-        r.inflated.store(1, Ordering::Relaxed);
+        r.inflated.store(idx.get(), Ordering::Relaxed);
         // The count is 1 for the base record; recursive records stay with the owner.
         m.set_unpublished_owner(owner);
         h.0.store(monitor_word(displaced, idx), Ordering::Release);
@@ -111,7 +111,7 @@ impl Stack {
                 .is_ok()
             {
                 // No header names the record now (only we read the flag, after this).
-                r.inflated.store(1, Ordering::Relaxed);
+                r.inflated.store(idx.get(), Ordering::Relaxed);
                 rt.stats().inflated(cause);
                 return Ok(m);
             }
@@ -210,10 +210,30 @@ impl Stack {
     ) -> Result<(), MonitorError> {
         let rs = t.local();
         match rs.topmost(addr(h)) {
-            Some((i, false)) => {
-                rs.free(i);
-                Ok(())
-            }
+            // A recursive record counts only while its base record is current: the header
+            // names the base, or the base was inflated (the monitor came from it). Otherwise
+            // both are a forgotten hold's whose header moved away, and a header that safe code
+            // swapped to the address must not take them for its own: orphan them, and this
+            // exit is about whatever the header at `a` holds now.
+            Some((i, false)) => match rs.base_below(i, addr(h)) {
+                Some(j) => loop {
+                    let w = h.0.load(Ordering::Acquire);
+                    if rs.is_current(j, w) {
+                        rs.free(i);
+                        return Ok(());
+                    }
+                    if w == INFLATING {
+                        yield_now();
+                        continue;
+                    }
+                    rs.orphan(j, addr(h));
+                    return Self::exit_slow(rt, t, h);
+                },
+                None => {
+                    rs.records[i].obj.store(ORPHAN, Ordering::Release);
+                    Self::exit_slow(rt, t, h)
+                }
+            },
             Some((i, true)) => loop {
                 let r = &rs.records[i];
                 let w = h.0.load(Ordering::Acquire);
@@ -230,7 +250,7 @@ impl Stack {
                     // A contender is installing a monitor (that will name us if it is ours):
                     // wait for it.
                     yield_now();
-                } else if r.inflated.load(Ordering::Relaxed) != 0 {
+                } else if rs.is_current(i, w) {
                     // Inflated (the flag was set before the monitor word we acquired was
                     // published): the header left the record's address for good, so the
                     // record may be freed, and the base record's exit is the monitor's exit.
