@@ -31,7 +31,7 @@
 //! overlaps, i.e. by µops per iteration, not by the one miss's latency; the bias test
 //! first is 1.2–1.4× `thin`, the thin test first close to it.
 //!
-//! `rules`, repetitions after the first (issue 13 item 6): each has fresh threads, which get
+//! `rules`, repetitions after the first: each has fresh threads, which get
 //! the last ones' ids. Before learn words carried their guess's learn tag, such a thread
 //! continued the count of objects its id's previous holder had locked, and per-object
 //! FABLE biased 220–665 objects in the second repetition and revoked them all in the third

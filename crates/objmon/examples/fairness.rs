@@ -1,4 +1,4 @@
-//! How long a waiter is overtaken (issue 11 item 17), per protocol: it reports, it asserts
+//! How long a waiter is overtaken, per protocol: it reports, it asserts
 //! nothing. `THREADS` threads lock one fresh object in a tight loop (lock, a short critical
 //! section, unlock, lock again at once: the worst case for a thin lock's spinning contender,
 //! whose owner leaves the word free for a few nanoseconds per round) for `MS` milliseconds,

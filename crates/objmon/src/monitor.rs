@@ -6,7 +6,7 @@
 //! held lock, `wait`), they call `monitor_episodes.rs`, which publishes and profiles the
 //! blocking episode around the system lock's spin and suspend.
 //!
-//! **Space** (issue 13 item 5): 64 bytes, aligned to a cache line, so that the words a
+//! **Space**: 64 bytes, aligned to a cache line, so that the words a
 //! contended enter and exit touch (lock word, `wcount`, owner, count) share one line and no
 //! two monitors of a table share a line. It was 144 bytes (owner and count on the second
 //! line); HotSpot's `ObjectMonitor` is about 200. What each field costs and buys (x86-64):
@@ -133,7 +133,7 @@ impl FatMonitor {
 
     /// [`enter`](Self::enter) for a caller that is not the owner and whose
     /// [`spin_enter`](Self::spin_enter) has just failed: one more try, then straight to the
-    /// suspend, without the system lock's spin a second time (issue 13 item 4: a thread
+    /// suspend, without the system lock's spin a second time (a thread
     /// about to sleep spun twice, 2 × 64 pauses). With profiling on `spin_enter` does not
     /// spin, so this one does (profiled).
     #[inline]
@@ -689,7 +689,7 @@ impl FatMonitor {
 mod tests {
     use super::*;
 
-    /// Item 5 of issue 13: a fat monitor fits one cache line (and is aligned to one).
+    /// A fat monitor fits one cache line (and is aligned to one).
     #[test]
     fn fat_monitor_is_one_cache_line() {
         assert_eq!(std::mem::size_of::<TasukiLock>(), 24);

@@ -315,7 +315,7 @@ impl<P: Protocol> std::fmt::Debug for Runtime<P> {
     }
 }
 
-/// Identity hashes (issue 7 item 2).
+/// Identity hashes.
 impl<P: Protocol> Runtime<P> {
     /// The identity hash installed in `h`, or `None` if nobody has asked for one yet. Never
     /// installs one (for GCs and debuggers); callable from any thread, attached or not.

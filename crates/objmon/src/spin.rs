@@ -7,7 +7,7 @@
 //! costlier; it knows nothing of words or protocols (the caller looks between two
 //! [`Spin::snooze`]s).
 //!
-//! The policy (issue 11 item 17):
+//! The policy:
 //!
 //! 1. [`PAUSE_STEPS`] exponential pauses (1 … 32 `pause`s, a few µs), then
 //! 2. `yield` between looks;

@@ -26,7 +26,7 @@
 //! read-modify-write — and a suspending thread that has slept a millisecond without being
 //! woken calls `membarrier(PRIVATE_EXPEDITED)` between its increment and its compare-and-swap
 //! (`membarrier.rs`), which makes every running thread of the process execute a full barrier:
-//! the same Dekker, paid by the rare side, and only when it may matter. Why (issue 13 item 4;
+//! the same Dekker, paid by the rare side, and only when it may matter. Why (measured on the
 //! 2-core AMD EPYC VM, one run each, `parking_lot::Mutex` in the same process):
 //! - one thread, a fat `thin` lock (`examples/contended inflated thin 100000000`): 11.8 ns
 //!   per lock+unlock with Figure 7's fence, 7.4 ns without (`parking_lot` 9.2 ns);

@@ -1,11 +1,11 @@
-//! Loom models of `thin`'s issue 13 fast paths (`protocol/thin.rs`, "Fast paths"): the
+//! Loom models of `thin`'s fast paths (`protocol/thin/entry.rs`): the
 //! inline nested lock and unlock and the blind-store unlock (which trusts the thread's record
 //! of its last fast lock, `ThinThread::last`) against a contender, and the one new race: a
 //! `reclaim` (or `relocate`) clearing another thread's record with a CAS while that thread
 //! writes its record with plain stores. And `thin`'s inflated enter (`ThinLocks::enter_fat`),
 //! which stays `RUNNING` (keeping its record) unless it must suspend on the monitor, against
 //! a hasher of a word it holds once and a contender on the monitor; the same two models for
-//! `thin-seed`, whose inflated enter now takes the same way (issue 13 item 4).
+//! `thin-seed`, whose inflated enter now takes the same way.
 //!
 //! The monitors spin with `parking_lot`'s contenders (`SystemLockConfig::queue_first`,
 //! `tasuki.rs`), and one model has two contenders woken and overtaken on an inflated lock.
@@ -169,7 +169,7 @@ fn thin_reclaim_vs_the_owners_next_fast_lock() {
     reclaim_vs_owner(true);
 }
 
-/// Issue 13 item 4: A holds `x` once by the fast CAS (recorded) and enters `y`, inflated
+/// A holds `x` once by the fast CAS (recorded) and enters `y`, inflated
 /// beforehand, while B holds or takes `y`: A re-enters nothing, takes the free monitor or
 /// suspends, and is `BLOCKED` only while suspending (`enter_fat`). The main thread hashes
 /// `x` meanwhile: it waits while A runs, or inflates `x` for a blocked A. Mutual exclusion on
@@ -246,7 +246,7 @@ fn inflated_enter_vs_hasher_and_contender<P: Protocol<Header = LockWord>>() {
     });
 }
 
-/// Issue 13 item 4, the suspending half: the main thread holds `y` (inflated beforehand) and
+/// The suspending half: the main thread holds `y` (inflated beforehand) and
 /// hashes `x`, which A holds once (fast CAS, recorded) while it enters `y`. A spins `RUNNING`
 /// (the hasher must wait: A's next unlock of `x` may be the blind store) and then suspends
 /// `BLOCKED` (record forgotten), when the hasher inflates `x` for it; the main thread then
@@ -256,7 +256,7 @@ fn thin_suspending_inflated_enter_vs_hasher() {
     suspending_inflated_enter_vs_hasher::<Thin>();
 }
 
-/// [`thin_suspending_inflated_enter_vs_hasher`] for `thin-seed` (issue 13 item 4: its
+/// [`thin_suspending_inflated_enter_vs_hasher`] for `thin-seed` (its
 /// inflated enter goes straight to the monitor as `thin`'s, `BLOCKED` only around the
 /// suspend; before, `BLOCKED` and unblocked inside the critical section around every enter of
 /// an inflated lock). A holds `x` by the seed's CAS (no record), so the hasher must wait while

@@ -1,4 +1,4 @@
-//! Issue 11 item 7, for the protocols whose owner unlocks with a plain store (`thin`, and the
+//! For the protocols whose owner unlocks with a plain store (`thin`, and the
 //! thin / learn words of `biased`, `fable` and their seed variants): an identity hash taken
 //! while another thread holds the lock must follow the object when safe Rust moves its
 //! unlocked header (`mem::replace`, `mem::swap`, moving the value), and a fresh object at

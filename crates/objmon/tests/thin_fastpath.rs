@@ -1,4 +1,4 @@
-//! Issue 13 item 2: `thin`'s fast paths (the inline nested lock and unlock, the blind-store
+//! `thin`'s fast paths (the inline nested lock and unlock, the blind-store
 //! unlock after the thread's last fast lock) leave every word exactly as `thin-seed`'s (seed
 //! 000 §2.3 as written) do, in every order of locks and unlocks a thread can make; and the
 //! thread's record of its last fast lock never outlives the object (reclaim, relocate), so an
