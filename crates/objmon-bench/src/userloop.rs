@@ -501,7 +501,7 @@ mod tests {
 
     /// The user's loop of [`protocol`] with the runtime, the context and the handle's word
     /// handed over directly (pointers and a word that arrive in registers), locking as a
-    /// handle's guard does (`Protocol::enter_hinted` / `exit_hinted`, the lock's hint passed
+    /// handle's guard does (`Protocol::lock` / `unlock`, the lock's hint passed
     /// to the unlock).
     #[inline(never)]
     fn direct<P: Protocol>(
@@ -517,8 +517,8 @@ mod tests {
             // thread), `word` its `handle_word`, `h` outlives the calls, every enter is
             // followed by its exit, with the hint of that enter.
             unsafe {
-                let hint = P::enter_hinted(rt, cx, word, h).unwrap();
-                P::exit_hinted(rt, cx, word, hint, h).unwrap();
+                let hint = P::lock(rt, cx, word, h).unwrap();
+                P::unlock(rt, cx, word, hint, h).unwrap();
             }
         }
     }

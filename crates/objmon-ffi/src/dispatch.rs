@@ -44,7 +44,7 @@ pub(crate) trait DynThread {
 
 pub(crate) struct Rt<P: Protocol>(pub(crate) Arc<Runtime<P>>);
 /// A thread's handle and the protocol's word for it (`Protocol::handle_word`, computed once
-/// at attach), which `enter` / `exit` pass on as a handle's guards do (`enter_with`): the
+/// at attach), which `enter` / `exit` pass on as a handle's guards do (`Protocol::lock`): the
 /// signal bias owners store it instead of the loaded header ± 256.
 pub(crate) struct Th<P: Protocol>(pub(crate) ThreadHandle<'static, P>, pub(crate) u64);
 
@@ -112,13 +112,21 @@ impl<P: Protocol> DynThread for Th<P> {
         self.0.id().get()
     }
     unsafe fn enter(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        unsafe { P::enter_with(self.0.runtime(), self.0.context(), self.1, hdr::<P>(h)) }
+        unsafe { P::lock(self.0.runtime(), self.0.context(), self.1, hdr::<P>(h)) }.map(|_| ())
     }
     unsafe fn try_enter(&self, h: *const objmon_header) -> Result<bool, MonitorError> {
         unsafe { P::try_enter(self.0.runtime(), self.0.context(), hdr::<P>(h)) }
     }
     unsafe fn exit(&self, h: *const objmon_header) -> Result<(), MonitorError> {
-        unsafe { P::exit_with(self.0.runtime(), self.0.context(), self.1, hdr::<P>(h)) }
+        unsafe {
+            P::unlock(
+                self.0.runtime(),
+                self.0.context(),
+                self.1,
+                Default::default(),
+                hdr::<P>(h),
+            )
+        }
     }
     unsafe fn wait(
         &self,

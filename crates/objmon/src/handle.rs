@@ -230,7 +230,7 @@ impl<P: Protocol> HandleCore<P> {
         }
     }
 
-    /// Locks `h` through the protocol's [`enter_with`](Protocol::enter_with).
+    /// Locks `h` through the protocol's [`lock`](Protocol::lock), the hint dropped.
     ///
     /// # Safety
     /// As [`exit`](Self::exit) explains for the context; `h` stays valid (and unmoved) while
@@ -239,18 +239,18 @@ impl<P: Protocol> HandleCore<P> {
     pub(crate) unsafe fn enter(&self, h: &P::Header) -> Result<(), MonitorError> {
         // SAFETY: the context as in `exit`; `word` is `handle_word` of it (`of`); `h` is
         // the caller's to keep valid.
-        unsafe { P::enter_with(&self.rt, &self.cx, self.word, h) }
+        unsafe { P::lock(&self.rt, &self.cx, self.word, h) }.map(|_| ())
     }
 
     /// [`enter`](Self::enter) for a guard: the protocol's hint for the guard's unlock
-    /// ([`Protocol::enter_hinted`]).
+    /// ([`Protocol::lock`]).
     ///
     /// # Safety
     /// As [`enter`](Self::enter).
     #[inline(always)]
     pub(crate) unsafe fn enter_hinted(&self, h: &P::Header) -> Result<P::Hint, MonitorError> {
         // SAFETY: as in `enter`.
-        unsafe { P::enter_hinted(&self.rt, &self.cx, self.word, h) }
+        unsafe { P::lock(&self.rt, &self.cx, self.word, h) }
     }
 
     /// [`exit`](Self::exit) of a guard's level.
@@ -267,8 +267,8 @@ impl<P: Protocol> HandleCore<P> {
         hint: P::Hint,
     ) -> Result<(), MonitorError> {
         // SAFETY: the context as in `exit` (this core is one thread's); the hint is the
-        // caller's promise, which is `Protocol::exit_hinted`'s contract.
-        unsafe { P::exit_hinted(&self.rt, &self.cx, self.word, hint, h) }
+        // caller's promise, which is `Protocol::unlock`'s contract.
+        unsafe { P::unlock(&self.rt, &self.cx, self.word, hint, h) }
     }
 
     #[inline(always)]
@@ -280,7 +280,7 @@ impl<P: Protocol> HandleCore<P> {
         // neither `Send` nor `Sync` (`user/attach.rs`); in native, the protocol refuses what
         // it must (`Protocol`'s safety contract); `h` is borrowed for the call.
         // `word` is `handle_word` of that context (`of`).
-        unsafe { P::exit_with(&self.rt, &self.cx, self.word, h) }
+        unsafe { P::unlock(&self.rt, &self.cx, self.word, P::Hint::default(), h) }
     }
 }
 
@@ -617,7 +617,7 @@ impl<P: Protocol> std::fmt::Debug for ThreadHandle<'_, P> {
 pub struct HeaderGuard<'a, P: Protocol> {
     th: &'a HandleCore<P>,
     h: &'a P::Header,
-    /// The protocol's hint for this level's unlock ([`Protocol::enter_hinted`]; `()` for
+    /// The protocol's hint for this level's unlock ([`Protocol::lock`]; `()` for
     /// most).
     hint: P::Hint,
 }

@@ -273,9 +273,10 @@ impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
     /// (`first_lock`); otherwise `lockMutexForObject`. `cacao-seed`: all of it under the
     /// bucket lock (`lock_in_bucket`), as the seed's `disablePreemption()` brackets it.
     #[inline(always)]
-    unsafe fn enter(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let o = h.addr();
@@ -325,9 +326,11 @@ impl<const SEED: bool> Protocol for CacaoLocks<SEED> {
     /// holds no pin to drop), no bucket lock; otherwise `unlockMutexForObject`. `cacao-seed`:
     /// all of it under the bucket lock (`unlock_in_bucket`).
     #[inline(always)]
-    unsafe fn exit(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
+        _: (),
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let o = h.addr();

@@ -111,9 +111,10 @@ impl Protocol for Fat {
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
     #[inline]
-    unsafe fn enter(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
         Self::monitor(rt, h)?.enter(t.core_arc())
@@ -129,9 +130,11 @@ impl Protocol for Fat {
     }
 
     #[inline]
-    unsafe fn exit(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
+        _: (),
         h: &LockWord,
     ) -> Result<(), MonitorError> {
         match Self::installed(rt, h)? {

@@ -201,9 +201,10 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     }
 
     #[inline]
-    unsafe fn enter(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
         h: &MarkWord,
     ) -> Result<(), MonitorError> {
         let ls = t.local();
@@ -241,9 +242,11 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     }
 
     #[inline]
-    unsafe fn exit(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
+        _: (),
         h: &MarkWord,
     ) -> Result<(), MonitorError> {
         let ls = t.local();

@@ -87,9 +87,9 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     type State: Send + Sync;
     /// Protocol state of each attached thread (a lock stack, a learn count, ...).
     type ThreadState: Send + Sync;
-    /// What [`enter_hinted`](Self::enter_hinted) hands a guard for its unlock: `()` for a
-    /// protocol without hints, so that a guard is its two pointers (a third field, even a
-    /// constant 0, cost `cacao`'s user loop 6 instructions and 9% in register spills).
+    /// What [`lock`](Self::lock) hands a guard for its unlock: `()` for a protocol without
+    /// hints, so that a guard is its two pointers (a third field, even a constant 0, cost
+    /// `cacao`'s user loop 6 instructions and 9% in register spills).
     type Hint: Copy + Default;
 
     /// Builds the runtime-wide state.
@@ -97,62 +97,78 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// Builds the state of a newly attached thread.
     fn new_thread_state(id: ThreadId, config: &Config) -> Self::ThreadState;
 
-    /// monitorenter: acquires, blocking while another thread owns the object.
-    ///
-    /// # Safety
-    /// The [operations' contract](Protocol#safety-of-the-operations).
-    unsafe fn enter(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        h: &Self::Header,
-    ) -> Result<(), MonitorError>;
     /// A word the protocol derives once per handle from the thread's context, passed back to
-    /// [`enter_with`](Self::enter_with) / [`exit_with`](Self::exit_with) by every lock and
-    /// unlock through that handle. A handle keeps it beside its runtime and context pointers,
-    /// so a user's loop holds it in a register: a constant of the thread that a fast path
-    /// can use where a value derived from a load would chain one step to the next (the
-    /// signal bias owners store it instead of the loaded header ± 256; `protocol/biased/fastpath.rs`,
-    /// `signal_known_step`). It must be a pure function of the context: the same whenever it is
-    /// computed. 0 by default (unused).
+    /// [`lock`](Self::lock) / [`unlock`](Self::unlock) by every lock and unlock through that
+    /// handle. A handle keeps it beside its runtime and context pointers, so a user's loop
+    /// holds it in a register: a constant of the thread that a fast path can use where a
+    /// value derived from a load would chain one step to the next (`thin`'s pre-shifted
+    /// owner id; the signal bias owners store it instead of the loaded header ± 256,
+    /// `protocol/biased/fastpath.rs`, `signal_known_step`). It must be a pure function of the
+    /// context: the same whenever it is computed. 0 by default (unused).
     #[inline(always)]
     fn handle_word(_t: &ThreadContext<Self>) -> u64 {
         0
     }
-    /// [`enter`](Self::enter) with the handle's [`handle_word`](Self::handle_word); by
-    /// default `enter` itself.
+    /// monitorenter: acquires, blocking while another thread owns the object. `word` is
+    /// [`handle_word(t)`](Self::handle_word); the result is a *hint* for the matching
+    /// unlock: a guard keeps it and passes it to [`unlock`](Self::unlock) when it drops, so a
+    /// fast path can carry a value from the lock to the unlock in a register (`thin`'s nested
+    /// lock returns the word it found, which its nested unlock stores back instead of the
+    /// loaded word minus one). [`Hint::default`](Default::default) means none. A protocol
+    /// that needs neither the word nor a hint ignores the one and returns `Ok(())`.
     ///
     /// # Safety
     /// The [operations' contract](Protocol#safety-of-the-operations), and `word` is
     /// `Self::handle_word(t)`.
-    #[inline(always)]
-    unsafe fn enter_with(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         word: u64,
         h: &Self::Header,
-    ) -> Result<(), MonitorError> {
-        let _ = word;
-        // SAFETY: the caller's contract, which includes `enter`'s.
-        unsafe { Self::enter(rt, t, h) }
-    }
-    /// [`enter_with`](Self::enter_with), returning a *hint* for the matching unlock: a guard
-    /// keeps it and passes it to [`exit_hinted`](Self::exit_hinted) when it drops, so a fast
-    /// path can carry a value from the lock to the unlock in a register (`thin`'s nested lock
-    /// returns the word it found, which its nested unlock then stores back instead of the
-    /// loaded word minus one: no arithmetic between one step's load and the next step's
-    /// store). [`Hint::default`](Default::default) means none; by default always none.
+    ) -> Result<Self::Hint, MonitorError>;
+    /// monitorexit: releases one level; `IllegalMonitorState` if `t` does not own the
+    /// object. `word` as for [`lock`](Self::lock); `hint` is the default (none) or what
+    /// `lock` returned for a level of `h` held by this thread. A hint only: the outcome must
+    /// be the same for every hint the contract allows (a protocol checks what it uses).
     ///
     /// # Safety
-    /// As [`enter_with`](Self::enter_with).
-    #[inline(always)]
-    unsafe fn enter_hinted(
+    /// The [operations' contract](Protocol#safety-of-the-operations), `word` is
+    /// `Self::handle_word(t)`, and `hint` is the default or a value `lock` returned for `h`
+    /// on this thread (not necessarily for the level released: guards may drop in any order).
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         word: u64,
+        hint: Self::Hint,
         h: &Self::Header,
-    ) -> Result<Self::Hint, MonitorError> {
-        // SAFETY: the caller's contract, which is `enter_with`'s.
-        unsafe { Self::enter_with(rt, t, word, h) }.map(|()| Self::Hint::default())
+    ) -> Result<(), MonitorError>;
+    /// [`lock`](Self::lock) with the context's own word, the hint dropped: for callers
+    /// without a handle (a convenience; protocols implement `lock`).
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    #[inline(always)]
+    unsafe fn enter(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract, and the word is `handle_word(t)`.
+        unsafe { Self::lock(rt, t, Self::handle_word(t), h) }.map(|_| ())
+    }
+    /// [`unlock`](Self::unlock) with the context's own word and no hint (a convenience;
+    /// protocols implement `unlock`).
+    ///
+    /// # Safety
+    /// The [operations' contract](Protocol#safety-of-the-operations).
+    #[inline(always)]
+    unsafe fn exit(
+        rt: &Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &Self::Header,
+    ) -> Result<(), MonitorError> {
+        // SAFETY: the caller's contract; the word is `handle_word(t)` and no hint is given.
+        unsafe { Self::unlock(rt, t, Self::handle_word(t), Self::Hint::default(), h) }
     }
     /// Acquires if that needs no waiting for another thread; `Ok(false)` otherwise.
     ///
@@ -163,53 +179,6 @@ pub trait Protocol: Sized + Send + Sync + 'static {
         t: &ThreadContext<Self>,
         h: &Self::Header,
     ) -> Result<bool, MonitorError>;
-    /// monitorexit: releases one level; `IllegalMonitorState` if `t` does not own the object.
-    ///
-    /// # Safety
-    /// The [operations' contract](Protocol#safety-of-the-operations).
-    unsafe fn exit(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        h: &Self::Header,
-    ) -> Result<(), MonitorError>;
-    /// [`exit`](Self::exit) with the handle's [`handle_word`](Self::handle_word); by default
-    /// `exit` itself.
-    ///
-    /// # Safety
-    /// The [operations' contract](Protocol#safety-of-the-operations), and `word` is
-    /// `Self::handle_word(t)`.
-    #[inline(always)]
-    unsafe fn exit_with(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        word: u64,
-        h: &Self::Header,
-    ) -> Result<(), MonitorError> {
-        let _ = word;
-        // SAFETY: the caller's contract, which includes `exit`'s.
-        unsafe { Self::exit(rt, t, h) }
-    }
-    /// [`exit_with`](Self::exit_with) with the hint of the lock level it releases
-    /// ([`enter_hinted`](Self::enter_hinted)). A hint only: the outcome must be
-    /// `exit_with`'s for every hint the contract allows (a protocol checks what it uses);
-    /// by default `exit_with` itself.
-    ///
-    /// # Safety
-    /// As [`exit_with`](Self::exit_with), and `hint` is the default (none) or a value
-    /// `enter_hinted` returned for `h` on this thread (not necessarily for the level
-    /// released: guards may drop in any order).
-    #[inline(always)]
-    unsafe fn exit_hinted(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        word: u64,
-        hint: Self::Hint,
-        h: &Self::Header,
-    ) -> Result<(), MonitorError> {
-        let _ = hint;
-        // SAFETY: the caller's contract, which includes `exit_with`'s.
-        unsafe { Self::exit_with(rt, t, word, h) }
-    }
     /// Object.wait with an optional deadline.
     ///
     /// # Safety

@@ -205,9 +205,10 @@ impl Protocol for MonitorCache {
     }
     fn new_thread_state(_: ThreadId, _: &Config) {}
 
-    unsafe fn enter(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         Self::lookup_and_pin(rt, t, h.addr())?.enter(t.core_arc())
@@ -238,9 +239,11 @@ impl Protocol for MonitorCache {
     /// the release's barrier, its read of the entry queue (a miss on the monitor's line when
     /// contended) and any wake-up out of the one lock every operation of every thread takes
     /// (with it inside, 8 threads on one object spend half their time in `exit`).
-    unsafe fn exit(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
+        _: (),
         h: &HostWord,
     ) -> Result<(), MonitorError> {
         let m = {

@@ -216,9 +216,10 @@ impl Protocol for Stack {
     }
 
     #[inline]
-    unsafe fn enter(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
         h: &StackWord,
     ) -> Result<(), MonitorError> {
         let rs = t.local();
@@ -255,9 +256,11 @@ impl Protocol for Stack {
     }
 
     #[inline]
-    unsafe fn exit(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
+        _: (),
         h: &StackWord,
     ) -> Result<(), MonitorError> {
         let rs = t.local();

@@ -190,9 +190,10 @@ impl Protocol for Tasuki {
     }
 
     #[inline]
-    unsafe fn enter(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
         h: &TasukiHeader,
     ) -> Result<(), MonitorError> {
         // Look before the compare-and-swap: a compare-and-swap that fails on an inflated (or
@@ -261,9 +262,11 @@ impl Protocol for Tasuki {
     }
 
     #[inline]
-    unsafe fn exit(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
+        _: u64,
+        _: (),
         h: &TasukiHeader,
     ) -> Result<(), MonitorError> {
         let w = h.lock.0.load(Ordering::Relaxed);

@@ -66,7 +66,7 @@ const COUNT_SHIFT: u32 = 8;
 const COUNT_MASK: u32 = 0xff << COUNT_SHIFT;
 /// One nested lock in the count field.
 const COUNT_ONE: u32 = 1 << COUNT_SHIFT;
-/// `thin`'s hint ([`Protocol::enter_hinted`]) of a nested lock, above the 32 bits of the word
+/// `thin`'s hint ([`Protocol::lock`]) of a nested lock, above the 32 bits of the word
 /// it found.
 const HINT_NESTED: u64 = 1 << 32;
 /// The lock field: everything but the host bits.

@@ -83,15 +83,15 @@ impl<F: Flavor> Biasing<F> {
         false
     }
 
-    /// `enter`, and through a handle (`known`: its word) `enter_with`.
+    /// `lock` (`known`: the handle's word).
     ///
     /// # Safety
-    /// As `enter_with` (`known`, if any, is `handle_word(t)`).
+    /// As `Protocol::lock` (`known` is `handle_word(t)`).
     #[inline(always)]
     pub(super) unsafe fn lock_with(
         rt: &Rt<F>,
         t: &Cx<F>,
-        known: Option<u64>,
+        known: u64,
         h: &BiasWord,
     ) -> Result<(), MonitorError> {
         if F::SIGNAL {
@@ -110,15 +110,15 @@ impl<F: Flavor> Biasing<F> {
         Self::enter_word(rt, t, h, h.0.load(Ordering::Relaxed))
     }
 
-    /// `exit`, and through a handle (`known`: its word) `exit_with`.
+    /// `unlock` (`known`: the handle's word).
     ///
     /// # Safety
-    /// As `exit_with` (`known`, if any, is `handle_word(t)`).
+    /// As `Protocol::unlock` (`known` is `handle_word(t)`).
     #[inline(always)]
     pub(super) unsafe fn unlock_with(
         rt: &Rt<F>,
         t: &Cx<F>,
-        known: Option<u64>,
+        known: u64,
         h: &BiasWord,
     ) -> Result<(), MonitorError> {
         if F::SIGNAL {

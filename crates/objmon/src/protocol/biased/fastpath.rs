@@ -26,7 +26,7 @@ impl<F: Flavor> Biasing<F> {
     ///
     /// `w` is a recent load of the header (the caller's: a fast path has just tested it for
     /// a thin or learn word, and loading it again would be one more µop in the Cloud's
-    /// window — see [`enter`](Protocol::enter)). The step re-loads it after publishing, so an
+    /// window — see [`lock`](Protocol::lock)). The step re-loads it after publishing, so an
     /// old `w` only makes it back out.
     ///
     /// A lock by the records and rseq flavors also forgets the thin record if it names `h`
@@ -235,9 +235,8 @@ impl<F: Flavor> Biasing<F> {
     /// the section was aborted (the caller loads the header again if it needs it: an unlock
     /// that finds its thin record does not).
     ///
-    /// `k` is [`my_bias`](Self::my_bias): a handle's word (`handle_word`, through
-    /// `enter_with` / `exit_with`), which a user's loop keeps in a register, or computed by
-    /// the caller. The test comes
+    /// `k` is [`my_bias`](Self::my_bias): the handle's word (`handle_word`, passed to
+    /// `lock` / `unlock`), which a user's loop keeps in a register. The test comes
     /// first exact:
     ///
     /// - lock: the header equals the line's bias bits (biased to us, rc 0, host bits clear,
@@ -322,7 +321,7 @@ impl<F: Flavor> Biasing<F> {
         // a committing store (a plain `mov`, the last instruction of its part) and an abort
         // stub that jumps to `fail`; only the signal barrier's handler uses them, on this
         // thread. The fast store writes the loaded word ± 256 (see above: `k` is `my_bias`,
-        // the caller's contract through `enter_with` / `exit_with`). Registers only, no stack
+        // the caller's contract through `lock` / `unlock`). Registers only, no stack
         // (`nostack`); the block is a compiler barrier both ways, and x86-64's TSO gives the
         // stores release order.
         unsafe {
@@ -348,15 +347,13 @@ impl<F: Flavor> Biasing<F> {
     /// header if it needs it). Elsewhere than x86-64 Linux (and under loom) the rseq step's
     /// model or refusal.
     ///
-    /// `known`: the handle's word (`Some(my_bias)`, through `enter_with` / `exit_with`);
-    /// `None` (`enter` / `exit` called directly): computed here.
+    /// `known`: the handle's word (`handle_word`: `my_bias` where the section is built).
     #[inline(always)]
-    pub(super) fn signal_done(t: &Cx<F>, h: &BiasWord, known: Option<u64>, lock: bool) -> bool {
+    pub(super) fn signal_done(t: &Cx<F>, h: &BiasWord, known: u64, lock: bool) -> bool {
         #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
         {
             let line = &t.local().rec as *const LockRecords;
-            let k = known.unwrap_or_else(|| Self::my_bias(t));
-            Self::signal_known_step(h, line, k, lock)
+            Self::signal_known_step(h, line, known, lock)
         }
         #[cfg(not(all(not(loom), target_arch = "x86_64", target_os = "linux")))]
         {

@@ -81,9 +81,11 @@ impl<F: Flavor> Protocol for Biasing<F> {
     /// 11). Fewer µops per lock + unlock is what seed 002 §5.1's Cloud, which misses the
     /// cache on every header, pays for (docs/benchmarks.md, "Biased-family notes moved out
     /// of the code").
+    /// The signal flavors' owner step takes its first test exact and its store from the
+    /// handle's word (`signal_known_step`).
     #[inline(always)]
-    unsafe fn enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        Self::lock_with(rt, t, None, h)
+    unsafe fn lock(rt: &Rt<F>, t: &Cx<F>, word: u64, h: &BiasWord) -> Result<(), MonitorError> {
+        Self::lock_with(rt, t, word, h)
     }
 
     /// The signal flavors' thread bits for a handle to keep in a register: `my_bias` (the
@@ -98,38 +100,21 @@ impl<F: Flavor> Protocol for Biasing<F> {
         }
     }
 
-    /// [`enter`](Protocol::enter), the signal flavors' owner step with its first test exact
-    /// and its store from the handle's word (`signal_known_step`).
-    #[inline(always)]
-    unsafe fn enter_with(
-        rt: &Rt<F>,
-        t: &Cx<F>,
-        word: u64,
-        h: &BiasWord,
-    ) -> Result<(), MonitorError> {
-        Self::lock_with(rt, t, Some(word), h)
-    }
-
     unsafe fn try_enter(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<bool, MonitorError> {
         Self::enter_slow(rt, t, h, true)
     }
 
     /// One load, one bit test to the bias owner's step or the thin / learn unlock, for the
-    /// reason given at [`enter`](Protocol::enter).
+    /// reason given at [`lock`](Protocol::lock), the owner's step with the handle's word.
     #[inline(always)]
-    unsafe fn exit(rt: &Rt<F>, t: &Cx<F>, h: &BiasWord) -> Result<(), MonitorError> {
-        Self::unlock_with(rt, t, None, h)
-    }
-
-    /// [`exit`](Protocol::exit) with the handle's word, as [`enter_with`](Self::enter_with).
-    #[inline(always)]
-    unsafe fn exit_with(
+    unsafe fn unlock(
         rt: &Rt<F>,
         t: &Cx<F>,
         word: u64,
+        _: (),
         h: &BiasWord,
     ) -> Result<(), MonitorError> {
-        Self::unlock_with(rt, t, Some(word), h)
+        Self::unlock_with(rt, t, word, h)
     }
 
     unsafe fn wait(

@@ -35,7 +35,7 @@ pub(crate) struct LockRecords {
     pub(super) owner: u64,
     /// `THIN | owner | RC_ONE`: the thin lock word's bits above the host's once this thread
     /// holds it once (the fast paths' constants, precomputed: each µop saved counts on the
-    /// Cloud, see [`enter`](Protocol::enter)).
+    /// Cloud, see [`lock`](Protocol::lock)).
     pub(super) thin_once: u64,
     /// `STATE_LOW | owner | RC_ONE`: what the combined learn / thin unlock test expects.
     pub(super) unlock_once: u64,

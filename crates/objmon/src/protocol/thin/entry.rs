@@ -36,36 +36,14 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         u64::from(t.local().me)
     }
 
-    /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`. `thin` (not `thin-seed`) first
-    /// tests the loaded word for §2.3.3's nested lock (no CAS then), and records the word of a
-    /// successful CAS in the thread (`ThinThread::last`) for the blind unlock.
+    /// §2.3.1: CAS `old = word & 0xff` → `old | index << 16`, with `me` from the handle
+    /// (`word`). `thin` (not `thin-seed`) first tests the loaded word for §2.3.3's nested
+    /// lock (no CAS then), and records the word of a successful CAS in the thread
+    /// (`ThinThread::last`) for the blind unlock. A nested lock returns `HINT_NESTED` and
+    /// the word it found (owner me, count c), which the guard's unlock stores back if the
+    /// word is still that plus one. Every other lock: 0.
     #[inline]
-    unsafe fn enter(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        h: &LockWord,
-    ) -> Result<(), MonitorError> {
-        // SAFETY: the caller's contract; the word is `handle_word(t)`.
-        unsafe { Self::enter_with(rt, t, Self::handle_word(t), h) }
-    }
-
-    /// [`enter`](Protocol::enter) with `me` from the handle (`word`).
-    #[inline]
-    unsafe fn enter_with(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        word: u64,
-        h: &LockWord,
-    ) -> Result<(), MonitorError> {
-        // SAFETY: the caller's contract, which is `enter_hinted`'s.
-        unsafe { Self::enter_hinted(rt, t, word, h) }.map(|_| ())
-    }
-
-    /// [`enter_with`](Protocol::enter_with); a nested lock (§2.3.3) returns
-    /// `HINT_NESTED` and the word it found (owner me, count c), which the guard's unlock
-    /// stores back if the word is still that plus one (`exit_hinted`). Every other lock: 0.
-    #[inline]
-    unsafe fn enter_hinted(
+    unsafe fn lock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         word: u64,
@@ -91,7 +69,7 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
             // store per nested lock + unlock (the pair has two).
             h.0.store(w + COUNT_ONE, Ordering::Relaxed);
             l.forget_if_last(addr(h));
-            // The word as found, for the nested unlock to store back (`exit_hinted`).
+            // The word as found, for the nested unlock to store back (`unlock`).
             return Ok(HINT_NESTED | u64::from(w));
         } else if w & LOCK_MASK == 0 {
             // The CAS's new word before the record's stores (`computed_before_stores`: after
@@ -153,40 +131,17 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
 
     /// §2.3.2: if the word is exactly "mine, count 0", store the host bits back. `thin` (not
     /// `thin-seed`) first stores blind if `h` is the word of its last fast lock, and unnests
-    /// (§2.3.3) inline.
-    #[inline]
-    unsafe fn exit(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        h: &LockWord,
-    ) -> Result<(), MonitorError> {
-        // SAFETY: the caller's contract; the word is `handle_word(t)`.
-        unsafe { Self::exit_with(rt, t, Self::handle_word(t), h) }
-    }
-
-    /// [`exit`](Protocol::exit) with `me` from the handle (`word`).
-    #[inline]
-    unsafe fn exit_with(
-        rt: &Runtime<Self>,
-        t: &ThreadContext<Self>,
-        word: u64,
-        h: &LockWord,
-    ) -> Result<(), MonitorError> {
-        // SAFETY: the caller's contract; 0 is no hint.
-        unsafe { Self::exit_hinted(rt, t, word, 0, h) }
-    }
-
-    /// [`exit_with`](Protocol::exit_with); with a nested lock's hint (the word it found,
-    /// `enter_hinted`), if the word is that plus one — ours, held nested, as that lock left
-    /// it — the unlock stores the hint: the same store as `exit_with`'s nested unlock (the
+    /// (§2.3.3) inline. With a nested lock's hint (the word it found, `lock`), if the word
+    /// is that plus one — ours, held nested, as that lock left
+    /// it — the unlock stores the hint: the same store as the hintless nested unlock (the
     /// loaded word minus one), its value taken from a register instead of computed from the
     /// load, so that a user's nested loop chains one step to the next through memory alone
     /// (load → store → load) rather than through an add and a subtract too. Nor does it load
-    /// `last` first: a word held nested is never `last`. One body for both (`exit_with`
-    /// passes no hint): with a second copy of the unlock for the hinted case, the guard's
+    /// `last` first: a word held nested is never `last`. One body for both (`exit` passes
+    /// no hint): with a second copy of the unlock for the hinted case, the guard's
     /// drop was too big to inline (17 → 36 instructions per plain lock+unlock).
     #[inline]
-    unsafe fn exit_hinted(
+    unsafe fn unlock(
         rt: &Runtime<Self>,
         t: &ThreadContext<Self>,
         word: u64,

@@ -359,7 +359,7 @@ fn the_record_of_the_last_fast_lock() {
     assert_eq!(me.context().local().last.load(Ordering::Relaxed), 0);
 }
 
-/// The nested lock's hint (`enter_hinted` → the guard → `exit_hinted`): the unlock of a
+/// The nested lock's hint (`lock` → the guard → `unlock`): the unlock of a
 /// guard whose lock was nested stores the word that lock found — and only if the word is
 /// still that plus one. Guards dropped out of order, and a wait's inflation under a
 /// nested guard, leave a hint that no longer matches: those unlocks must take the
@@ -375,18 +375,18 @@ fn the_nested_hint() {
     let h = LockWord::new(0x5a);
     // SAFETY (all `unsafe` below): our own context, outside `in_native`; `h` outlives
     // every hold, each released before the end.
-    let first = unsafe { Thin::enter_hinted(&rt, cx, word, &h) }.unwrap();
+    let first = unsafe { Thin::lock(&rt, cx, word, &h) }.unwrap();
     assert_eq!(first, 0, "a fresh CAS gives no hint");
-    let hint = unsafe { Thin::enter_hinted(&rt, cx, word, &h) }.unwrap();
+    let hint = unsafe { Thin::lock(&rt, cx, word, &h) }.unwrap();
     assert_eq!(
         hint,
         HINT_NESTED | u64::from(0x5a | mine),
         "the word as found"
     );
     assert_eq!(h.raw(), 0x5a | mine | COUNT_ONE);
-    unsafe { Thin::exit_hinted(&rt, cx, word, hint, &h) }.unwrap();
+    unsafe { Thin::unlock(&rt, cx, word, hint, &h) }.unwrap();
     assert_eq!(h.raw(), 0x5a | mine);
-    unsafe { Thin::exit_hinted(&rt, cx, word, first, &h) }.unwrap();
+    unsafe { Thin::unlock(&rt, cx, word, first, &h) }.unwrap();
     assert_eq!(h.raw(), 0x5a);
 
     // Out of order through guards: the outer guard (no hint) takes a level off, count 2
