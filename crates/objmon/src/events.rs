@@ -146,9 +146,12 @@ pub enum Event {
     MonitorEnter {
         /// Where, when, how long (from the first failed try to owning the lock).
         site: EventSite,
-        /// The thread that released the lock to this one, when known: the owner's exit
-        /// names itself if a contender marked it (HotSpot's `_previous_owner_tid`), else the
-        /// last owner this thread saw while it waited.
+        /// The thread this one waited for: the owner it found holding the lock (a spinner
+        /// on a header: the last one it read there). HotSpot has the exiting owner write
+        /// `_previous_owner_tid`; objmon's fat-monitor exit is a fast path (every unlock of
+        /// `fat`) that must not look at events, so the contender names it. For a thread that
+        /// queued behind several owners in turn, the first it found; `None` for a
+        /// `lightweight*` contender that inflated a fast-lock (its word names no owner).
         previous_owner: Option<ThreadId>,
         /// Whether the thread parked (suspended); `false`: it only spun.
         parked: bool,

@@ -38,9 +38,7 @@
 //! normally with its interrupt status still set, or it returns `Interrupted` and the
 //! notification was never spent on it.
 
-use crate::sync::{
-    deadline_passed, fence, yield_now, Arc, AtomicU16, AtomicU32, AtomicUsize, Ordering,
-};
+use crate::sync::{deadline_passed, fence, yield_now, Arc, AtomicU32, AtomicUsize, Ordering};
 use crate::tasuki::{Contenders, NodeQueue, QNode, SystemLockConfig, TasukiLock};
 use crate::thread::{ThreadCore, ThreadId};
 use crate::MonitorError;
@@ -88,14 +86,9 @@ pub struct FatMonitor {
     /// themselves live in a side table, `profile.rs`).
     pub(crate) profile_on: bool,
     /// `Config::events` of the runtime whose table holds this monitor: its sink's slot in
-    /// the process-wide registry (`events.rs`), 0 = events off. One byte, not a pointer, so
-    /// that the monitor stays one line.
+    /// the process-wide registry (`events.rs`), 0 = events off. One byte beside
+    /// `profile_on`, not a pointer, so that the monitor stays one line.
     pub(crate) events: u8,
-    /// Events on: the raw id of the last owner whose exit found itself marked by a contender
-    /// (HotSpot's `_previous_owner_tid`), taken by the contender that gets the monitor next
-    /// (`monitor_episodes.rs`); 0 = none. In the bytes beside `profile_on`, on the line the
-    /// exit writes anyway.
-    pub(crate) previous_owner: AtomicU16,
     /// The wait set, oldest first: nodes in the waiters' frames, guarded by the queue's own
     /// lock bit. Linked by the owner (wait), unlinked by the owner (notify) or by the waiter
     /// itself (timeout, interrupt).
@@ -106,12 +99,6 @@ pub struct FatMonitor {
 
 /// `FatMonitor::contentions` bit: a deflater owns the monitor and is giving it back.
 const DEFLATING: u32 = 1 << 31;
-
-/// `FatMonitor::owner` bit, events on only: a contender asks the owner's last exit to
-/// write its id to `previous_owner` (`monitor_episodes.rs`). Above every thread id, so a
-/// marked owner fails the fast paths' `owner == me` and takes their cold branches, which
-/// know the mark; never set on [`ANONYMOUS_OWNER`].
-pub(crate) const MARKED: u32 = 1 << 16;
 
 /// The raw owner of a monitor installed by a thread that does not know who holds the object's
 /// lock (seed 001: "we record a special marker ANONYMOUS_OWNER"). No thread id is this large.
@@ -131,7 +118,6 @@ impl FatMonitor {
             object: AtomicUsize::new(0),
             profile_on: false,
             events: 0,
-            previous_owner: AtomicU16::new(0),
         }
     }
 
@@ -143,27 +129,10 @@ impl FatMonitor {
             return self.recurse();
         }
         if !self.lock.try_lock() {
-            return self.enter_contended(t);
+            self.lock_contended(t, true, Contenders::Seed);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// [`enter`](Self::enter) whose first try failed: a re-entry of an owner that a
-    /// contender marked (events on), or the contended enter.
-    #[cold]
-    #[inline(never)]
-    fn enter_contended(&self, t: &Arc<ThreadCore>) -> Result<(), MonitorError> {
-        if self.events != 0 && self.owner.load(Ordering::Relaxed) == t.raw_id() | MARKED {
-            return self.recurse();
-        }
-        let ev = self.lock_contended(t, true, Contenders::Seed);
-        self.owner.store(t.raw_id(), Ordering::Relaxed);
-        self.count.store(1, Ordering::Relaxed);
-        if let Some(ev) = ev {
-            self.report_enter(t, ev);
-        }
         Ok(())
     }
 
@@ -182,16 +151,11 @@ impl FatMonitor {
     #[inline]
     pub(crate) fn enter_spun_with(&self, t: &Arc<ThreadCore>, c: Contenders) {
         debug_assert!(!self.is_owned_by(t), "enter_spun by the owner");
-        let ev = if self.lock.try_lock() {
-            None
-        } else {
-            self.lock_contended(t, self.profile_on, c)
-        };
+        if !self.lock.try_lock() {
+            self.lock_contended(t, self.profile_on, c);
+        }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
-        if let Some(ev) = ev {
-            self.report_enter(t, ev);
-        }
     }
 
     /// Acquires the monitor if that needs no waiting.
@@ -201,7 +165,7 @@ impl FatMonitor {
             return self.recurse().map(|()| true);
         }
         if !self.lock.try_lock() {
-            return self.try_enter_marked(t);
+            return Ok(false);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(1, Ordering::Relaxed);
@@ -259,17 +223,6 @@ impl FatMonitor {
         true
     }
 
-    /// [`try_enter`](Self::try_enter) whose try failed: `true` only for a re-entry of an
-    /// owner that a contender marked (events on).
-    #[cold]
-    #[inline(never)]
-    fn try_enter_marked(&self, t: &ThreadCore) -> Result<bool, MonitorError> {
-        if self.events != 0 && self.owner.load(Ordering::Relaxed) == t.raw_id() | MARKED {
-            return self.recurse().map(|()| true);
-        }
-        Ok(false)
-    }
-
     fn recurse(&self) -> Result<(), MonitorError> {
         let c = self.count.load(Ordering::Relaxed);
         let c = c.checked_add(1).ok_or(MonitorError::RecursionOverflow)?;
@@ -312,7 +265,7 @@ impl FatMonitor {
     #[inline(always)]
     fn exit_with(&self, t: &ThreadCore, fenced: bool) -> Result<(), MonitorError> {
         if self.owner.load(Ordering::Relaxed) != t.raw_id() {
-            return self.exit_marked(t, fenced);
+            return Err(MonitorError::IllegalMonitorState);
         }
         let c = self.count.load(Ordering::Relaxed) - 1;
         if c > 0 {
@@ -333,81 +286,19 @@ impl FatMonitor {
         Ok(())
     }
 
-    /// [`exit_with`](Self::exit_with) by a thread that is not the plain owner: the exit of
-    /// an owner a contender marked (events on), which names itself in `previous_owner` at
-    /// its last level (HotSpot's `ObjectMonitor::exit` under JFR), or a misuse.
-    #[cold]
-    #[inline(never)]
-    fn exit_marked(&self, t: &ThreadCore, fenced: bool) -> Result<(), MonitorError> {
-        if self.owner.load(Ordering::Relaxed) != t.raw_id() | MARKED {
-            return Err(MonitorError::IllegalMonitorState);
-        }
-        let c = self.count.load(Ordering::Relaxed) - 1;
-        if c > 0 {
-            self.count.store(c, Ordering::Relaxed);
-            return Ok(());
-        }
-        // Before the release, so that whoever takes the monitor next finds it.
-        self.previous_owner.store(t.id().get(), Ordering::Relaxed);
-        self.count.store(0, Ordering::Relaxed);
-        self.owner.store(0, Ordering::Relaxed);
-        // SAFETY: as in `exit_with`: `t` (the caller) owned the monitor, marked.
-        unsafe {
-            if fenced {
-                self.lock.unlock_fenced();
-            } else {
-                self.lock.unlock();
-            }
-        }
-        Ok(())
-    }
-
-    /// The owner field without a contender's [`MARKED`] bit.
-    #[inline]
-    fn owner_unmarked(&self) -> u32 {
-        let o = self.owner.load(Ordering::Relaxed);
-        if o == ANONYMOUS_OWNER {
-            o
-        } else {
-            o & !MARKED
-        }
-    }
-
-    /// Events on: asks the current owner's last exit to name itself (`previous_owner`), by
-    /// setting [`MARKED`] in the owner field if it still holds `seen` (a thread id, not
-    /// anonymous); the owner's own stores win any race, which costs only the name.
-    pub(crate) fn mark_owner(&self, seen: u32) {
-        if seen != 0 && seen <= u32::from(crate::thread::MAX_THREAD_ID) {
-            let _ = self.owner.compare_exchange(
-                seen,
-                seen | MARKED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-        }
-    }
-
-    /// Events on: the owner marks itself (a plain store: only the owner writes its own
-    /// field), so that its exit names it to the next of the threads still queued.
-    pub(crate) fn mark_self(&self, t: &ThreadCore) {
-        self.owner.store(t.raw_id() | MARKED, Ordering::Relaxed);
-    }
-
     /// The owner, if any (a racy snapshot unless the caller owns the monitor). A monitor held
     /// by [`ANONYMOUS_OWNER`] (installed by a contender of `lightweight`, before the real owner
     /// claims it) reports `None` here: the monitor does not know its owner yet, and the
     /// protocol's `owner_of` finds it on the lock stacks.
     #[inline]
     pub fn owner(&self) -> Option<ThreadId> {
-        ThreadId::from_raw(self.owner_unmarked())
+        ThreadId::from_raw(self.owner.load(Ordering::Relaxed))
     }
 
-    /// Whether `t` owns the monitor. Exact for `t` itself: only `t` writes its own id here
-    /// (a contender may only add [`MARKED`] to it).
+    /// Whether `t` owns the monitor. Exact for `t` itself: only `t` writes its own id here.
     #[inline]
     pub fn is_owned_by(&self, t: &ThreadCore) -> bool {
-        let o = self.owner.load(Ordering::Relaxed);
-        o == t.raw_id() || o == t.raw_id() | MARKED
+        self.owner.load(Ordering::Relaxed) == t.raw_id()
     }
 
     /// The recursion count held by `t`, 0 if `t` is not the owner.
@@ -523,7 +414,7 @@ impl FatMonitor {
         // A notified waiter re-entering is blocked on enter (a deadlock edge) if it must wait.
         // Its wait's report covers the re-entry: no `MonitorEnter` of its own (as JFR).
         if !self.lock.try_lock() {
-            let _ = self.lock_contended(t, true, Contenders::Seed);
+            self.lock_contended_unreported(t);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(saved, Ordering::Relaxed);
@@ -612,10 +503,17 @@ impl FatMonitor {
         Ok(())
     }
 
+    /// Makes `t` the owner, one level, of the monitor whose system lock it just took.
+    #[inline]
+    pub(crate) fn owner_store_first(&self, t: &ThreadCore) {
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(1, Ordering::Relaxed);
+    }
+
     /// The raw owner field: 0 for none, a thread's raw id, or [`ANONYMOUS_OWNER`] (racy).
     #[inline]
     pub fn owner_raw(&self) -> u32 {
-        self.owner_unmarked()
+        self.owner.load(Ordering::Relaxed)
     }
 
     /// Undoes [`enter_inflated_for`](Self::enter_inflated_for) or
@@ -642,14 +540,7 @@ impl FatMonitor {
     /// system lock stays held throughout, so plain stores suffice.
     pub fn claim_anonymous(&self, t: &ThreadCore, count: u32) {
         debug_assert!(self.is_anonymous());
-        // Events on: whoever installed the anonymous monitor waits behind us and could not
-        // mark an owner it did not know; we mark ourselves, so that our exit names us.
-        let me = if self.events != 0 {
-            t.raw_id() | MARKED
-        } else {
-            t.raw_id()
-        };
-        self.owner.store(me, Ordering::Relaxed);
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(count, Ordering::Relaxed);
     }
 
@@ -830,8 +721,7 @@ impl FatMonitor {
 /// Table membership, and what blocking episodes and introspection read (`monitor_episodes.rs`,
 /// `introspect.rs`).
 impl FatMonitor {
-    /// A monitor for slot `index` of a table; `profiling` and `events` (a sink slot) as the
-    /// runtime's configuration.
+    /// A monitor for slot `index` of a table; `profiling` as the runtime's configuration.
     pub(crate) fn in_table(mut self, index: u32, profiling: bool, events: u8) -> Self {
         self.index = index;
         self.profile_on = profiling;

@@ -36,8 +36,6 @@ pub(crate) struct Contended {
     start_nanos: u64,
     /// The owner seen when the enter began (raw id, 0: none).
     seen: u32,
-    /// The owner's exit that named itself (`previous_owner`), taken at the acquisition.
-    released_by: u16,
     parked: bool,
 }
 
@@ -63,12 +61,26 @@ impl FatMonitor {
     /// cost more than the spin saves, and a detector that misses a thread spinning only
     /// reports a deadlock one look later (a false negative, never a false positive).
     ///
-    /// Events on: marks the owner (so that its exit names itself, `monitor.rs`) and returns
-    /// what [`report_enter`](Self::report_enter) needs once the caller owns the monitor;
-    /// `None` with events off, or inside an outer episode (whose end reports).
+    /// Events on: reported as a `MonitorEnter` once the thread owns the monitor, for which
+    /// this stores the ownership of a first enter itself (owner, count 1; the caller's stores
+    /// after it repeat them), unless an outer episode of the thread (a spinner's) reports it.
     #[cold]
-    #[must_use]
-    pub(crate) fn lock_contended(
+    pub(crate) fn lock_contended(&self, t: &Arc<ThreadCore>, spin: bool, c: Contenders) {
+        if let Some(ev) = self.lock_contended_with(t, spin, c) {
+            self.owner_store_first(t);
+            self.report_enter(t, ev);
+        }
+    }
+
+    /// [`lock_contended`](Self::lock_contended) of a notified waiter's re-entry, which its
+    /// wait's report covers (no `MonitorEnter`).
+    #[cold]
+    pub(crate) fn lock_contended_unreported(&self, t: &Arc<ThreadCore>) {
+        let _ = self.lock_contended_with(t, true, Contenders::Seed);
+    }
+
+    #[inline(always)]
+    fn lock_contended_with(
         &self,
         t: &Arc<ThreadCore>,
         spin: bool,
@@ -110,34 +122,26 @@ impl FatMonitor {
         self.contended_ends(t, ev, outer.is_some())
     }
 
-    /// Events on, a contended enter begins: mark the owner seen (`monitor.rs`, [`MARKED`]).
-    ///
-    /// [`MARKED`]: crate::monitor::MARKED
+    /// Events on, a contended enter begins: the owner it waits for is the one it names as
+    /// the previous owner (HotSpot has the exiting owner write `_previous_owner_tid`; here
+    /// the exit is a fast path, `fat`'s every unlock, that must not look at events).
     fn contended_begins(&self) -> Contended {
-        // No stale name (from an exit whose marker was not the next to take the monitor)
-        // can outlive this: cleared before the mark, so that the next name is our owner's
-        // at the earliest, and a lost one is the owner seen.
-        self.previous_owner.store(0, Ordering::Relaxed);
-        let seen = self.owner_raw();
-        self.mark_owner(seen);
         Contended {
             start_nanos: events::now_nanos(),
-            seen,
-            released_by: 0,
+            seen: self.owner_raw(),
             parked: false,
         }
     }
 
-    /// Events on, the system lock is ours: take the releasing owner's name; report only an
-    /// outermost episode (an outer one, a spinner's, learns that it parked).
+    /// Events on, the system lock is ours: report only an outermost episode (an outer one,
+    /// a spinner's, learns that it parked).
     fn contended_ends(
         &self,
         t: &ThreadCore,
         ev: Option<Contended>,
         parked: bool,
     ) -> Option<Contended> {
-        let mut ev = ev?;
-        ev.released_by = self.previous_owner.swap(0, Ordering::Relaxed);
+        let ev = ev?;
         if t.blocking.in_episode() {
             if parked {
                 t.event_parked.store(true, Ordering::Relaxed);
@@ -147,24 +151,15 @@ impl FatMonitor {
         Some(ev)
     }
 
-    /// Reports the contended enter `ev` of `t`, which owns the monitor now. Threads still
-    /// queued behind it: `t` marks itself, so that its exit names it to the next.
-    #[cold]
-    pub(crate) fn report_enter(&self, t: &ThreadCore, ev: Contended) {
-        if self.system_lock().has_waiters() {
-            self.mark_self(t);
-        }
-        let prev = match ev.released_by {
-            0 => ev.seen,
-            r => u32::from(r),
-        };
+    /// Reports the contended enter `ev` of `t`, which owns the monitor now.
+    fn report_enter(&self, t: &ThreadCore, ev: Contended) {
         events::deliver(
             self.events,
             EventKind::MonitorEnter,
             self.origin(t, ev.start_nanos),
             |site| Event::MonitorEnter {
                 site,
-                previous_owner: ThreadId::from_raw(prev).filter(|p| *p != t.id()),
+                previous_owner: ThreadId::from_raw(ev.seen).filter(|p| *p != t.id()),
                 parked: ev.parked,
             },
         );
