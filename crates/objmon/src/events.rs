@@ -60,6 +60,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "tracing")]
+mod tracing_sink;
+#[cfg(feature = "tracing")]
+pub use tracing_sink::TracingSink;
+
 /// Nanoseconds since the process's event epoch (the first call of this function or of any
 /// event), on the monotonic clock: the time base of [`EventSite::start_nanos`].
 ///
