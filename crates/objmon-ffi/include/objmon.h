@@ -139,6 +139,13 @@
  * - Every protocol: the OS threads a host attaches get thread-local state (freed at the last
  *   `objmon_thread_detach`); objmon starts no threads of its own.
  *
+ * EVENTS. A runtime made with `objmon_config.events` nonzero reports JFR's monitor events
+ * (contended enter with its previous owner, wait with its notifier and outcome, notify,
+ * inflation, deflation, bias revocation, and statistics on request with
+ * `objmon_report_statistics`) to the callback of `objmon_set_event_callback`, one
+ * `objmon_event` each, on the thread that had the event and outside objmon's locks. Off by
+ * default, and then free: no fast path looks at events.
+ *
  * STATUSES. Each function returning `objmon_status` lists, after "Statuses:", every value it can
  * return. `OBJMON_E_PANIC` is in every such list: it reports a bug in objmon, the operation not
  * done.
@@ -165,6 +172,11 @@
 #define OBJMON_VERSION_PATCH 0
 #define OBJMON_VERSION \
   ((OBJMON_VERSION_MAJOR << 16) | (OBJMON_VERSION_MINOR << 8) | OBJMON_VERSION_PATCH)
+
+/**
+ * The number of event kinds: the length of `objmon_set_event_callback`'s thresholds.
+ */
+#define OBJMON_EVENT_KINDS 7
 
 /**
  * Result of every call. Functions return it; `objmon_strerror` takes it as an `int32_t`, so
@@ -253,6 +265,10 @@ typedef enum objmon_status {
    * record while the object is stack-locked. Read them again after the unlock.
    */
   OBJMON_E_HOST_BITS_DISPLACED = 18,
+  /**
+   * `objmon_set_event_callback` on a runtime made without `objmon_config.events`.
+   */
+  OBJMON_E_EVENTS_OFF = 19,
 } objmon_status;
 
 /**
@@ -268,6 +284,113 @@ typedef enum objmon_wait_outcome {
    */
   OBJMON_TIMED_OUT = 1,
 } objmon_wait_outcome;
+
+/**
+ * Which event an `objmon_event` is (`objmon_event.kind`).
+ */
+typedef enum objmon_event_kind {
+  /**
+   * A contended enter: `other_thread` the previous owner (0: unknown), `parked`.
+   */
+  OBJMON_EVENT_MONITOR_ENTER = 0,
+  /**
+   * A wait, delivered once the waiter holds the monitor again: `timeout_nanos` (-1: none),
+   * `detail` an `objmon_wait_end`, `other_thread` the notifier (0: none).
+   */
+  OBJMON_EVENT_MONITOR_WAIT = 1,
+  /**
+   * A notify: `all` (notifyAll), `woken`.
+   */
+  OBJMON_EVENT_MONITOR_NOTIFY = 2,
+  /**
+   * An inflation: `detail` an `objmon_inflation_cause`.
+   */
+  OBJMON_EVENT_MONITOR_INFLATE = 3,
+  /**
+   * A deflation.
+   */
+  OBJMON_EVENT_MONITOR_DEFLATE = 4,
+  /**
+   * A bias revocation (`biased*`, `fable*`): `detail` an `objmon_revocation_kind`;
+   * `duration_nanos` its latency.
+   */
+  OBJMON_EVENT_BIAS_REVOKE = 5,
+  /**
+   * The runtime's counters (`objmon_report_statistics`): `live_monitors`, `inflations`,
+   * `deflations`, `revocations`; no site (`thread` 0).
+   */
+  OBJMON_EVENT_MONITOR_STATISTICS = 6,
+} objmon_event_kind;
+
+/**
+ * How a wait ended (`objmon_event.detail` of `OBJMON_EVENT_MONITOR_WAIT`).
+ */
+typedef enum objmon_wait_end {
+  /**
+   * Picked by notify / notifyAll.
+   */
+  OBJMON_WAIT_END_NOTIFIED = 0,
+  /**
+   * The timeout elapsed.
+   */
+  OBJMON_WAIT_END_TIMED_OUT = 1,
+  /**
+   * Interrupted.
+   */
+  OBJMON_WAIT_END_INTERRUPTED = 2,
+} objmon_wait_end;
+
+/**
+ * Why a lock was inflated (`objmon_event.detail` of `OBJMON_EVENT_MONITOR_INFLATE`).
+ */
+typedef enum objmon_inflation_cause {
+  /**
+   * First use (`fat`).
+   */
+  OBJMON_INFLATION_FIRST_USE = 0,
+  /**
+   * Another thread wanted the lock.
+   */
+  OBJMON_INFLATION_CONTENTION = 1,
+  /**
+   * wait / notify needs a wait set.
+   */
+  OBJMON_INFLATION_WAIT_NOTIFY = 2,
+  /**
+   * The header's recursion count would overflow.
+   */
+  OBJMON_INFLATION_RECURSION_OVERFLOW = 3,
+  /**
+   * The identity hash needed a monitor.
+   */
+  OBJMON_INFLATION_IDENTITY_HASH = 4,
+} objmon_inflation_cause;
+
+/**
+ * How a bias was revoked (`objmon_event.detail` of `OBJMON_EVENT_BIAS_REVOKE`).
+ */
+typedef enum objmon_revocation_kind {
+  /**
+   * Synchronous pair handshake.
+   */
+  OBJMON_REVOCATION_SYNC = 0,
+  /**
+   * Asynchronous pair handshake.
+   */
+  OBJMON_REVOCATION_ASYNC = 1,
+  /**
+   * membarrier (asymmetric Dekker).
+   */
+  OBJMON_REVOCATION_MEMBARRIER = 2,
+  /**
+   * In place: the owner was at a safepoint.
+   */
+  OBJMON_REVOCATION_OWNER_SAFE = 3,
+  /**
+   * In place: the owner had detached.
+   */
+  OBJMON_REVOCATION_OWNER_EXITED = 4,
+} objmon_revocation_kind;
 
 /**
  * A runtime (opaque).
@@ -380,7 +503,87 @@ typedef struct objmon_config {
    * Nonzero: contention profiling on (`objmon_contention_profile`); default off.
    */
   uint8_t profiling;
+  /**
+   * Nonzero: the runtime reports monitor events to the callback that
+   * `objmon_set_event_callback` sets; default off, and then events cost nothing.
+   */
+  uint8_t events;
 } objmon_config;
+
+/**
+ * One monitor event, as the callback of `objmon_set_event_callback` gets it (valid only
+ * during the call). Fields a kind does not use are 0; `objmon_event_kind` says which it uses.
+ */
+typedef struct objmon_event {
+  /**
+   * An `objmon_event_kind`.
+   */
+  uint32_t kind;
+  /**
+   * The kind's detail: an `objmon_wait_end`, `objmon_inflation_cause` or
+   * `objmon_revocation_kind`; 0 otherwise.
+   */
+  uint32_t detail;
+  /**
+   * When it began: monotonic nanoseconds since a process-wide epoch (the statistics':
+   * when they were taken).
+   */
+  uint64_t start_nanos;
+  /**
+   * How long it took.
+   */
+  uint64_t duration_nanos;
+  /**
+   * The thread that had it (`objmon_thread_id`); the callback runs on that thread.
+   */
+  uint16_t thread;
+  /**
+   * The previous owner (enter) or the notifier (wait), 0 if none or unknown.
+   */
+  uint16_t other_thread;
+  /**
+   * Enter: whether the thread parked. Notify: whether it was notifyAll.
+   */
+  uint8_t parked_or_all;
+  /**
+   * The object's header address.
+   */
+  size_t object;
+  /**
+   * The object's fat monitor index, 0 if none.
+   */
+  uint32_t monitor;
+  /**
+   * Notify: waiters woken.
+   */
+  uint32_t woken;
+  /**
+   * Wait: the timeout asked, in nanoseconds; -1 for none.
+   */
+  int64_t timeout_nanos;
+  /**
+   * Statistics: fat monitors alive.
+   */
+  uint64_t live_monitors;
+  /**
+   * Statistics: inflations so far.
+   */
+  uint64_t inflations;
+  /**
+   * Statistics: deflations so far.
+   */
+  uint64_t deflations;
+  /**
+   * Statistics: bias revocations so far.
+   */
+  uint64_t revocations;
+} objmon_event;
+
+/**
+ * The callback: `event` is valid during the call only; `user` is what was given to
+ * `objmon_set_event_callback`.
+ */
+typedef void (*objmon_event_callback)(const struct objmon_event *event, void *user);
 
 /**
  * Counters of a runtime.
@@ -738,6 +941,18 @@ enum objmon_status objmon_relocate(const struct objmon_runtime *rt,
                                    const struct objmon_header *to);
 
 /**
+ * Delivers the runtime's counters to its callback as an `OBJMON_EVENT_MONITOR_STATISTICS`
+ * event, on this thread (nothing if the runtime has no callback): JFR's periodic
+ * `JavaMonitorStatistics`, the period the host's.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live.
+ */
+enum objmon_status objmon_report_statistics(const struct objmon_runtime *rt);
+
+/**
  * Frees a runtime. Threads still attached keep it alive until they detach.
  *
  * Statuses: `OBJMON_OK`, `OBJMON_E_NULL`, `OBJMON_E_PANIC`.
@@ -773,6 +988,29 @@ enum objmon_status objmon_runtime_new(const char *protocol,
  * `rt` is a live runtime.
  */
 const char *objmon_runtime_protocol(const struct objmon_runtime *rt);
+
+/**
+ * Sets (or, with `callback` NULL, clears) the event callback of a runtime made with
+ * `objmon_config.events` nonzero. The callback runs on the thread that had the event, after
+ * the operation, outside every internal lock of objmon: it may call objmon (lock monitors,
+ * even the event's own); events that happen during it on that thread are not delivered.
+ * `thresholds_nanos` is NULL (JFR's defaults: 20 ms for enter and wait, 0 for the rest) or
+ * `OBJMON_EVENT_KINDS` durations by `objmon_event_kind`: shorter events are not delivered.
+ *
+ * Statuses: `OBJMON_OK`, `OBJMON_E_NULL` (`rt`), `OBJMON_E_EVENTS_OFF` (the runtime was made
+ * without `objmon_config.events`), `OBJMON_E_PANIC`.
+ *
+ * # Safety
+ * `rt` is live; `thresholds_nanos` is NULL or points to `OBJMON_EVENT_KINDS` values; the
+ * callback may be called on any thread attached to the runtime, with `user`, until a later
+ * call replaces it (a call under way may still finish with the old one) or the runtime is
+ * freed and its last thread detached, so `user` stays valid that long; the callback does
+ * not unwind.
+ */
+enum objmon_status objmon_set_event_callback(const struct objmon_runtime *rt,
+                                             objmon_event_callback callback,
+                                             void *user,
+                                             const uint64_t *thresholds_nanos);
 
 /**
  * Copies the runtime's counters to `out`.

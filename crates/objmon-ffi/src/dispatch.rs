@@ -13,6 +13,8 @@ pub(crate) trait DynRuntime: Send + Sync + DynIntrospect {
     unsafe fn owner_of(&self, h: *const objmon_header) -> Option<ThreadId>;
     fn interrupt(&self, id: ThreadId) -> Result<(), MonitorError>;
     fn stats(&self) -> StatsSnapshot;
+    /// `Runtime::report_statistics`.
+    fn report_statistics(&self);
     unsafe fn reclaim(&self, h: *mut objmon_header);
     unsafe fn peek_identity_hash(&self, h: *const objmon_header) -> Option<u32>;
     unsafe fn relocate(&self, from: *const objmon_header, to: *const objmon_header);
@@ -82,6 +84,9 @@ impl<P: Protocol> DynRuntime for Rt<P> {
     }
     fn stats(&self) -> StatsSnapshot {
         self.0.stats_snapshot()
+    }
+    fn report_statistics(&self) {
+        self.0.report_statistics()
     }
     unsafe fn reclaim(&self, h: *mut objmon_header) {
         // SAFETY: forwarded contract; the host declares the object dead, so nobody else uses
@@ -172,6 +177,8 @@ impl<P: Protocol> DynThread for Th<P> {
 pub(crate) struct Make<'a> {
     pub(crate) name: &'a str,
     pub(crate) config: Config,
+    /// The callback sink, when `objmon_config.events` asked for one (also in `config`).
+    pub(crate) events: Option<Arc<crate::events::CallbackSink>>,
     pub(crate) out: Option<Result<objmon_runtime, objmon_status>>,
 }
 
@@ -199,6 +206,7 @@ impl ProtocolVisitor for Make<'_> {
                 tag,
                 host: host_bits::HostBits::of::<P::Header>(),
                 handles: Arc::default(),
+                events: self.events.clone(),
             })
         } else {
             Err(OBJMON_E_UNSUPPORTED)

@@ -68,6 +68,7 @@ macro_rules! owned {
 }
 
 mod dispatch;
+mod events;
 mod introspect;
 mod locking;
 mod runtime;
@@ -76,6 +77,7 @@ mod thread;
 mod types;
 
 use dispatch::*;
+pub use events::*;
 pub use introspect::*;
 pub use locking::*;
 pub use runtime::*;

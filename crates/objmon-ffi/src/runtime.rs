@@ -40,7 +40,7 @@ pub extern "C" fn objmon_protocol_name(i: usize) -> *const c_char {
 pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
     // Compare as integers: a C enum argument may hold any int, which would be undefined
     // behaviour in a Rust enum parameter.
-    const MESSAGES: [(objmon_status, &CStr); 19] = [
+    const MESSAGES: [(objmon_status, &CStr); 20] = [
         (OBJMON_OK, c"ok"),
         (
             OBJMON_E_ILLEGAL_MONITOR_STATE,
@@ -83,6 +83,10 @@ pub extern "C" fn objmon_strerror(s: i32) -> *const c_char {
         (
             OBJMON_E_HOST_BITS_DISPLACED,
             c"host bits displaced into the lock owner's record",
+        ),
+        (
+            OBJMON_E_EVENTS_OFF,
+            c"runtime made without objmon_config.events",
         ),
     ];
     MESSAGES
@@ -135,9 +139,14 @@ pub unsafe extern "C" fn objmon_runtime_new(
             cfg.monitor_capacity = c.monitor_capacity;
         }
         cfg.profiling = c.profiling != 0;
+        let events = (c.events != 0).then(|| Arc::new(crate::events::CallbackSink::default()));
+        cfg.events = events
+            .clone()
+            .map(|e| e as Arc<dyn objmon::events::EventSink>);
         let mut make = Make {
             name,
             config: cfg,
+            events,
             out: None,
         };
         objmon::vm::visit_all(&mut make);

@@ -52,6 +52,8 @@ pub enum objmon_status {
     /// The host bits are not in the header now: `stack` displaces them into the owner's lock
     /// record while the object is stack-locked. Read them again after the unlock.
     OBJMON_E_HOST_BITS_DISPLACED = 18,
+    /// `objmon_set_event_callback` on a runtime made without `objmon_config.events`.
+    OBJMON_E_EVENTS_OFF = 19,
 }
 
 pub(crate) use objmon_status::*;
@@ -116,6 +118,9 @@ pub struct objmon_config {
     pub monitor_capacity: u32,
     /// Nonzero: contention profiling on (`objmon_contention_profile`); default off.
     pub profiling: u8,
+    /// Nonzero: the runtime reports monitor events to the callback that
+    /// `objmon_set_event_callback` sets; default off, and then events cost nothing.
+    pub events: u8,
 }
 
 /// Counters of a runtime.
@@ -146,6 +151,8 @@ pub struct objmon_runtime {
     pub(crate) host: host_bits::HostBits,
     /// Its live handles, so that `objmon_relocate` can move their unstructured records.
     pub(crate) handles: Arc<Handles>,
+    /// Its event sink, if made with `objmon_config.events` (`objmon_set_event_callback`).
+    pub(crate) events: Option<Arc<crate::events::CallbackSink>>,
 }
 
 /// The live `objmon_thread`s of a runtime (addresses), shared with each of them: a handle

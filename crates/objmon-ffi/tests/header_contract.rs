@@ -206,7 +206,7 @@ fn every_status_the_header_names_is_an_objmon_status() {
     }
     assert_eq!(
         statuses.last().map(|s| s.1),
-        Some(objmon_status::OBJMON_E_HOST_BITS_DISPLACED as i32)
+        Some(objmon_status::OBJMON_E_EVENTS_OFF as i32)
     );
     assert_eq!(statuses.len(), statuses.last().unwrap().1 as usize + 1);
 

@@ -212,8 +212,18 @@ pub(crate) fn try_deflate<P: Locate>(rt: &Runtime<P>, h: &AtomicU64, idx: Monito
     // Unlock before freeing: once free, the monitor may be taken and locked for another object.
     m.finish_deflation();
     if restored {
+        // The binding, read before the free forgets it.
+        let object = m.object.load(Ordering::Relaxed);
         rt.monitors().free(idx);
         rt.stats().deflated();
+        // Events on: by the calling thread, when it is attached (a host's collector thread
+        // calling `deflate_idle` may not be: then nothing names its thread, and nothing is
+        // reported). No internal lock is held here.
+        if crate::events::on(rt.events()) {
+            if let Some(by) = rt.current_thread_id() {
+                rt.report_deflation(by, object, idx.get());
+            }
+        }
     }
     restored
 }

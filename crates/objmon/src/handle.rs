@@ -193,6 +193,24 @@ impl<P: Protocol> Runtime<P> {
     }
 }
 
+impl<P: Protocol> Runtime<P> {
+    /// The calling thread's id on this runtime, if it is attached (a look-up in its list of
+    /// attachments: for slow paths that have no context, such as a deflation reported from
+    /// a host's `deflate_idle`).
+    pub(crate) fn current_thread_id(&self) -> Option<ThreadId> {
+        #[cfg(not(loom))]
+        {
+            let any = current::find(self as *const Self as usize)?;
+            let att = any.downcast::<Attachment<P>>().ok()?;
+            Some(att.cx.id())
+        }
+        #[cfg(loom)]
+        {
+            None
+        }
+    }
+}
+
 /// What a guard needs of its handle (everything but the handle's `'env`); also the core of a
 /// thread's automatic attachment (`user/attach.rs`).
 ///

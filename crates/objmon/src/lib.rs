@@ -118,6 +118,7 @@ mod binding;
 mod blocking;
 mod deflate;
 mod error;
+pub mod events;
 mod handle;
 mod hash;
 mod hash_state;
@@ -160,8 +161,8 @@ pub use protocol::{
 };
 #[cfg(not(loom))]
 pub use user::{
-    DefaultProtocol, Global, Monitor, MonitorGuard, MonitorProtocol, RawCondvar, RawMonitor,
-    RuntimeRef,
+    set_event_sink, DefaultProtocol, Global, Monitor, MonitorGuard, MonitorProtocol, RawCondvar,
+    RawMonitor, RuntimeRef,
 };
 
 /// The lock_api (0.5) whose `RawMutex`, `RawMutexTimed`, `RawCondvar` and `RawCondvarTimed`

@@ -85,6 +85,10 @@ pub struct FatMonitor {
     /// `Config::profiling` of the runtime whose table holds this monitor (the figures
     /// themselves live in a side table, `profile.rs`).
     pub(crate) profile_on: bool,
+    /// `Config::events` of the runtime whose table holds this monitor: its sink's slot in
+    /// the process-wide registry (`events.rs`), 0 = events off. One byte beside
+    /// `profile_on`, not a pointer, so that the monitor stays one line.
+    pub(crate) events: u8,
     /// The wait set, oldest first: nodes in the waiters' frames, guarded by the queue's own
     /// lock bit. Linked by the owner (wait), unlinked by the owner (notify) or by the waiter
     /// itself (timeout, interrupt).
@@ -113,6 +117,7 @@ impl FatMonitor {
             index: 0,
             object: AtomicUsize::new(0),
             profile_on: false,
+            events: 0,
         }
     }
 
@@ -349,6 +354,11 @@ impl FatMonitor {
         if t.take_interrupt() {
             return Err(MonitorError::Interrupted);
         }
+        // Events on: when it began and the timeout asked (`monitor_episodes.rs` reports it).
+        // A wait inside an enter's episode is part of that enter (`tasuki`'s contender
+        // behind a flat lock waits here): its enter reports it.
+        let ev =
+            (self.events != 0 && !t.blocking.in_episode()).then(|| Self::wait_report(deadline));
         let saved = self.count.load(Ordering::Relaxed);
         let episode = self.begin_wait(t, deadline.is_some());
         // This thread in the wait set, in this frame: linked until a notifier unlinks it
@@ -402,23 +412,43 @@ impl FatMonitor {
         t.wait_state.store(IDLE, Ordering::Relaxed);
         self.end_wait(t, episode);
         // A notified waiter re-entering is blocked on enter (a deadlock edge) if it must wait.
+        // Its wait's report covers the re-entry: no `MonitorEnter` of its own (as JFR).
         if !self.lock.try_lock() {
-            self.lock_contended(t, true, Contenders::Seed);
+            self.lock_contended_unreported(t);
         }
         self.owner.store(t.raw_id(), Ordering::Relaxed);
         self.count.store(saved, Ordering::Relaxed);
         self.profile_wait(episode);
+        if let Some(ev) = ev {
+            self.report_wait(t, ev, &outcome);
+        }
         outcome
     }
 
     /// Object.notify (`all == false`) or Object.notifyAll (`all == true`).
     pub fn notify(&self, t: &ThreadCore, all: bool) -> Result<(), MonitorError> {
+        self.notify_with(t, all, true)
+    }
+
+    /// [`notify`](Self::notify) that a protocol makes for itself, not for its host
+    /// (`tasuki` wakes the contenders it parked behind a flat lock): no `MonitorNotify`.
+    pub(crate) fn notify_unreported(&self, t: &ThreadCore, all: bool) -> Result<(), MonitorError> {
+        self.notify_with(t, all, false)
+    }
+
+    fn notify_with(&self, t: &ThreadCore, all: bool, report: bool) -> Result<(), MonitorError> {
         if !self.is_owned_by(t) {
             return Err(MonitorError::IllegalMonitorState);
         }
+        // Events on: when it began; the notifier's id goes to each waiter it picks.
+        let ev = (report && self.events != 0).then(crate::events::now_nanos);
+        let mut woken = 0;
         let mut ws = self.waiters.lock();
         if !all {
             if let Some((_, w)) = ws.pop_front() {
+                if ev.is_some() {
+                    w.notifier.store(t.id().get(), Ordering::Relaxed);
+                }
                 // Under the queue lock, so that a waiter timing out sees it there; Release
                 // and after our last access to its node (`QNode`'s lifetime rule).
                 w.wait_state.store(NOTIFIED, Ordering::Release);
@@ -426,12 +456,24 @@ impl FatMonitor {
                 // The woken thread will block on `lock` until we exit; waking it now lets it
                 // queue.
                 w.parker.unpark();
+                woken = 1;
+            } else {
+                drop(ws);
             }
-            return Ok(());
+        } else {
+            while let Some((_, w)) = ws.pop_front() {
+                if ev.is_some() {
+                    w.notifier.store(t.id().get(), Ordering::Relaxed);
+                }
+                w.wait_state.store(NOTIFIED, Ordering::Release);
+                w.parker.unpark();
+                woken += 1;
+            }
+            drop(ws);
         }
-        while let Some((_, w)) = ws.pop_front() {
-            w.wait_state.store(NOTIFIED, Ordering::Release);
-            w.parker.unpark();
+        // Not under the wait set's lock: the sink may lock monitors.
+        if let Some(start) = ev {
+            self.report_notify(t, start, all, woken);
         }
         Ok(())
     }
@@ -459,6 +501,13 @@ impl FatMonitor {
         self.owner.store(owner_raw, Ordering::Relaxed);
         self.count.store(count, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Makes `t` the owner, one level, of the monitor whose system lock it just took.
+    #[inline]
+    pub(crate) fn owner_store_first(&self, t: &ThreadCore) {
+        self.owner.store(t.raw_id(), Ordering::Relaxed);
+        self.count.store(1, Ordering::Relaxed);
     }
 
     /// The raw owner field: 0 for none, a thread's raw id, or [`ANONYMOUS_OWNER`] (racy).
@@ -673,9 +722,10 @@ impl FatMonitor {
 /// `introspect.rs`).
 impl FatMonitor {
     /// A monitor for slot `index` of a table; `profiling` as the runtime's configuration.
-    pub(crate) fn in_table(mut self, index: u32, profiling: bool) -> Self {
+    pub(crate) fn in_table(mut self, index: u32, profiling: bool, events: u8) -> Self {
         self.index = index;
         self.profile_on = profiling;
+        self.events = events;
         self
     }
 

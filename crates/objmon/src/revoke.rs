@@ -123,20 +123,7 @@ impl Revocation {
     }
 }
 
-/// The kinds a revocation is counted under in [`RevocationStats`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RevocationKind {
-    /// Synchronous pair handshake with a running owner.
-    Sync,
-    /// Asynchronous pair handshake with a running owner.
-    Async,
-    /// Membarrier (asymmetric Dekker).
-    Membarrier,
-    /// The owner was at a safepoint (parked, waiting, in native): revoked in place.
-    OwnerSafe,
-    /// The owner had detached (its id free or reused under another generation).
-    OwnerExited,
-}
+pub use crate::events::RevocationKind;
 
 const KINDS: usize = 5;
 const BUCKETS: usize = 256;
@@ -225,6 +212,37 @@ impl RevocationStats {
             }
         }
         None
+    }
+}
+
+/// Counts a revocation of `kind` (begun at `since`) of the bias on the object whose header
+/// is at `object`, by revoker `by`, in `st` and the runtime's counters, and reports it as a
+/// [`BiasRevoke`](crate::events::Event::BiasRevoke) (events on). Called once per
+/// revocation, after the revoker let go of its target's mutex: the sink may lock monitors.
+pub(crate) fn revoked<P: crate::protocol::Protocol>(
+    rt: &crate::runtime::Runtime<P>,
+    st: &RevocationStats,
+    kind: RevocationKind,
+    since: Instant,
+    by: crate::thread::ThreadId,
+    object: usize,
+) {
+    st.record(kind, since);
+    rt.stats().revoked();
+    if crate::events::on(rt.events()) {
+        let took = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let o = crate::events::Origin {
+            start_nanos: crate::events::now_nanos().saturating_sub(took),
+            thread: by,
+            object,
+            monitor: 0,
+        };
+        crate::events::deliver(
+            rt.events(),
+            crate::events::EventKind::BiasRevoke,
+            o,
+            |site| crate::events::Event::BiasRevoke { site, kind },
+        );
     }
 }
 
@@ -335,6 +353,8 @@ impl Safepoint {
     pub(crate) fn safe_scope(&self) -> SafeScope<'_> {
         if self.state.load(Ordering::Relaxed) == RUNNING {
             self.enter_safe();
+            // No sink runs while safe: it might lock a biased object (`events.rs`).
+            crate::events::hold();
             SafeScope(Some(self))
         } else {
             SafeScope(None)
@@ -496,6 +516,8 @@ impl Drop for SafeScope<'_> {
     fn drop(&mut self) {
         if let Some(sp) = self.0 {
             sp.leave_safe();
+            // Running again: the events of the scope are delivered now.
+            crate::events::release();
         }
     }
 }

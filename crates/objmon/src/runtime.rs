@@ -2,6 +2,8 @@
 //! protocol. Threads attach to it through `handle.rs` ([`Runtime::attach`]).
 
 use crate::deflate::DeflationPolicy;
+pub use crate::events::InflationCause;
+use crate::events::{Event, EventSink, SinkSlot};
 use crate::protocol::Protocol;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::table::{MonitorTable, MAX_MONITOR_INDEX};
@@ -10,7 +12,10 @@ use crate::thread::{Registry, ThreadId, MAX_THREAD_ID};
 use crate::MonitorError;
 
 /// Settings of a runtime, fixed at creation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `Clone`, `Debug` and `PartialEq` by hand: [`events`](Self::events) is a trait object,
+/// compared by identity (the same `Arc`) and shown as whether it is set.
+#[derive(Clone)]
 pub struct Config {
     /// Most threads attached at once (retired ids count); at most 32767. Ids are unique in
     /// the process, so their values may exceed this.
@@ -26,7 +31,49 @@ pub struct Config {
     /// Contention profiling ([`Runtime::contention_profile`]): off by default, and then free
     /// (fast paths never look at it; slow paths test it once).
     pub profiling: bool,
+    /// Where the runtime delivers its monitor events ([`crate::events`]): off (`None`) by
+    /// default, and then free (fast paths never look at it; slow paths test a byte once).
+    ///
+    /// ```
+    /// use objmon::events::Recorder;
+    /// use objmon::vm::{Config, Runtime};
+    /// use std::sync::Arc;
+    /// let rec = Arc::new(Recorder::new());
+    /// let rt = Runtime::<objmon::Thin>::new(Config { events: Some(rec.clone()), ..Config::default() });
+    /// assert!(rt.event_sink().is_some());
+    /// ```
+    pub events: Option<std::sync::Arc<dyn EventSink>>,
 }
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("max_threads", &self.max_threads)
+            .field("monitor_capacity", &self.monitor_capacity)
+            .field("system_lock", &self.system_lock)
+            .field("deflation", &self.deflation)
+            .field("profiling", &self.profiling)
+            .field("events", &self.events.as_ref().map(|_| "EventSink"))
+            .finish()
+    }
+}
+
+impl PartialEq for Config {
+    fn eq(&self, o: &Self) -> bool {
+        self.max_threads == o.max_threads
+            && self.monitor_capacity == o.monitor_capacity
+            && self.system_lock == o.system_lock
+            && self.deflation == o.deflation
+            && self.profiling == o.profiling
+            && match (&self.events, &o.events) {
+                (None, None) => true,
+                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Eq for Config {}
 
 impl Default for Config {
     fn default() -> Self {
@@ -36,24 +83,9 @@ impl Default for Config {
             system_lock: SystemLockConfig::default(),
             deflation: DeflationPolicy::default(),
             profiling: false,
+            events: None,
         }
     }
-}
-
-/// Why a lock was inflated to a fat monitor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum InflationCause {
-    /// First use, for protocols that always use a fat monitor (`fat`).
-    FirstUse,
-    /// Another thread wanted the lock.
-    Contention,
-    /// wait, notify or notifyAll needs a wait set.
-    WaitNotify,
-    /// The header's recursion count would overflow.
-    RecursionOverflow,
-    /// The identity hash needed a monitor to live in (`thin`), or the lock had to be inflated
-    /// before the hash could be stored (`stack`).
-    IdentityHash,
 }
 
 /// Counters of one runtime (relaxed; bumped only on slow paths).
@@ -61,17 +93,30 @@ pub enum InflationCause {
 pub struct Stats {
     inflations: [AtomicU64; 5],
     deflations: AtomicU64,
+    /// Bias revocations (`revoke.rs`), for [`Event::MonitorStatistics`].
+    revocations: AtomicU64,
+    /// The runtime's event sink slot (0: off): with events on, [`inflated`](Self::inflated)
+    /// notes the cause for the report that follows it (`Runtime::report_inflation`).
+    events: u8,
 }
 
 impl Stats {
     /// Counts one inflation.
     pub fn inflated(&self, cause: InflationCause) {
         self.inflations[cause as usize].fetch_add(1, Ordering::Relaxed);
+        if crate::events::on(self.events) {
+            crate::events::note_inflation(cause);
+        }
     }
 
     /// Counts one deflation.
     pub fn deflated(&self) {
         self.deflations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one bias revocation.
+    pub(crate) fn revoked(&self) {
+        self.revocations.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -120,6 +165,9 @@ pub struct Runtime<P: Protocol> {
     stats: Stats,
     /// Identity hashes waiting for a header that an owner holds (see `hash.rs`).
     side_hashes: crate::hash::SideHashes,
+    /// The slot of `config.events` in the registry of sinks (`events.rs`); declared after
+    /// the monitor table, so it is dropped after every monitor that names it.
+    events: SinkSlot,
 }
 
 impl<P: Protocol> Runtime<P> {
@@ -226,13 +274,19 @@ impl<P: Protocol> Runtime<P> {
     /// sequence, ask nothing: the kernel aborts the section at the first signal delivery,
     /// the host's included.
     pub unsafe fn new_unchecked(config: Config) -> Arc<Self> {
+        let events = SinkSlot::install(config.events.as_ref());
         Arc::new(Self {
             threads: Registry::new(config.max_threads),
             monitors: MonitorTable::new(config.monitor_capacity, config.system_lock)
-                .with_profiling(config.profiling),
+                .with_profiling(config.profiling)
+                .with_events(events.id()),
             state: P::new_state(&config),
-            stats: Stats::default(),
+            stats: Stats {
+                events: events.id(),
+                ..Stats::default()
+            },
             side_hashes: crate::hash::SideHashes::new(),
+            events,
             config,
         })
     }
@@ -283,6 +337,68 @@ impl<P: Protocol> Runtime<P> {
             live_monitors: self.monitors.live(),
             attached_threads: self.threads.len(),
             inflations_identity_hash: i(InflationCause::IdentityHash),
+        }
+    }
+
+    /// The sink this runtime delivers its events to ([`Config::events`]), if any.
+    pub fn event_sink(&self) -> Option<&std::sync::Arc<dyn EventSink>> {
+        self.events.sink()
+    }
+
+    /// The sink's slot id (`events.rs`; 0: events off), for emitters above the monitor.
+    #[inline]
+    pub(crate) fn events(&self) -> u8 {
+        self.events.id()
+    }
+
+    /// Events on: reports the inflation just counted on this thread (`Stats::inflated`
+    /// noted its cause) of the object at `object` to monitor `monitor`, by thread `by`.
+    /// Every counting site calls it next, once it holds no internal lock (the side table
+    /// of hashes, a revoker's): the sink may lock monitors.
+    #[inline]
+    pub(crate) fn report_inflation(&self, by: ThreadId, object: usize, monitor: u32) {
+        if crate::events::on(self.events()) {
+            crate::events::report_inflation(self.events(), by, object, monitor);
+        }
+    }
+
+    /// Events on: reports a deflation (just counted) of monitor `monitor` of the object at
+    /// `object`, by thread `by`, outside any internal lock.
+    #[inline]
+    pub(crate) fn report_deflation(&self, by: ThreadId, object: usize, monitor: u32) {
+        if crate::events::on(self.events()) {
+            crate::events::report_deflation(self.events(), by, object, monitor);
+        }
+    }
+
+    /// The counters now, as a [`MonitorStatistics`](Event::MonitorStatistics) event (JFR's
+    /// `jdk.JavaMonitorStatistics`), whether or not the runtime has a sink.
+    ///
+    /// ```
+    /// use objmon::events::Event;
+    /// let rt = objmon::vm::Runtime::<objmon::Thin>::with_defaults();
+    /// let Event::MonitorStatistics { inflations, .. } = rt.statistics_event() else {
+    ///     panic!("not statistics")
+    /// };
+    /// assert_eq!(inflations, 0);
+    /// ```
+    pub fn statistics_event(&self) -> Event {
+        let s = self.stats_snapshot();
+        Event::MonitorStatistics {
+            at_nanos: crate::events::now_nanos(),
+            live_monitors: s.live_monitors as u64,
+            inflations: s.inflations(),
+            deflations: s.deflations,
+            revocations: self.stats.revocations.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Delivers [`statistics_event`](Self::statistics_event) to the runtime's sink, on this
+    /// thread (nothing without a sink). "Periodic" is the host's to arrange: call it from a
+    /// timer.
+    pub fn report_statistics(&self) {
+        if crate::events::on(self.events()) {
+            crate::events::deliver_now(self.events(), self.statistics_event());
         }
     }
 

@@ -8,11 +8,19 @@
 //! a reader (thread dumps, deadlock confirmation, which needs a spinner to observe again
 //! within its wait) is introspection's business (`introspect.rs`). Above the monitor table
 //! only because a spinner's figures go to the table's [`TableProfile`](crate::profile::TableProfile).
+//!
+//! With events on (`events.rs`), the end of an outermost episode is the thread's
+//! `MonitorEnter`: its previous owner the last owner it read from the header (a thin-shaped
+//! word names its owner; nothing exits through a monitor to name itself), `parked` whether
+//! it parked (behind a flat lock, or on the fat monitor a nested enter found).
 
-use crate::blocking::BlockKind;
+use crate::blocking::{seen_owner, BlockKind};
+use crate::events::{self, Event, EventKind, Origin};
 use crate::profile::{nanos, Counts};
+use crate::sync::Ordering;
 use crate::table::MonitorTable;
-use crate::thread::ThreadCore;
+use crate::thread::{ThreadCore, ThreadId};
+use std::cell::Cell;
 use std::time::Instant;
 
 /// How often a contender parked behind a flat lock (`tasuki`) wakes to re-observe its owner
@@ -42,6 +50,10 @@ pub(crate) struct SpinEpisode<'a> {
     object: usize,
     outer: bool,
     start: Option<Instant>,
+    /// Events on (and outermost): when it began, in `events::now_nanos` time.
+    event_start: Option<u64>,
+    /// Whether the thread parked behind the flat lock ([`parked`](Self::parked)).
+    parked: Cell<bool>,
 }
 
 impl<'a> SpinEpisode<'a> {
@@ -49,13 +61,25 @@ impl<'a> SpinEpisode<'a> {
     #[cold]
     pub(crate) fn begin(table: &'a MonitorTable, core: &'a ThreadCore, object: usize) -> Self {
         let outer = core.blocking.begin(BlockKind::Enter, object, 0);
+        let event_start = (outer && events::on(table.events)).then(|| {
+            core.event_parked.store(false, Ordering::Relaxed);
+            events::now_nanos()
+        });
         Self {
             core,
             table,
             object,
             outer,
             start: (outer && table.profile.on).then(Instant::now),
+            event_start,
+            parked: Cell::new(false),
         }
+    }
+
+    /// The spinner is about to park behind the flat lock (`tasuki`'s contender).
+    #[inline]
+    pub(crate) fn parked(&self) {
+        self.parked.set(true);
     }
 
     /// The spinner just read the header and found it held by `owner_raw` (0: unknown).
@@ -72,7 +96,27 @@ impl Drop for SpinEpisode<'_> {
         if !self.outer {
             return;
         }
+        let seen = seen_owner(self.core.blocking.seen());
         self.core.blocking.end();
+        if let Some(start_nanos) = self.event_start {
+            let parked = self.parked.get() | self.core.event_parked.swap(false, Ordering::Relaxed);
+            let core = self.core;
+            events::deliver(
+                self.table.events,
+                EventKind::MonitorEnter,
+                Origin {
+                    start_nanos,
+                    thread: core.id(),
+                    object: self.object,
+                    monitor: 0,
+                },
+                |site| Event::MonitorEnter {
+                    site,
+                    previous_owner: ThreadId::from_raw(seen).filter(|p| *p != core.id()),
+                    parked,
+                },
+            );
+        }
         if let Some(s) = self.start {
             self.table.profile.fold(
                 self.object,

@@ -8,13 +8,17 @@ pub(crate) use std::sync::Arc;
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
     Mutex, MutexGuard,
 };
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
     Mutex, MutexGuard,
 };
 

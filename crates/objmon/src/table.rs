@@ -137,6 +137,8 @@ pub struct MonitorTable {
     allocations: AtomicU64,
     /// Contention profiling state (see `profile.rs`).
     pub(crate) profile: TableProfile,
+    /// The runtime's event sink slot (`events.rs`; 0: events off), given to every monitor.
+    pub(crate) events: u8,
     /// This runtime's claims on header addresses (released at drop).
     claims: Claims,
     #[cfg(loom)]
@@ -176,6 +178,7 @@ impl MonitorTable {
             live: AtomicUsize::new(0),
             allocations: AtomicU64::new(0),
             profile: Default::default(),
+            events: 0,
             claims: Claims::new(),
             #[cfg(loom)]
             pool: ChunkPool::new(n_chunks),
@@ -239,9 +242,9 @@ impl MonitorTable {
                 if fl.next == fl.end {
                     let c = self.pool().take().ok_or(MonitorError::MonitorTableFull)?;
                     let base = (c as usize) << CHUNK_BITS;
-                    let on = self.profile.on;
+                    let (on, ev) = (self.profile.on, self.events);
                     let chunk: Box<[FatMonitor]> = (0..CHUNK)
-                        .map(|j| FatMonitor::new(self.config).in_table((base + j) as u32, on))
+                        .map(|j| FatMonitor::new(self.config).in_table((base + j) as u32, on, ev))
                         .collect();
                     // Release: a reader that sees the pointer sees the monitors built.
                     self.chunks[c as usize]
@@ -373,6 +376,13 @@ impl MonitorTable {
     /// before the first allocation: monitors take the setting when their chunk is made.
     pub(crate) fn with_profiling(mut self, on: bool) -> Self {
         self.profile.on = on;
+        self
+    }
+
+    /// The same table, delivering events to sink slot `id` (`Config::events`; 0: off). Only
+    /// before the first allocation, as [`with_profiling`](Self::with_profiling).
+    pub(crate) fn with_events(mut self, id: u8) -> Self {
+        self.events = id;
         self
     }
 

@@ -16,7 +16,7 @@
 use crate::blocking::BlockSlot;
 use crate::hash_state::HashState;
 use crate::park::Parker;
-use crate::sync::{lock, Arc, AtomicBool, AtomicU32, Mutex, Ordering};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU16, AtomicU32, Mutex, Ordering};
 use crate::MonitorError;
 use std::fmt;
 use std::num::NonZeroU16;
@@ -86,6 +86,10 @@ pub struct ThreadCore {
     /// earlier holder of the id can be told apart (used by biased protocols).
     generation: u32,
     id: ThreadId,
+    /// Events on: a contended enter nested in a spinner's episode (`spin_episode.rs`) parked
+    /// on the fat monitor; the episode's `MonitorEnter` reports it and clears this. Written
+    /// only by the thread.
+    pub(crate) event_parked: AtomicBool,
     /// Identity-hash generator state (HotSpot's `_hashStateX..W`, see `hash_state.rs`).
     pub(crate) hash_state: HashState,
     /// What this thread blocks on, published by slow paths (see `blocking.rs`).
@@ -96,6 +100,9 @@ pub struct ThreadCore {
     pub(crate) tasuki_signal: AtomicU32,
     /// Wait-set state of the fat monitor this thread waits on (see `monitor.rs`).
     pub(crate) wait_state: AtomicU32,
+    /// Events on: the raw id of the thread whose notify took this thread out of a wait set,
+    /// stored before `wait_state` says `NOTIFIED` (HotSpot's `ObjectWaiter::_notifier_tid`).
+    pub(crate) notifier: AtomicU16,
     interrupted: AtomicBool,
 }
 
@@ -114,6 +121,8 @@ impl ThreadCore {
             interrupted: AtomicBool::new(false),
             tasuki_signal: AtomicU32::new(0),
             wait_state: AtomicU32::new(0),
+            notifier: AtomicU16::new(0),
+            event_parked: AtomicBool::new(false),
             hash_state: HashState::new(id.get(), generation),
             blocking: Default::default(),
         }

@@ -24,6 +24,7 @@ const LOWER: &[&str] = &[
     "hash_state",       // the identity-hash generator's per-thread state
     "binding",          // header address → runtime claims
     "thread",           // ids, ThreadCore, AttachedThread<S>, Registry<S>
+    "events",           // monitor events: the types, the sink registry, delivery
     "spin",             // contenders' back-off
     "rseq",             // where this thread's `struct rseq` is
     "membarrier",       // the process-wide barrier of the asymmetric Dekkers

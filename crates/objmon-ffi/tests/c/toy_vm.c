@@ -436,6 +436,134 @@ static int deadlock_phase(const char *protocol) {
     return failures != before;
 }
 
+/* Monitor events through the C callback: a timed-out wait, a notified wait naming its
+ * notifier, notify counts, statistics on request; the callback runs on the event's thread,
+ * outside objmon's locks (it calls objmon itself), and stops when cleared. */
+#define MAX_EVENTS 256
+typedef struct event_log {
+    pthread_mutex_t mu;
+    const objmon_runtime *rt;
+    const objmon_header *probe; /* the callback asks objmon about it: re-entry is allowed */
+    size_t n;
+    objmon_event ev[MAX_EVENTS];
+} event_log;
+
+static void on_event(const objmon_event *e, void *user) {
+    event_log *elog = user;
+    uint16_t owner;
+    objmon_owner_of(elog->rt, elog->probe, &owner); /* a call into objmon from the callback */
+    pthread_mutex_lock(&elog->mu);
+    if (elog->n < MAX_EVENTS) elog->ev[elog->n++] = *e;
+    pthread_mutex_unlock(&elog->mu);
+}
+
+static object ev_obj;
+static int waiter_in;
+static uint16_t waiter_id;
+
+static void *event_waiter(void *arg) {
+    objmon_runtime *r = arg;
+    objmon_thread *me;
+    CHECK(objmon_thread_attach(r, &me));
+    waiter_id = objmon_thread_id(me);
+    CHECK(objmon_enter(me, &ev_obj.header));
+    __atomic_store_n(&waiter_in, 1, __ATOMIC_SEQ_CST);
+    objmon_wait_outcome o = OBJMON_TIMED_OUT;
+    CHECK(objmon_wait(me, &ev_obj.header, 0, &o)); /* until notified */
+    EXPECT(o == OBJMON_NOTIFIED);
+    CHECK(objmon_exit(me, &ev_obj.header));
+    objmon_thread_detach(me, NULL);
+    return NULL;
+}
+
+/* The events of `log` of `kind` on thread `thread` (0: any), the last one in `*last`. */
+static size_t count_events(event_log *elog, uint32_t kind, uint16_t thread,
+                           const objmon_event **last) {
+    size_t c = 0;
+    for (size_t i = 0; i < elog->n; i++)
+        if (elog->ev[i].kind == kind && (thread == 0 || elog->ev[i].thread == thread)) {
+            c++;
+            *last = &elog->ev[i];
+        }
+    return c;
+}
+
+static int events_phase(const char *protocol) {
+    int before = failures;
+    objmon_runtime *r, *quiet;
+    objmon_config cfg = {0};
+    cfg.events = 1;
+    if (objmon_runtime_new(protocol, &cfg, &r) != OBJMON_OK) return 1;
+    if (objmon_runtime_new(protocol, NULL, &quiet) != OBJMON_OK) return 1;
+    EXPECT(objmon_set_event_callback(quiet, on_event, NULL, NULL) == OBJMON_E_EVENTS_OFF);
+    objmon_runtime_free(quiet);
+    static event_log elog;
+    memset(&elog, 0, sizeof elog);
+    pthread_mutex_init(&elog.mu, NULL);
+    elog.rt = r;
+    elog.probe = &ev_obj.header;
+    uint64_t zero[OBJMON_EVENT_KINDS] = {0};
+    EXPECT(objmon_set_event_callback(r, on_event, &elog, zero) == OBJMON_OK);
+    objmon_header_init(r, &ev_obj.header);
+    objmon_thread *me;
+    if (objmon_thread_attach(r, &me) != OBJMON_OK) return 1;
+    uint16_t my_id = objmon_thread_id(me);
+    const objmon_event *e = NULL;
+
+    /* A timed wait that nobody notifies: one MONITOR_WAIT, TIMED_OUT, its timeout. */
+    EXPECT(objmon_enter(me, &ev_obj.header) == OBJMON_OK);
+    objmon_wait_outcome o = OBJMON_NOTIFIED;
+    EXPECT(objmon_wait(me, &ev_obj.header, 1000000, &o) == OBJMON_OK && o == OBJMON_TIMED_OUT);
+    EXPECT(objmon_exit(me, &ev_obj.header) == OBJMON_OK);
+    EXPECT(count_events(&elog, OBJMON_EVENT_MONITOR_WAIT, my_id, &e) == 1);
+    if (e) {
+        EXPECT(e->detail == OBJMON_WAIT_END_TIMED_OUT && e->other_thread == 0);
+        EXPECT(e->timeout_nanos > 0 && e->timeout_nanos <= 1000000);
+        EXPECT(e->object == (uintptr_t)&ev_obj.header && e->monitor != 0);
+    }
+
+    /* A waiter notified by this thread names it; the notify says it woke one. */
+    pthread_t w;
+    __atomic_store_n(&waiter_in, 0, __ATOMIC_SEQ_CST);
+    pthread_create(&w, NULL, event_waiter, r);
+    while (!__atomic_load_n(&waiter_in, __ATOMIC_SEQ_CST)) sched_yield();
+    /* The waiter holds the monitor until its wait lets go: then it is in the wait set. */
+    EXPECT(objmon_enter(me, &ev_obj.header) == OBJMON_OK);
+    EXPECT(objmon_notify(me, &ev_obj.header) == OBJMON_OK);
+    EXPECT(objmon_exit(me, &ev_obj.header) == OBJMON_OK);
+    pthread_join(w, NULL);
+    e = NULL;
+    EXPECT(count_events(&elog, OBJMON_EVENT_MONITOR_WAIT, waiter_id, &e) == 1);
+    if (e) EXPECT(e->detail == OBJMON_WAIT_END_NOTIFIED && e->other_thread == my_id);
+    e = NULL;
+    EXPECT(count_events(&elog, OBJMON_EVENT_MONITOR_NOTIFY, my_id, &e) == 1);
+    if (e) EXPECT(e->woken == 1 && e->parked_or_all == 0);
+    /* Our enter may have waited for the waiter: if so, it names it. */
+    e = NULL;
+    if (count_events(&elog, OBJMON_EVENT_MONITOR_ENTER, my_id, &e) > 0)
+        EXPECT(e->other_thread == 0 || e->other_thread == waiter_id);
+
+    /* Statistics on request, on this thread. */
+    EXPECT(objmon_report_statistics(r) == OBJMON_OK);
+    e = NULL;
+    EXPECT(count_events(&elog, OBJMON_EVENT_MONITOR_STATISTICS, 0, &e) == 1);
+    if (e) EXPECT(e->thread == 0 && e->deflations <= e->inflations);
+
+    /* Cleared: nothing more. */
+    size_t n = elog.n;
+    EXPECT(objmon_set_event_callback(r, NULL, NULL, NULL) == OBJMON_OK);
+    EXPECT(objmon_enter(me, &ev_obj.header) == OBJMON_OK);
+    EXPECT(objmon_wait(me, &ev_obj.header, 1000, NULL) == OBJMON_OK);
+    EXPECT(objmon_exit(me, &ev_obj.header) == OBJMON_OK);
+    EXPECT(objmon_report_statistics(r) == OBJMON_OK);
+    EXPECT(elog.n == n);
+    objmon_thread_detach(me, NULL);
+    objmon_header_reclaim(r, &ev_obj.header);
+    objmon_runtime_free(r);
+    printf("%-18s events ok: %zu delivered\n", protocol, n);
+    return failures != before;
+}
+
 int main(int argc, char **argv) {
     int bad = 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* progress must survive a hang and a kill */
@@ -449,9 +577,12 @@ int main(int argc, char **argv) {
     EXPECT(objmon_runtime_new("no-such-protocol", NULL, &rt) == OBJMON_E_UNKNOWN_PROTOCOL);
     if (argc > 1) {
         for (int i = 1; i < argc; i++) bad |= run(argv[i]);
+        for (int i = 1; i < argc; i++) bad |= events_phase(argv[i]);
         for (int i = 1; i < argc; i++) bad |= deadlock_phase(argv[i]);
     } else {
         for (size_t i = 0; i < objmon_protocol_count(); i++) bad |= run(objmon_protocol_name(i));
+        for (size_t i = 0; i < objmon_protocol_count(); i++)
+            bad |= events_phase(objmon_protocol_name(i));
         /* Last, since each leaves two deadlocked threads behind. */
         for (size_t i = 0; i < objmon_protocol_count(); i++)
             bad |= deadlock_phase(objmon_protocol_name(i));

@@ -167,6 +167,8 @@ impl<F: Flavor> Biasing<F> {
                     {
                         table.remove(addr(h));
                         rt.stats().inflated(InflationCause::IdentityHash);
+                        drop(table);
+                        rt.report_inflation(t.id(), addr(h), p.monitor.get());
                         return Ok(p.hash);
                     }
                     continue;
@@ -182,6 +184,7 @@ impl<F: Flavor> Biasing<F> {
                 .is_ok()
             {
                 rt.stats().inflated(InflationCause::IdentityHash);
+                rt.report_inflation(t.id(), addr(h), idx.get());
                 return Ok(v);
             }
             rt.monitors().free(idx);
@@ -237,9 +240,15 @@ impl<F: Flavor> Biasing<F> {
     /// **Owner hook** (for `biased.rs`): call right after the owner published a fat word for
     /// `h` (naming `m`) that it inflated from a learn or thin lock it held — every
     /// `inflate_own` that succeeded. A hash parked while it held `h` nested goes into `m`.
+    ///
+    /// Also where the inflation is reported (events on): `inflate_own` has just counted it
+    /// (`Stats::inflated` noted the cause), and `m`'s owner is the inflating thread.
     pub(crate) fn after_owner_inflation(rt: &Runtime<Self>, h: &BiasWord, m: &FatMonitor) {
         if rt.side_hashes().owner_must_look(crate::membarrier::init()) {
             Self::adopt_parked(rt, h, m, None);
+        }
+        if let Some(by) = m.owner() {
+            rt.report_inflation(by, addr(h), m.index);
         }
     }
 
@@ -278,6 +287,8 @@ impl<F: Flavor> Biasing<F> {
             return;
         }
         rt.stats().inflated(InflationCause::IdentityHash);
+        drop(table);
+        rt.report_inflation(t.id(), addr(h), p.monitor.get());
     }
 
     /// [`Protocol::peek_identity_hash`] of the biased protocols.

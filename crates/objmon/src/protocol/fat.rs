@@ -64,15 +64,23 @@ impl Fat {
     }
 
     #[inline]
-    fn monitor<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Result<&'r FatMonitor, MonitorError> {
+    fn monitor<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<&'r FatMonitor, MonitorError> {
         match Self::installed(rt, h)? {
             Some(m) => Ok(m),
-            None => Self::install(rt, h),
+            None => Self::install(rt, t, h),
         }
     }
 
     #[cold]
-    fn install<'r>(rt: &'r Runtime<Self>, h: &LockWord) -> Result<&'r FatMonitor, MonitorError> {
+    fn install<'r>(
+        rt: &'r Runtime<Self>,
+        t: &ThreadContext<Self>,
+        h: &LockWord,
+    ) -> Result<&'r FatMonitor, MonitorError> {
         let idx = rt.monitors().allocate()?;
         rt.monitors().bind(idx, h as *const LockWord as usize);
         let mut w = h.0.load(Ordering::Relaxed);
@@ -89,6 +97,7 @@ impl Fat {
             {
                 Ok(_) => {
                     rt.stats().inflated(InflationCause::FirstUse);
+                    rt.report_inflation(t.id(), h as *const LockWord as usize, idx.get());
                     return Ok(rt.monitors().get(idx));
                 }
                 Err(cur) => w = cur,
@@ -117,7 +126,7 @@ impl Protocol for Fat {
         _: u64,
         h: &LockWord,
     ) -> Result<(), MonitorError> {
-        Self::monitor(rt, h)?.enter(t.core_arc())
+        Self::monitor(rt, t, h)?.enter(t.core_arc())
     }
 
     #[inline]
@@ -126,7 +135,7 @@ impl Protocol for Fat {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<bool, MonitorError> {
-        Self::monitor(rt, h)?.try_enter(t.core())
+        Self::monitor(rt, t, h)?.try_enter(t.core())
     }
 
     #[inline]
@@ -197,7 +206,7 @@ impl Protocol for Fat {
         t: &ThreadContext<Self>,
         h: &LockWord,
     ) -> Result<u32, MonitorError> {
-        let m = Self::monitor(rt, h)?;
+        let m = Self::monitor(rt, t, h)?;
         Ok(match m.identity_hash() {
             Some(v) => v,
             None => m.install_hash(crate::hash::fresh(t.core(), Self::HASH_BITS)),

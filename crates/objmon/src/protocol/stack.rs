@@ -440,7 +440,7 @@ impl Protocol for Stack {
                     }
                     Self::inflate_owned(rt, t, h, InflationCause::IdentityHash)?;
                 } else {
-                    Self::inflate_contended(rt, h, w, InflationCause::IdentityHash)?;
+                    Self::inflate_contended(rt, t, h, w, InflationCause::IdentityHash)?;
                 }
                 continue;
             }

@@ -7,6 +7,7 @@
 //! fast path of `Monitor::lock` is one thread-local load, then the protocol's own.
 
 use super::attach::{self, Auto, Cache};
+use crate::events::{EventSink, SetSinkError};
 use crate::protocol::biased::{Biased, BiasedRseq, BiasedSeed};
 use crate::protocol::fable::{Fable, FableRseq};
 use crate::protocol::fat::Fat;
@@ -14,7 +15,7 @@ use crate::protocol::stack::Stack;
 use crate::protocol::tasuki_bimodal::Tasuki;
 use crate::protocol::thin::{Thin, ThinSeed};
 use crate::protocol::Protocol;
-use crate::runtime::Runtime;
+use crate::runtime::{Config, Runtime};
 use crate::sync::Arc;
 use std::ptr::NonNull;
 
@@ -88,6 +89,54 @@ pub struct Global;
 /// ```
 pub fn global_runtime<P: MonitorProtocol>() -> &'static Arc<Runtime<P>> {
     <P as sealed::MonitorProtocol>::runtime()
+}
+
+/// The sink of the process-wide runtimes, and whether one of them was made (under one lock,
+/// so that a runtime is made either with the sink or before it was set, never in between).
+static GLOBAL_EVENTS: std::sync::Mutex<(Option<std::sync::Arc<dyn EventSink>>, bool)> =
+    std::sync::Mutex::new((None, false));
+
+/// Sets the [`EventSink`] of the process-wide runtimes (those of [`Monitor::new`],
+/// [`RawMonitor`](crate::RawMonitor) and [`global_runtime`]), every protocol's: once, and
+/// before any of them is made, that is before the first lock of a [`Monitor`] of the
+/// default runtime. A runtime's sink is fixed at its creation (its monitors carry it), so a
+/// sink that could come later would cost every slow path a look at a shared slot; a host
+/// that needs to switch sinks installs one that forwards. A runtime of the host's takes its
+/// sink in [`Config::events`](crate::vm::Config::events) instead.
+///
+/// ```
+/// use objmon::events::{Recorder, SetSinkError};
+/// use std::sync::Arc;
+/// let rec = Arc::new(Recorder::new());
+/// objmon::set_event_sink(rec.clone()).unwrap(); // before the first Monitor
+/// assert_eq!(objmon::set_event_sink(rec.clone()), Err(SetSinkError::AlreadySet));
+/// let m = objmon::Monitor::new(0u32);
+/// drop(m.lock());
+/// ```
+///
+/// [`Monitor`]: crate::Monitor
+/// [`Monitor::new`]: crate::Monitor::new
+pub fn set_event_sink(sink: std::sync::Arc<dyn EventSink>) -> Result<(), SetSinkError> {
+    let mut g = GLOBAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    if g.0.is_some() {
+        return Err(SetSinkError::AlreadySet);
+    }
+    if g.1 {
+        return Err(SetSinkError::TooLate);
+    }
+    g.0 = Some(sink);
+    Ok(())
+}
+
+/// The configuration of a process-wide runtime about to be made: the default, with the
+/// sink of [`set_event_sink`] if one was set; no sink can be set afterwards.
+fn global_config() -> Config {
+    let mut g = GLOBAL_EVENTS.lock().unwrap_or_else(|p| p.into_inner());
+    g.1 = true;
+    Config {
+        events: g.0.clone(),
+        ..Config::default()
+    }
 }
 
 pub(crate) mod sealed {
@@ -172,7 +221,7 @@ macro_rules! process_wide {
             const UNLOCKED: Self::Header = $unlocked;
 
             fn runtime() -> &'static Arc<Runtime<Self>> {
-                Self::cell().get_or_init(Runtime::with_defaults)
+                Self::cell().get_or_init(|| Runtime::new(global_config()))
             }
 
             #[inline]

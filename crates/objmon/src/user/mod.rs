@@ -14,7 +14,7 @@ mod monitor;
 mod raw;
 
 pub use condvar::RawCondvar;
-pub use global::{global_runtime, Global, MonitorProtocol, RuntimeRef};
+pub use global::{global_runtime, set_event_sink, Global, MonitorProtocol, RuntimeRef};
 pub use monitor::{DefaultProtocol, Monitor, MonitorGuard};
 pub use raw::RawMonitor;
 

@@ -5,6 +5,8 @@
 //! `crate::revoke`.
 
 use super::*;
+use crate::revoke::revoked;
+use crate::thread::ThreadId;
 
 impl<F: Flavor> Biasing<F> {
     #[inline]
@@ -134,7 +136,14 @@ impl<F: Flavor> Biasing<F> {
                 .is_ok()
             {
                 st.count(Transition::BiasedToThin);
-                st.revocations.record(RevocationKind::OwnerExited, start);
+                revoked(
+                    rt,
+                    &st.revocations,
+                    RevocationKind::OwnerExited,
+                    start,
+                    t.id(),
+                    addr(h),
+                );
             }
             return Ok(());
         };
@@ -142,12 +151,13 @@ impl<F: Flavor> Biasing<F> {
         // Back to running on every way out, unwinding included; unchanged if we are in native
         // (an identity hash made there revokes).
         let _safe = t.local().sp.safe_scope();
-        Self::revoke_live(rt, h, w, target.local(), start);
+        Self::revoke_live(rt, t.id(), h, w, target.local(), start);
         Ok(())
     }
 
     pub(super) fn revoke_live(
         rt: &Rt<F>,
+        revoker: ThreadId,
         h: &BiasWord,
         w: u64,
         target: &BiasThread,
@@ -169,8 +179,11 @@ impl<F: Flavor> Biasing<F> {
         if let Some(kind) = tsp.quiescent() {
             // Parked, waiting or in native (it cannot leave while we hold its mutex), or
             // detached: rewrite in place.
-            if Self::thin_from_bias(rt, h, w, &target.rec) {
-                st.revocations.record(kind, start);
+            let ours = Self::thin_from_bias(rt, h, w, &target.rec);
+            // Counted and reported after the target's mutex (the sink may lock monitors).
+            drop(held);
+            if ours {
+                revoked(rt, &st.revocations, kind, start, revoker, addr(h));
             }
             return;
         }
@@ -203,9 +216,16 @@ impl<F: Flavor> Biasing<F> {
         let kind = kind.unwrap_or_else(|| by(Revocation::SyncHandshake));
         drop(held);
         match kind {
-            Some(RevocationKind::Async) => st.revocations.record(RevocationKind::Async, start),
+            Some(RevocationKind::Async) => revoked(
+                rt,
+                &st.revocations,
+                RevocationKind::Async,
+                start,
+                revoker,
+                addr(h),
+            ),
             Some(k) if ours.load(Ordering::Relaxed) || k == RevocationKind::Membarrier => {
-                st.revocations.record(k, start)
+                revoked(rt, &st.revocations, k, start, revoker, addr(h))
             }
             _ => {}
         }

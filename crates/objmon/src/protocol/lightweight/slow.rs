@@ -50,6 +50,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if Self::install(rt, &h.0, w, idx) {
                 ls.remove(lo, hi);
                 rt.stats().inflated(cause);
+                rt.report_inflation(t.id(), addr(h), idx.get());
                 return Ok(m);
             }
             // The host changed its bits, or a contender inflated first (or, `TABLE`, another
@@ -64,6 +65,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
     /// changed first or the table is full (then the caller spins on the header instead).
     pub(super) fn inflate_contended(
         rt: &Runtime<Self>,
+        by: &ThreadContext<Self>,
         h: &MarkWord,
         w: u64,
     ) -> Result<bool, MonitorError> {
@@ -75,6 +77,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::Contention);
+            rt.report_inflation(by.id(), addr(h), idx.get());
             return Ok(true);
         }
         m.abandon_fresh();
@@ -97,6 +100,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         m.enter_inflated_for(t.core().raw_id(), 1)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::RecursionOverflow);
+            rt.report_inflation(t.id(), addr(h), idx.get());
             return Ok(true);
         }
         m.abandon_fresh();
@@ -140,7 +144,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
                     // other fast-locking runtime alive the owner is ours: no scan.
                     if !Self::only_runtime() && Self::scan_owner(rt, h).is_none() {
                         yield_now();
-                    } else if !Self::inflate_contended(rt, h, w)? {
+                    } else if !Self::inflate_contended(rt, t, h, w)? {
                         spins += 1;
                         if spins > 16 {
                             yield_now();

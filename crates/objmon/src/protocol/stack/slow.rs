@@ -10,6 +10,7 @@ impl Stack {
     /// not the address of a lock record (a header word no operation of this crate wrote).
     pub(super) fn inflate_contended(
         rt: &Runtime<Self>,
+        by: &ThreadContext<Self>,
         h: &StackWord,
         w: u64,
         cause: InflationCause,
@@ -67,6 +68,7 @@ impl Stack {
         m.set_unpublished_owner(owner);
         h.0.store(monitor_word(displaced, idx), Ordering::Release);
         rt.stats().inflated(cause);
+        rt.report_inflation(by.id(), addr(h), idx.get());
         Ok(())
     }
 
@@ -113,6 +115,7 @@ impl Stack {
                 // No header names the record now (only we read the flag, after this).
                 r.inflated.store(idx.get(), Ordering::Relaxed);
                 rt.stats().inflated(cause);
+                rt.report_inflation(t.id(), addr(h), idx.get());
                 return Ok(m);
             }
             // A contender got INFLATING in first; its monitor will name us as owner.
@@ -170,7 +173,7 @@ impl Stack {
                 if !block {
                     return Ok(false);
                 }
-                Self::inflate_contended(rt, h, w, InflationCause::Contention)?;
+                Self::inflate_contended(rt, t, h, w, InflationCause::Contention)?;
                 continue;
             }
             // Unlocked.
@@ -194,6 +197,7 @@ impl Stack {
                     .is_ok()
                 {
                     rt.stats().inflated(InflationCause::RecursionOverflow);
+                    rt.report_inflation(t.id(), a, idx.get());
                     return Ok(true);
                 }
                 m.abandon_fresh();

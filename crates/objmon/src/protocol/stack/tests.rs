@@ -192,7 +192,7 @@ fn only_pool_records_are_read() {
     assert!(!stack_records::is_record(addr(&h) as u64));
     h.0.store(addr(&h) as u64, Ordering::Relaxed);
     assert_eq!(
-        Stack::inflate_contended(&rt, &h, h.raw(), InflationCause::Contention),
+        Stack::inflate_contended(&rt, me.context(), &h, h.raw(), InflationCause::Contention),
         Err(MonitorError::IllegalMonitorState)
     );
     assert_eq!(me.enter(&h).err(), Some(MonitorError::IllegalMonitorState));
@@ -221,7 +221,8 @@ fn forgotten_stack_lock_survives_detach() {
     std::thread::scope(|s| {
         s.spawn(|| {
             let t = rt.attach().unwrap();
-            let _ = Stack::inflate_contended(&rt, &h, h.raw(), InflationCause::Contention);
+            let _ =
+                Stack::inflate_contended(&rt, t.context(), &h, h.raw(), InflationCause::Contention);
             drop(t);
         });
     });

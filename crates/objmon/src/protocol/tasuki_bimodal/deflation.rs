@@ -94,7 +94,7 @@ impl Tasuki {
             }
             if m.try_enter(t.core()) == Ok(true) {
                 if h.aux.load(Ordering::Relaxed) & FLC != 0 {
-                    let _ = m.notify(t.core(), false);
+                    let _ = m.notify_unreported(t.core(), false);
                 }
                 let _ = m.exit(t.core());
                 return;
@@ -127,6 +127,10 @@ impl Tasuki {
                 // finds the flat word once it gets `m` and competes for it (`contend`).
                 h.lock.0.store(w & HOST_BITS_MASK, Ordering::Release);
                 rt.stats().deflated();
+                let r = m.exit(t.core());
+                // Reported once the monitor is let go of (the sink may lock the object).
+                rt.report_deflation(t.id(), h as *const TasukiHeader as usize, idx.get());
+                return r;
             }
             return m.exit(t.core());
         }

@@ -57,12 +57,14 @@ impl Tasuki {
         cause: InflationCause,
     ) -> Result<(), MonitorError> {
         h.aux.fetch_and(!FLC, Ordering::Relaxed);
-        m.notify(t.core(), true)?;
+        // Our own contenders, not the host's waiters: no `MonitorNotify`.
+        m.notify_unreported(t.core(), true)?;
         h.lock.0.store(
             SHAPE | (idx.get() << INDEX_SHIFT) | (w & HOST_BITS_MASK),
             Ordering::Release,
         );
         rt.stats().inflated(cause);
+        rt.report_inflation(t.id(), h as *const TasukiHeader as usize, idx.get());
         Ok(())
     }
 
@@ -129,10 +131,11 @@ impl Tasuki {
                 let cause = InflationCause::Contention;
                 break Self::publish_inflated(rt, t, h, m, idx, free | me, cause);
             }
-            spin.get_or_insert_with(|| {
+            let episode = spin.get_or_insert_with(|| {
                 SpinEpisode::begin(rt.monitors(), t.core(), h as *const TasukiHeader as usize)
-            })
-            .observe((w & OWNER_MASK) >> OWNER_SHIFT);
+            });
+            episode.observe((w & OWNER_MASK) >> OWNER_SHIFT);
+            episode.parked();
             // Announced across the wait: once notified we re-acquire `m` spinning, and the
             // owner must not deflate under us then (`may_deflate`). Timed (a few ms) so that
             // a contender parked behind a deadlocked flat owner re-observes it and the

@@ -45,7 +45,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 // with an unowned monitor that already holds the hash breaks no discipline
                 // (lockers CAS from the free word too, and fail). A full table: an error
                 // (the hash has nowhere to live that moves with the object).
-                if let Some(adopted) = Self::adopt_loose(rt, h, w) {
+                if let Some(adopted) = Self::adopt_loose(rt, t, h, w) {
                     match adopted {
                         Some(v) => return Ok(v),
                         None => continue,
@@ -65,6 +65,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                     .is_ok()
                 {
                     rt.stats().inflated(InflationCause::IdentityHash);
+                    rt.report_inflation(t.id(), addr(h), idx.get());
                     return Ok(v);
                 }
                 // A locker got there first: look again.
@@ -99,6 +100,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
             let choose = || held(owner_raw(w), w);
             if Self::inflate_for_blocked_owner(
                 rt,
+                t,
                 h,
                 w,
                 Some(&choose),
@@ -161,7 +163,12 @@ impl<const SEED: bool> ThinLocks<SEED> {
     /// released with the inline store, which never settles): one CAS to the inflated word with
     /// the entry's monitor, which holds the hash. `None`: no loose entry, go on; `Some(None)`:
     /// the word changed, look again.
-    pub(super) fn adopt_loose(rt: &Runtime<Self>, h: &LockWord, w: u32) -> Option<Option<u32>> {
+    pub(super) fn adopt_loose(
+        rt: &Runtime<Self>,
+        by: &ThreadContext<Self>,
+        h: &LockWord,
+        w: u32,
+    ) -> Option<Option<u32>> {
         if !rt.side_hashes().may_hold_any() {
             return None;
         }
@@ -176,6 +183,8 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
         table.remove(addr(h));
         rt.stats().inflated(InflationCause::IdentityHash);
+        drop(table);
+        rt.report_inflation(by.id(), addr(h), p.monitor.get());
         Some(Some(p.hash))
     }
 
@@ -216,6 +225,8 @@ impl<const SEED: bool> ThinLocks<SEED> {
             Ordering::Release,
         );
         rt.stats().inflated(InflationCause::IdentityHash);
+        drop(table);
+        rt.report_inflation(t.id(), addr(h), p.monitor.get());
     }
 
     /// Sets `mark` in the `look` of the thread with raw id `owner` (if it is attached); the
@@ -256,6 +267,8 @@ impl<const SEED: bool> ThinLocks<SEED> {
     #[inline(never)]
     pub(super) fn settle_loose(rt: &Runtime<Self>, t: &ThreadContext<Self>, h: &LockWord) {
         let (a, me) = (addr(h), t.core().raw_id());
+        // The monitor this release inflated `h` to, reported once the mutex is released.
+        let mut inflated = None;
         let mut table = rt.side_hashes().lock();
         if let Some(p) = table.get(a).filter(|p| p.loose && p.owner == me) {
             if p.hash != pin(h.0.load(Ordering::Relaxed)) {
@@ -288,6 +301,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                     {
                         table.remove(a);
                         rt.stats().inflated(InflationCause::IdentityHash);
+                        inflated = Some(p.monitor);
                         break;
                     }
                     continue;
@@ -305,6 +319,10 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
         if !table.owns_loose(me) {
             t.local().look.fetch_and(!LOOK_LOOSE, Ordering::Relaxed);
+        }
+        drop(table);
+        if let Some(m) = inflated {
+            rt.report_inflation(t.id(), a, m.get());
         }
     }
 

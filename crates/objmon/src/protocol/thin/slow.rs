@@ -34,6 +34,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         if rt.side_hashes().owner_must_look(*rt.state()) {
             Self::adopt_parked(rt, h, w, m, None);
         }
+        rt.report_inflation(t.id(), addr(h), idx.get());
         Ok(m)
     }
 
@@ -135,7 +136,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 .observe((w & OWNER_MASK) >> OWNER_SHIFT);
             spin_policy.snooze();
             if spin_policy.starving_checkpoint()
-                && Self::inflate_for_blocked_owner(rt, h, w, None, InflationCause::Contention)
+                && Self::inflate_for_blocked_owner(rt, t, h, w, None, InflationCause::Contention)
                     .unwrap_or(false)
             {
                 // Its owner is blocked in objmon (or gone) and we have waited long: the lock
@@ -284,7 +285,10 @@ impl<const SEED: bool> ThinLocks<SEED> {
     pub(super) fn block(t: &ThreadContext<Self>) {
         // Blocked, our words may be inflated for us: none of them is `host | me` for sure.
         t.local().forget_last();
-        t.local().state.store(BLOCKED, Ordering::SeqCst);
+        if t.local().state.swap(BLOCKED, Ordering::SeqCst) != BLOCKED {
+            // No sink runs while blocked: it might write our thin words (`events.rs`).
+            crate::events::hold();
+        }
     }
 
     /// Leaves the blocked state, after a hasher's inflation on our behalf (a few hundred
@@ -297,6 +301,8 @@ impl<const SEED: bool> ThinLocks<SEED> {
         {
             spin_hint();
         }
+        // Running again: the events raised while blocked are delivered now.
+        crate::events::release();
     }
 
     /// `f` in the blocked state (`f` writes no thin word the caller holds).
@@ -332,6 +338,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
     /// behalf with a monitor holding the hash: `Ok(true)`, look again. `Ok(false)`: it runs.
     pub(super) fn inflate_for_blocked_owner(
         rt: &Runtime<Self>,
+        by: &ThreadContext<Self>,
         h: &LockWord,
         w: u32,
         fresh: Option<&dyn Fn() -> u32>,
@@ -377,6 +384,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 if m.identity_hash().is_none() && rt.side_hashes().owner_must_look(*rt.state()) {
                     Self::adopt_parked(rt, h, w, m, None);
                 }
+                rt.report_inflation(by.id(), addr(h), idx.get());
             } else {
                 m.abandon_fresh();
                 rt.monitors().free(idx);
