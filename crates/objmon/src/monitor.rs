@@ -503,13 +503,6 @@ impl FatMonitor {
         Ok(())
     }
 
-    /// Makes `t` the owner, one level, of the monitor whose system lock it just took.
-    #[inline]
-    pub(crate) fn owner_store_first(&self, t: &ThreadCore) {
-        self.owner.store(t.raw_id(), Ordering::Relaxed);
-        self.count.store(1, Ordering::Relaxed);
-    }
-
     /// The raw owner field: 0 for none, a thread's raw id, or [`ANONYMOUS_OWNER`] (racy).
     #[inline]
     pub fn owner_raw(&self) -> u32 {

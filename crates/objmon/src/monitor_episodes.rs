@@ -67,7 +67,7 @@ impl FatMonitor {
     #[cold]
     pub(crate) fn lock_contended(&self, t: &Arc<ThreadCore>, spin: bool, c: Contenders) {
         if let Some(ev) = self.lock_contended_with(t, spin, c) {
-            self.owner_store_first(t);
+            self.own_locked(t);
             self.report_enter(t, ev);
         }
     }
