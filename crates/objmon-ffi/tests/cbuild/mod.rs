@@ -72,9 +72,18 @@ pub fn run_with_watchdog(cmd: Command, limit: Duration) -> Output {
     }
 }
 
-/// Builds the static library. `cargo test` builds only the rlib, so run cargo once more, in a
-/// target directory of these tests' own (no wait on the outer build's lock, never stale).
+/// The static library of this very build: cargo compiles the library target once with all
+/// of its crate types (`staticlib` among them) and leaves `libobjmon_ffi.a` beside the test
+/// executables in `deps/`. Only when it is not there (a test binary run outside cargo) is it
+/// built once more, in a target directory of these tests' own (no wait on the outer build's
+/// lock).
 pub fn build_static_lib() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    if let Some(lib) = exe.parent().map(|deps| deps.join("libobjmon_ffi.a")) {
+        if lib.exists() {
+            return lib;
+        }
+    }
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ffi-build");
     let status = Command::new(env!("CARGO"))
         .args([
