@@ -146,7 +146,7 @@ impl BiasState {
     /// heuristic's setting; a stale value only sends one acquisition out of line, or counts
     /// it under the old limit).
     pub(super) fn refresh_learn_inline(&self) {
-        let v = slow::learn_inline_below(self.learn_rule(), self.learn_limit());
+        let v = learn::learn_inline_below(self.learn_rule(), self.learn_limit());
         self.learn_inline.store(v, Ordering::Relaxed);
     }
 
@@ -199,7 +199,7 @@ pub struct BiasThread {
 
 impl BiasThread {
     pub(super) fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
-        let learn_guess = slow::learn_guess_for(u64::from(id.get()) << OWNER_SHIFT);
+        let learn_guess = learn::learn_guess_for(u64::from(id.get()) << OWNER_SHIFT);
         Self {
             learn_guess,
             learn_key: AtomicU64::new(learn_guess),
