@@ -330,7 +330,7 @@ impl<F: Flavor> Biasing<F> {
     #[cold]
     #[inline(never)]
     fn enter_fat_contended(t: &Cx<F>, m: &FatMonitor) {
-        // `parking_lot`'s contenders (`tasuki.rs`, `Contenders`); the seed flavors do not
+        // `parking_lot`'s contenders (`tasuki/config.rs`, `Contenders`); the seed flavors do not
         // come here (`enter_fat`).
         let c = Contenders::QueueFirst;
         if m.spin_enter_with(t.core(), c) {
