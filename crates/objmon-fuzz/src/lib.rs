@@ -8,9 +8,9 @@
 //!
 //! Layers: [`step`] (cases, their proptest strategies, their printing), [`kit`] (the three
 //! surfaces: `Monitor<T, P>`, `lock_api::Mutex<RawMonitor<P>, T>` and `vm::ThreadHandle`), `worker` (the threads that make the
-//! calls), [`model`] (the reference semantics), `driver` and `phases` (one case, in order,
-//! checked), [`signal`] (the host signal adversary), and here the per-protocol catalog and
-//! the time-budgeted, seeded loop.
+//! calls), [`model`] (the reference semantics), `driver`, `calls` and `phases` (one case,
+//! in order, checked), [`signal`] (the host signal adversary), and here the per-protocol
+//! catalog and the time-budgeted, seeded loop.
 //!
 //! Invariants: a case is a pure function of its seed (the driver orders every call, so a
 //! replay repeats the schedule up to the kernel's choice among threads that the model says
@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+mod calls;
 mod driver;
 pub mod kit;
 pub mod model;
@@ -151,7 +152,7 @@ pub fn replay(name: &str, case: &Case) -> Result<(), String> {
 /// How many locks by the holder on the non-reentrant `lock_api` surface this process ran
 /// and saw answered with the documented panic (for a test to show the check ran, not a skip).
 pub fn relock_panics_checked() -> u64 {
-    driver::RELOCKS_CHECKED.load(std::sync::atomic::Ordering::Relaxed)
+    calls::RELOCKS_CHECKED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// [`replay`] with another adversary (as [`Options`] can widen or narrow it).

@@ -23,9 +23,8 @@
 //! before it lets go of the lock, and our Acquire saw that release), so it takes the owner
 //! field; else it lets go and re-reads the header. That is one compare-and-swap on the
 //! monitor's line per uncontended enter, as `thin`'s fat path pays, instead of three
-//! read-modify-writes (announce, lock, end the announcement), each of them a transfer of the
-//! line against which the system lock's spinners keep reading: at 8 threads on 2 cores the
-//! first try wins for ~99% of enters.
+//! read-modify-writes (announce, lock, end the announcement), each a transfer of the line
+//! that the system lock's spinners keep reading (measured: docs/benchmarks.md).
 //!
 //! **Announced: whoever must wait.** A thread whose first try failed announces itself
 //! ([`FatMonitor::add_contention`]): if `DEFLATING` is already set it backs off and re-reads
@@ -44,12 +43,10 @@
 //! instead of failing: an inflation ([`FatMonitor::enter_inflated_for`]) and a deflater's
 //! claim (step 1, as long as the owner field is empty). Step 5 may free at once, without
 //! HotSpot's handshake, because the table is type-stable: a late reader of the index finds
-//! *a* monitor and the re-checks above send it away. Step 0 applies the announcement to the
-//! deflater itself: HotSpot's deflater takes monitors from its in-use list, but here it has
-//! an index read from a header (or the monitor it just exited), which may be stale, and only
-//! a pinned monitor is known to be the object's. Since the deflater's own announcement counts
-//! in step 3, two deflaters of one monitor at once refuse each other; the one whose
-//! announcement is the last to go tries again.
+//! *a* monitor and the re-checks above send it away. Step 0 announces the deflater too: its
+//! index, read from a header, may be stale (HotSpot's comes from its in-use list), and only a
+//! pinned monitor is known to be the object's. Its announcement counts in step 3, so two
+//! deflaters of one monitor refuse each other; the last one out tries again.
 //!
 //! **The last one out.** An owner's last exit tries to deflate (the eager policy) if nobody
 //! is announced then (read after the system lock's SeqCst fence; the claim checks exactly).
@@ -59,11 +56,8 @@
 //! that found the monitor busy, which does the same when it leaves (`end_pin`); so the last
 //! one out still deflates. (Only an announcement whose header check failed — the monitor is
 //! another object's by then — ends without asking: it cannot deflate that object.)
-//! (Earlier the owners stayed announced to their last exit, one read-modify-write instead of
-//! two per contended lock+unlock; the system lock first made that one unnecessary as well.)
 //!
-//! Models: `tests/loom_hotspot.rs` (deflation against enter, against a notified waiter, a
-//! stale deflater against the reallocation of its monitor).
+//! Models: `tests/loom_hotspot.rs` (against enter, a notified waiter, a monitor's reuse).
 
 use crate::monitor::{FatMonitor, PinnedClaim};
 use crate::protocol::mark::{index_of, monitor_word, names, MARK_KEPT_BITS, MONITOR, UNLOCKED};

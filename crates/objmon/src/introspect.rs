@@ -38,22 +38,9 @@
 //! 3. find cycles in the wait-for graph (thread → owner of the object it blocks on);
 //! 4. snapshot again and accept a cycle only if every member's sequence is still `s1[T]`.
 //!
-//! Why a confirmed cycle `T1 → T2 → … → Tk → T1` is a real deadlock: let `τ` be the start of
-//! step 4. Each member `Ti` had the same odd sequence at a read before every step-2 read and at
-//! a read after `τ`; sequences only grow, so `Ti` stayed in one blocking episode throughout,
-//! blocked on entering `Xi`. Its edge was observed in step 2, at some `ri` with
-//! `s1[Ti+1] < ri < τ`: `Ti+1` owned `Xi` at `ri`. A thread in a blocking episode on enter
-//! executes no monitor exit (it is inside `enter`), so `Ti+1`, in its episode over all of
-//! `[s1[Ti+1], τ]`, still owns `Xi` at `τ`. So at `τ` every member is blocked on an object
-//! owned by the next member: none can proceed, since only `Ti+1` could release `Xi`, and it is
-//! blocked. (A release *before* `Ti+1`'s episode began cannot be mistaken for ownership: the
-//! episode's publication is ordered after it, and step 2 reads after step 1 read that
-//! publication — every introspection access is SeqCst, and a spinner fences after each
-//! observation so that its next header read follows the published count.) A thread that
-//! releases or finishes between the two snapshots changes its sequence and is not reported;
-//! an edge that could not be observed in time (a spinner that did not re-read) makes the
-//! cycle unconfirmed: false negatives are possible (run the detector again), false positives
-//! are not. Waiting threads are not deadlock edges (as in jstack), but a notified waiter that
+//! A confirmed cycle is a real deadlock: false negatives are possible (run the detector
+//! again), false positives are not (the proof: docs/soundness.md, "Deadlock reports").
+//! Waiting threads are not deadlock edges (as in jstack), but a notified waiter that
 //! re-enters is blocked on enter and is one.
 //!
 //! **Contention profiling** ([`Config::profiling`](crate::vm::Config::profiling), off by default):

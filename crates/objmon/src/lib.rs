@@ -28,86 +28,36 @@
 //!
 //! ## Who needs what
 //!
-//! - **A Rust program** that wants a lock, and wait / notify, around each of many values:
-//!   [`Monitor<T>`](Monitor). Threads attach themselves on first use; a monitor costs its
-//!   header (4 or 8 bytes) until it is contended or waited on. For a non-reentrant mutex
-//!   giving `&mut T`: `lock_api::Mutex<`[`RawMonitor`]`, T>`, with
-//!   `lock_api::Condvar<`[`RawCondvar`]`>` waiting on that mutex's own wait set. objmon
-//!   implements lock_api **0.5** (re-exported as [`objmon::lock_api`](lock_api)); the feature
-//!   `lock_api_04` adds lock_api 0.4's `RawMutex` and `RawMutexTimed` for `RawMonitor`.
-//! - **A language runtime or VM** embedding a header in its own objects: [`vm`] — a
-//!   [`Runtime`](vm::Runtime) per VM, a [`ThreadHandle`](vm::ThreadHandle) per thread,
-//!   unstructured locking, interrupts, GC hooks, identity hashes, thread dumps and deadlock
-//!   detection. C and C++ runtimes: the `objmon-ffi` crate (`objmon.h`).
-//! - **People who study locking protocols**: [`protocol`] has each protocol's header layout,
-//!   fast paths and seed section; the `objmon-bench` CLI reproduces the papers' experiments;
-//!   [`lab`] has the parts under the fat monitor.
+//! - **A Rust program**: [`Monitor<T>`](Monitor) (threads attach on first use; it costs its
+//!   header until contended or waited on), or `lock_api::Mutex<`[`RawMonitor`]`, T>` with
+//!   `lock_api::Condvar<`[`RawCondvar`]`>` ([`lock_api`] 0.5; feature `lock_api_04`: 0.4).
+//! - **A language runtime or VM**: [`vm`] (a [`Runtime`](vm::Runtime) per VM, a
+//!   [`ThreadHandle`](vm::ThreadHandle) per thread); C and C++: the `objmon-ffi` crate.
+//! - **People who study locking protocols**: [`protocol`], [`lab`], `objmon-bench`.
 //!
 //! ## Which protocol
 //!
-//! | protocol | paper | idea | header |
-//! |---|---|---|---|
-//! | [`Thin`] (default) | Bacon et al., *Thin Locks* (1998) | 24-bit thin lock, CAS lock, plain-store unlock | 4 B |
-//! | [`ThinSeed`] | the same, as the seed wrote it | nested lock after a failed CAS, unlock loads the word | 4 B |
-//! | [`Tasuki`] | Onodera and Kawachiya (1999) | thin lock + contention bit, deflation | 8 B |
-//! | [`Lightweight`] | HotSpot fast-locking (JDK-8291555) | CAS 01→00 + per-thread lock stack; with the next two, **`unsafe` to create, not for [`Monitor`]** (below) | 8 B |
-//! | [`LightweightSeed`] | the same, as the seed wrote it | recursion inflates | 8 B |
-//! | [`LightweightTable`] | HotSpot `UseObjectMonitorTable` | monitor found via a side table | 8 B |
-//! | [`Stack`] | HotSpot stack-locking | displaced header in a lock record, INFLATING marker | 8 B |
-//! | [`Biased`] | Kawachiya et al. (2002), as in Pizlo et al. §2.2 | bias on first acquire, never rebias | 8 B |
-//! | [`BiasedSeed`] | the same, as the seed wrote it | count in the header (Figures 3-4) | 8 B |
-//! | [`Fable`] | Pizlo et al., *FABLE* (2011) | learn mode, bias after N acquisitions by one thread | 8 B |
-//! | [`BiasedRseq`], [`FableRseq`] | the same two, the owner's Figure 4 / 7 step in a Linux restartable sequence | no Dekker, no record; x86-64 Linux with glibc's rseq | 8 B |
-//! | [`BiasedSignal`], [`FableSignal`] | the same two, the owner's step restarted by a revoker's signal | Figure 4 / 7's load, compare, store and nothing else; x86-64 Linux with glibc; **`unsafe` to create, not for [`Monitor`]** (below) | 8 B |
-//! | [`Fat`] | baseline (HotSpot `LockingMode=0`) | every object goes straight to a fat monitor | 4 B |
-//! | [`MonitorCache`] | Sun JDK 1.1 | no header bits; monitor cache locked on every look-up | 4 B |
-//! | [`Cacao`] | Krall and Probst (1998) | no header bits; address-hashed monitor table | 4 B |
-//! | [`CacaoSeed`] | the same, as the seed scoped it | bucket lock held over every enter and exit | 4 B |
+//! | family | protocols | header |
+//! |---|---|---|
+//! | thin locks (Bacon et al., 1998) | [`Thin`] (default), [`ThinSeed`] | 4 B |
+//! | bimodal fields (Onodera and Kawachiya, 1999) | [`Tasuki`] | 8 B |
+//! | HotSpot | [`Stack`]; [`Lightweight`], [`LightweightSeed`], [`LightweightTable`] (`unsafe` to create) | 8 B |
+//! | biased (Kawachiya et al., 2002; Pizlo et al., *FABLE*, 2011) | [`Biased`], [`BiasedSeed`], [`Fable`], [`BiasedRseq`], [`FableRseq`]; [`BiasedSignal`], [`FableSignal`] (`unsafe` to create) | 8 B |
+//! | baselines | [`Fat`], [`MonitorCache`] (JDK 1.1), [`Cacao`], [`CacaoSeed`] (Krall and Probst, 1998) | 4 B |
 //!
-//! [`DefaultProtocol`] says why `thin` is the default, with the measurements. In short: pick
-//! `thin` (the smallest header, the fastest uncontended path) unless one thread locks the
-//! same objects over and over with nobody else (`fable`, `biased`: a plain load and store
-//! for the bias owner, a revocation when another thread comes). Contended, `thin`'s fat
-//! monitor runs at 0.7–1.0× the time of `parking_lot::Mutex` on the development machine
-//! (see the README).
-//! `docs/architecture.md` has the full catalog and layer map.
+//! Pick `thin` unless one thread locks the same objects over and over with nobody else
+//! (`fable`, `biased`); [`DefaultProtocol`] says why, the README gives each protocol's idea,
+//! `docs/architecture.md` the catalog and layer map.
 //!
 //! ## Safety
 //!
-//! Misuse is an error or a panic, never undefined behaviour, never a hang that a correct
-//! Java program would not have: `docs/soundness.md` has the argument and the tests that try
-//! to break it.
-//!
-//! One promise is the host's, and so it is `unsafe`: [`BiasedSignal`] and [`FableSignal`]
-//! are sound only if every signal handler that runs on a locking thread blocks objmon's
-//! barrier signal ([`vm::barrier_signal`], `SIGRTMIN + 6`) in its `sa_mask`. Their revoker
-//! signals the bias owner, whose handler restarts the owner's lock step if it interrupted
-//! it; delivered inside a host's handler that interrupted that step, it sees only the
-//! host's handler, and when that returns the step's store overwrites the revoked header:
-//! two owners. Nothing at run time can tell the two cases apart, so `Monitor` and
-//! `RawMonitor` do not take these two, [`Runtime::new`](vm::Runtime::new) does not compile
-//! for them, and [`Runtime::new_unchecked`](vm::Runtime::new_unchecked) states the
-//! contract. [`BiasedRseq`] and [`FableRseq`] give the same plain load and store to the
-//! bias owner with nothing asked of the host (the kernel aborts a restartable sequence at
-//! the first signal, whoever handles it).
-//!
-//! The other promise is about moving held headers: [`Lightweight`], [`LightweightSeed`] and
-//! [`LightweightTable`] keep a thread's fast-locks on a lock stack of header addresses, and a
-//! fast-locked word names no owner (HotSpot's design). After `mem::forget` of a guard and
-//! `mem::swap` of two headers, nothing can tell the forgetful thread's stale entry from a live
-//! one: its recursive fast path would enter a header another thread has locked since. So the
-//! host promises never to move or free a header that a leaked guard still holds without
-//! reporting it ([`Runtime::relocate`](vm::Runtime::relocate)), as a collector does;
-//! `Monitor` does not take them and `Runtime::new` does not compile for them. [`Thin`] (the
-//! default), [`Stack`] and [`Tasuki`] keep the owner in the word and ask nothing. The protocols' entry points are `unsafe fn` (they trust the caller to be the
-//! thread whose context it passes); [`Monitor`], [`RawMonitor`] and
-//! [`ThreadHandle`](vm::ThreadHandle) are what make them safe to use.
-//!
-//! Layers, bottom up: `park` (futex parking), `tasuki` (the single-atomic system lock of
-//! Onodera, 2000), `monitor` (the fat monitor with JLS §17.2 semantics), `table` (monitor
-//! index → monitor), `thread` (attach / detach, small ids, per-thread context),
-//! [`protocol`] (header encodings and fast / slow paths), `runtime` (one runtime's state),
-//! `handle` (the embedder's safe face, [`vm`]) and `user` ([`Monitor`], [`RawMonitor`]).
+//! Misuse is an error or a panic, never undefined behaviour, never a hang that a correct Java
+//! program would not have (`docs/soundness.md`). [`Monitor`], [`RawMonitor`] and
+//! [`ThreadHandle`](vm::ThreadHandle) make the protocols' `unsafe fn` entry points safe. Two
+//! families need a host's promise ([`Runtime::new_unchecked`](vm::Runtime::new_unchecked)),
+//! so `Monitor` does not take them: [`BiasedSignal`] / [`FableSignal`] (every signal handler
+//! on a locking thread blocks [`vm::barrier_signal`]) and the `Lightweight` three (no header
+//! a leaked guard holds moves unreported, [`Runtime::relocate`](vm::Runtime::relocate)).
 #![warn(missing_docs)]
 
 #[cfg(doctest)]

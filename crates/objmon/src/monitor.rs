@@ -146,7 +146,7 @@ impl FatMonitor {
         self.enter_spun_with(t, Contenders::Seed);
     }
 
-    /// [`enter_spun`](Self::enter_spun) with the contenders' discipline `c` (`tasuki.rs`,
+    /// [`enter_spun`](Self::enter_spun) with the contenders' discipline `c` (`tasuki/config.rs`,
     /// [`Contenders`]) for its spin (profiled) and its suspend.
     #[inline]
     pub(crate) fn enter_spun_with(&self, t: &Arc<ThreadCore>, c: Contenders) {
@@ -211,7 +211,7 @@ impl FatMonitor {
         self.spin_enter_with(t, Contenders::Seed)
     }
 
-    /// [`spin_enter`](Self::spin_enter) with the contenders' discipline `c` (`tasuki.rs`,
+    /// [`spin_enter`](Self::spin_enter) with the contenders' discipline `c` (`tasuki/config.rs`,
     /// [`Contenders`]): with [`Contenders::QueueFirst`], no spin while threads are suspended.
     #[inline]
     pub(crate) fn spin_enter_with(&self, t: &ThreadCore, c: Contenders) -> bool {

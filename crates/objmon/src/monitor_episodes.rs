@@ -5,7 +5,7 @@
 //!
 //! `monitor.rs` holds the monitor's states and its uncontended paths; it calls down here only
 //! when a thread must wait, so a reader follows `FatMonitor::enter` → [`lock_contended`]
-//! (here) → `TasukiLock::suspend` (`tasuki.rs`) → the futex (`park.rs`). A separate file
+//! (here) → `TasukiLock::suspend` (`tasuki/suspend.rs`) → the futex (`park.rs`). A separate file
 //! because the figures' types live in `profile.rs`, which is keyed by the monitor and so
 //! sits above `monitor.rs` in the layer map. What a publication means to a reader (thread
 //! dumps, deadlock confirmation) is introspection's business (`introspect.rs`); this file

@@ -12,7 +12,7 @@
 //! 1. [`PAUSE_STEPS`] exponential pauses (1 … 32 `pause`s, a few µs), then
 //! 2. `yield` between looks;
 //! 3. once the wait is older than [`STARVING_NS`] (about a millisecond, the fat monitors'
-//!    hand-off bound, `tasuki.rs`), a [`starving_checkpoint`](Spin::starving_checkpoint)
+//!    hand-off bound, `tasuki/config.rs`), a [`starving_checkpoint`](Spin::starving_checkpoint)
 //!    after each yield: the moment for the caller's costlier move, at most once per
 //!    scheduling round (`thin`: if the owner is blocked inside objmon or gone, inflate the
 //!    lock for it and queue on the monitor, whose hand-off bounds overtaking).

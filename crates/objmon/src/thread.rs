@@ -74,7 +74,7 @@ impl fmt::Display for ThreadId {
 /// `FatMonitor::enter` / `exit`; `id_shifted16`) and what only the thread itself writes;
 /// the second the words *other* threads write: the parker and `tasuki_signal` (a waker),
 /// `wait_state` (a notifier), `interrupted`. The alignment also keeps the `Arc`'s reference
-/// counts (cloned by a waker, `tasuki.rs`) on a line of their own, before the data. With
+/// counts (cloned by a waker, `tasuki/queue.rs`) on a line of their own, before the data. With
 /// Rust's own order, `id` sat 8 bytes from the parker word, so each wake-up made the woken
 /// thread's next monitor enter and exit miss on it.
 #[derive(Debug)]
@@ -96,7 +96,7 @@ pub struct ThreadCore {
     pub(crate) blocking: BlockSlot,
     // Second line (checked below): written by other threads.
     pub(crate) parker: Parker,
-    /// Hand-off word of the tasuki suspend-wait (see `tasuki.rs`).
+    /// Hand-off word of the tasuki suspend-wait (see `tasuki/suspend.rs`).
     pub(crate) tasuki_signal: AtomicU32,
     /// Wait-set state of the fat monitor this thread waits on (see `monitor.rs`).
     pub(crate) wait_state: AtomicU32,

@@ -1,4 +1,4 @@
-//! Loom models of the races of the fat monitor's intrusive queues (`src/tasuki.rs`
+//! Loom models of the races of the fat monitor's intrusive queues (`src/tasuki/queue.rs`
 //! `NodeQueue`, the entry queue and the wait set, whose nodes live in the waiting threads'
 //! frames): a waiter that times out unlinks itself while a notifier unlinks its neighbour,
 //! and a notification racing with a timeout is never lost nor double-spent.

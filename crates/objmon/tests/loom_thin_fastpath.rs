@@ -8,7 +8,7 @@
 //! `thin-seed`, whose inflated enter now takes the same way.
 //!
 //! The monitors spin with `parking_lot`'s contenders (`SystemLockConfig::queue_first`,
-//! `tasuki.rs`), and one model has two contenders woken and overtaken on an inflated lock.
+//! `tasuki/config.rs`), and one model has two contenders woken and overtaken on an inflated lock.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p objmon --release
 //! --test loom_thin_fastpath`.
@@ -302,12 +302,12 @@ fn suspending_inflated_enter_vs_hasher<P: Protocol<Header = LockWord>>() {
     });
 }
 
-/// `thin`'s contenders with `queue_first` (`tasuki.rs`, "Contenders"): the main thread holds
-/// an inflated `y`, releases it, re-locks it at once and releases it again, while A and B
-/// enter it. A contender that finds the other counted in `wcount` skips the spin and
-/// suspends; a contender woken to retry spins again (nobody else counted) before it suspends
-/// again, and may lose that spin to the main thread's re-lock. Never two inside, nobody left
-/// suspended (every join returns), the lock ends free.
+/// `thin`'s contenders with `queue_first` (`tasuki/config.rs`, `Contenders`; docs/soundness.md,
+/// "The system lock"): the main thread holds an inflated `y`, releases it, re-locks it at once
+/// and releases it again, while A and B enter it. A contender that finds the other counted in
+/// `wcount` skips the spin and suspends; a contender woken to retry spins again (nobody else
+/// counted) before it suspends again, and may lose that spin to the main thread's re-lock.
+/// Never two inside, nobody left suspended (every join returns), the lock ends free.
 #[test]
 fn thin_queue_first_contenders_on_an_inflated_lock() {
     let mut b = common::builder(2);

@@ -115,7 +115,7 @@ fn membarrier_release_with_hand_off_keeps_mutual_exclusion() {
 /// its increment to its compare-and-swap) plus `hold`, and then A waits for B at the round's
 /// end. If A's release misses B's count and B were to sleep for good, nobody else would ever
 /// release the lock again this round: B would hang and the watchdog fail the test. (On the
-/// membarrier release B's first sleep is bounded, `tasuki.rs`: a missed count costs it at
+/// membarrier release B's first sleep is bounded, `tasuki/suspend.rs`: a missed count costs it at
 /// most a millisecond, then it calls the barrier and looks again; with `hold` above a
 /// millisecond every round takes that path.)
 ///
@@ -124,9 +124,9 @@ fn membarrier_release_with_hand_off_keeps_mutual_exclusion() {
 /// lock word and `wcount`, share a cache line, so the holder's load of `wcount` cannot be
 /// served before its `UNLOCKING` store gets the line, and then the line stays with it until
 /// the store commits; the reordering the barrier forbids would need them on two lines. The
-/// proof (`tasuki.rs`) and the loom models (`tests/loom.rs`: the barrier as a fence on both
-/// sides, every timed park allowed to time out, and a model with the release's barrier taken
-/// out, where the rescue must save the sleeper) carry that part; this test catches a
+/// proof (docs/soundness.md, "The system lock") and the loom models (`tests/loom.rs`: the
+/// barrier as a fence on both sides, every timed park allowed to time out, and a model with
+/// the release's barrier taken out, where the rescue must save the sleeper) carry that part; this test catches a
 /// wake-up lost anywhere else on these paths (the test itself hung, with every variant,
 /// while its own hand-shake was wrong).
 fn ping_pong(rounds: u64, hold: Duration, fair_handoff: Option<Duration>, name: &'static str) {

@@ -67,6 +67,7 @@ use std::marker::PhantomData;
 
 mod dispatch;
 mod fastpath;
+mod learn;
 mod protocol_impl;
 mod records;
 mod revocation;

@@ -9,71 +9,41 @@
 //! cannot answer (below). HotSpot's table is a lock-free concurrent hash table behind the same
 //! kind of per-thread cache; ours stays mutexed behind it.
 //!
-//! **Keyed by address, and addresses get reused.** HotSpot's table is keyed by the object: the
-//! monitor holds a weak reference to it, a look-up checks `monitor->object() == obj`, and the
-//! GC removes the entries of dead objects and re-keys moved ones. A library sees none of
-//! that: from safe Rust a [`MarkWord`](super::mark::MarkWord) whose idle monitor is installed
-//! can be moved (`mem::replace`, `mem::swap`) or dropped without
-//! [`reclaim`](crate::vm::Runtime::reclaim), and another object can then live at the old address.
-//! So an entry may outlive its object's stay at its address (a *stale* entry), and a header
-//! may say "monitor" at an address that has no entry (an *orphan*). Both happen only through
-//! `&mut` access to a header, which excludes every concurrent operation on it, and then only
-//! to a header whose monitor is idle (unowned, no waiters) unless a guard was leaked with
-//! `mem::forget`. The rule that makes them harmless:
+//! **Keyed by address, and addresses get reused.** HotSpot's GC removes dead objects'
+//! entries and re-keys moved ones; here safe Rust can move (`mem::replace`, `mem::swap`) or
+//! drop without [`reclaim`](crate::vm::Runtime::reclaim) a [`MarkWord`](super::mark::MarkWord)
+//! whose idle monitor is installed, so an entry may outlive its object's stay at its address
+//! (a *stale* entry) and a header may say "monitor" where no entry is (an *orphan*), both
+//! only through `&mut` access to the header. The rule that makes them harmless:
 //!
 //! - **Every transition of a header into or out of the monitor state, and every change of an
 //!   entry, is made holding the address's shard lock** (`ObjectMonitorTable::slot`): the
 //!   inflater's compare-and-swap to `10` and its insert, the deflater's compare-and-swap back
 //!   and its removal, each pair as one step. (Other writes of the word — fast-locking, hash
 //!   installs — stay lock-free; they never touch the monitor bit.)
-//! - Hence, with the shard locked: a header that an inflation put in the monitor state has its
-//!   entry; a header *not* in the monitor state has no entry of its own, so an entry found for
-//!   it is stale — the next inflation replaces it, and gives its monitor back if it can claim
-//!   it idle (as a deflater would; a monitor still owned through a forgotten guard leaks);
-//! - and a header in the monitor state without an entry is an orphan: its monitor was left at
-//!   the old address. The first look-up deflates it in place (one compare-and-swap back to
-//!   unlocked, hash and host bits kept) and reports "changed", so the caller re-reads the
-//!   header; nothing spins waiting for an entry that will never come. A moved header whose
-//!   monitor *was* owned (a forgotten guard) thus comes out unlocked: the forgotten hold stays
-//!   with the old address, as a lock-stack entry does.
-//! - A header in the monitor state with somebody else's entry (two headers with idle monitors
-//!   swapped) uses that monitor: an idle monitor carries no state but its identity hash, which
-//!   this protocol keeps in the header.
+//! - Hence, with the shard locked: a header not in the monitor state has no entry of its own,
+//!   so an entry found for it is stale — the next inflation replaces it (and gives back its
+//!   monitor if it can claim it idle; one owned through a forgotten guard leaks);
+//! - a header in the monitor state without an entry is an orphan: the first look-up deflates
+//!   it in place (one compare-and-swap back to unlocked, hash and host bits kept) and reports
+//!   "changed", so nothing waits for an entry that will never come;
+//! - a header in the monitor state with somebody else's entry (two idle monitors' headers
+//!   swapped) uses that monitor: an idle monitor carries no state but its identity hash,
+//!   which this protocol keeps in the header.
 //!
 //! [`Runtime::relocate`](crate::vm::Runtime::relocate) moves the entry with the header, so a GC
-//! may move a locked inflated object.
+//! may move a locked inflated object. **One runtime per address**: an entry claims its address
+//! in the process-wide set (`MonitorTable::claim`, `binding.rs`) under the slot lock, before
+//! the swap to the monitor state, and releases it after the swap back; another runtime's
+//! monitor state is `ForeignHeader`, never deflated here.
 //!
-//! **One runtime per address**: an entry claims its address in the
-//! process-wide set (`MonitorTable::claim`, `binding.rs`) under the slot lock, before the
-//! header's swap to the monitor state, and releases it after the swap back (or when the entry
-//! goes). So a monitor state with no entry here is an orphan only if no other live runtime
-//! claims the address; another runtime's is `ForeignHeader`, never deflated here.
-//!
-//! **The per-thread cache** (HotSpot's `OMCache`, consulted before its table), so that a
-//! contended enter and exit do not take the address's shard mutex at each of `locate`,
-//! `names` and the deflation check. Each shard carries a *version*, bumped under the shard lock with every change made under it —
-//! before an inflation's swap into the monitor state, at every change of an entry (a
-//! deflation's swap out of it comes first: a header read out of the monitor state is never
-//! looked up) — and a
-//! thread remembers the last `CACHE_ENTRIES` pairs (address, monitor) it read under a shard
-//! lock, each with the table's process-unique id and the shard's version at that moment.
-//! A cached pair is used only while the shard's version is still the cached one
-//! (`ObjectMonitorTable::cached`): then no entry of the shard has changed since it was read
-//! under the lock, so the address's entry is still that monitor. The check is made after an
-//! acquiring load of the header that found the monitor state: an inflation's swap into the
-//! monitor state is a release that follows its bump, so a header read in the state that
-//! inflation made shows the bumped version too, and a cached pair older than that inflation
-//! (an entry it replaces, say) is refused. A header read before a transition, with the
-//! version read before its bump, is the state of an earlier moment, when the entry was the
-//! cached one: what a look-up under the lock at that moment would have answered. A deflation
-//! claims its monitor before it bumps (and frees it after), so a thread whose announcement at
-//! the monitor (`FatMonitor::add_contention`)
-//! came after that deflation reads the bumped version through the announcement's
-//! read-modify-write and goes back to the table: a monitor deflated and reused for another
-//! object is never taken from the cache. Models: `tests/loom_omt.rs` (the pair against a
-//! deflation and reuse, against eager deflation, against a stale entry and the inflation that
-//! replaces it; the first fails without the version check, the last with the bump moved
-//! after the swap).
+//! **The per-thread cache** (HotSpot's `OMCache`): a thread remembers the last
+//! `CACHE_ENTRIES` (address, monitor) pairs it read under a shard lock, each with the table's
+//! id and the shard's *version*, which every change under the shard lock bumps (before an
+//! inflation's swap into the monitor state). A pair is used only while the version is still
+//! the cached one (`ObjectMonitorTable::cached`), checked after an acquiring load of the
+//! header that found the monitor state. Why that is enough: docs/soundness.md,
+//! "`lightweight-table`'s per-thread cache"; models: `tests/loom_omt.rs`.
 
 use crate::binding::AddrHasher;
 use crate::sync::{lock, AtomicU64, Mutex, MutexGuard, Ordering};

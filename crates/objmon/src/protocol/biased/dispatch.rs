@@ -2,7 +2,7 @@
 //! the thin acquisition and the combined learn / thin unlock (seed 002 Figure 7), the nested
 //! steps, the bias owner's step (`fastpath.rs`) in the order each flavor runs them, the fat
 //! short cut of the signal flavors, and the one call each to the fresh and slow paths
-//! (`slow.rs`). docs/soundness.md §9, "What each fast path executes", says what each executes;
+//! (`learn.rs`, `slow.rs`). docs/soundness.md §9, "What each fast path executes", says what each executes;
 //! the protocol's `enter` / `exit` (in `biased.rs`) call [`lock_with`](Biasing::lock_with) and
 //! [`unlock_with`](Biasing::unlock_with) here.
 

@@ -13,7 +13,7 @@ pub struct BiasState {
     pub(super) per_object_learning: crate::sync::AtomicBool,
     /// The guess's counted re-acquisitions of a learn word (its count before it) that
     /// `fresh_enter` takes inline: below min(N, the count's maximum) − 1 under `PerObject`,
-    /// none (0) under `PerThread` (`slow.rs`, `learn_inline_below`).
+    /// none (0) under `PerThread` (`learn.rs`, `learn_inline_below`).
     pub(super) learn_inline: AtomicU64,
     pub(super) revocations: RevocationStats,
     pub(super) transitions: [AtomicU64; TRANSITIONS],
@@ -146,7 +146,7 @@ impl BiasState {
     /// heuristic's setting; a stale value only sends one acquisition out of line, or counts
     /// it under the old limit).
     pub(super) fn refresh_learn_inline(&self) {
-        let v = slow::learn_inline_below(self.learn_rule(), self.learn_limit());
+        let v = learn::learn_inline_below(self.learn_rule(), self.learn_limit());
         self.learn_inline.store(v, Ordering::Relaxed);
     }
 
@@ -176,7 +176,7 @@ pub struct BiasThread {
     /// FABLE: this thread as a learn word's bias guess, rc 1 — its learn tag (drawn at
     /// attach, distinct from the tags of the last 2^21 − 1 attached threads, so of the earlier
     /// holders of its id in that span), state learn, its id
-    /// (`slow.rs`, `learn_guess_for`). Immutable.
+    /// (`learn.rs`, `learn_guess_for`). Immutable.
     pub(super) learn_guess: u64,
     /// `learn_guess`, or [`NO_BIAS`] while the thread is in native (poisoned with the records
     /// line's bits: `fresh_enter`'s inline learn steps then fail their test). Only its
@@ -199,7 +199,7 @@ pub struct BiasThread {
 
 impl BiasThread {
     pub(super) fn new(id: ThreadId, thin_free: u64, rseq_cs: usize) -> Self {
-        let learn_guess = slow::learn_guess_for(u64::from(id.get()) << OWNER_SHIFT);
+        let learn_guess = learn::learn_guess_for(u64::from(id.get()) << OWNER_SHIFT);
         Self {
             learn_guess,
             learn_key: AtomicU64::new(learn_guess),

@@ -1,0 +1,262 @@
+//! The figures of a run: the statistics over reps (median, spread, min–max, geometric
+//! mean), a cell's result over its reps ([`CellResult`], flagged unstable above
+//! `UNSTABLE_PCT`), the summary per row and thread count against `parking_lot::Mutex`
+//! ([`Summary`]), and the winner of a group of cells (never an unstable one).
+
+use super::drive::Rep;
+use super::matrix::{Between, Cs, Row};
+use super::UNSTABLE_PCT;
+use serde::Serialize;
+
+/// The median (mean of the middle two for an even count); NaN for none.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if !v.len().is_multiple_of(2) {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// `(max − min) / median`, in percent (0 for one value).
+pub fn spread_pct(xs: &[f64]) -> f64 {
+    let (lo, hi) = min_max(xs);
+    let m = median(xs);
+    if m > 0.0 {
+        100.0 * (hi - lo) / m
+    } else {
+        0.0
+    }
+}
+
+/// The least and greatest of `xs` (NaN, NaN for none).
+pub fn min_max(xs: &[f64]) -> (f64, f64) {
+    xs.iter().fold((f64::NAN, f64::NAN), |(lo, hi), &x| {
+        (lo.min(x), hi.max(x)) // f64::min/max ignore a NaN operand
+    })
+}
+
+/// The geometric mean of positive `xs` (NaN for none).
+pub fn geomean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
+}
+
+/// One (threads, cs, between, row) over its reps.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellResult {
+    /// Threads.
+    pub threads: usize,
+    /// Critical section.
+    pub cs: &'static str,
+    /// Work between locks.
+    pub between: &'static str,
+    /// Row name.
+    pub row: &'static str,
+    /// Repetitions.
+    pub reps: usize,
+    /// Median ns per lock+unlock (aggregate).
+    pub median_ns: f64,
+    /// Least over reps.
+    pub min_ns: f64,
+    /// Greatest over reps.
+    pub max_ns: f64,
+    /// (max − min) / median, %.
+    pub spread_pct: f64,
+    /// Spread above [`UNSTABLE_PCT`].
+    pub unstable: bool,
+    /// Median over reps of the longest sampled wait, µs.
+    pub wait_median_us: f64,
+    /// Longest sampled wait of all reps, µs.
+    pub wait_max_us: f64,
+    /// Worst over reps of fewest / most acquisitions of one thread.
+    pub share_min: f64,
+    /// Median hand-offs per second.
+    pub hand_offs_per_s: f64,
+}
+
+impl CellResult {
+    pub(super) fn new(threads: usize, cs: Cs, btw: Between, row: Row, reps: &[Rep]) -> Self {
+        let ns: Vec<f64> = reps.iter().map(|r| r.ns_per_acq).collect();
+        let waits: Vec<f64> = reps.iter().map(|r| r.longest_wait_ns / 1e3).collect();
+        let (min_ns, max_ns) = min_max(&ns);
+        let spread = spread_pct(&ns);
+        CellResult {
+            threads,
+            cs: cs.name(),
+            between: btw.name(),
+            row: row.name(),
+            reps: reps.len(),
+            median_ns: median(&ns),
+            min_ns,
+            max_ns,
+            spread_pct: spread,
+            unstable: spread > UNSTABLE_PCT,
+            wait_median_us: median(&waits),
+            wait_max_us: min_max(&waits).1,
+            share_min: min_max(&reps.iter().map(|r| r.share).collect::<Vec<_>>()).0,
+            hand_offs_per_s: median(&reps.iter().map(|r| r.hand_offs_per_s).collect::<Vec<_>>()),
+        }
+    }
+}
+
+/// One row at one thread count, against `parking_lot::Mutex`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// Row name.
+    pub row: &'static str,
+    /// Threads.
+    pub threads: usize,
+    /// Cells with both this row and `parking_lot`.
+    pub cells: usize,
+    /// Cells where this row or `parking_lot` is unstable.
+    pub unstable_cells: usize,
+    /// Geometric mean over cells of median ns / `parking_lot`'s.
+    pub ratio_geomean: f64,
+    /// Least ratio.
+    pub ratio_min: f64,
+    /// Greatest ratio.
+    pub ratio_max: f64,
+    /// Geometric mean over cells of median longest wait / `parking_lot`'s.
+    pub wait_ratio_geomean: f64,
+    /// Longest sampled wait of any cell, µs.
+    pub wait_max_us: f64,
+}
+
+/// The summary per (row, threads); empty without `parking_lot` rows.
+pub fn summarize(cells: &[CellResult]) -> Vec<Summary> {
+    let base = Row::ParkingLot.name();
+    let find = |t: usize, c: &str, b: &str| {
+        cells
+            .iter()
+            .find(|x| x.threads == t && x.cs == c && x.between == b && x.row == base)
+    };
+    let mut keys: Vec<(&'static str, usize)> = Vec::new();
+    for c in cells {
+        if !keys.contains(&(c.row, c.threads)) {
+            keys.push((c.row, c.threads));
+        }
+    }
+    keys.iter()
+        .filter_map(|&(row, t)| {
+            let pairs: Vec<(&CellResult, &CellResult)> = cells
+                .iter()
+                .filter(|c| c.row == row && c.threads == t)
+                .filter_map(|c| find(t, c.cs, c.between).map(|b| (c, b)))
+                .collect();
+            if pairs.is_empty() {
+                return None;
+            }
+            let ratios: Vec<f64> = pairs
+                .iter()
+                .map(|(c, b)| c.median_ns / b.median_ns)
+                .collect();
+            let waits: Vec<f64> = pairs
+                .iter()
+                .filter(|(c, b)| c.wait_median_us > 0.0 && b.wait_median_us > 0.0)
+                .map(|(c, b)| c.wait_median_us / b.wait_median_us)
+                .collect();
+            let (lo, hi) = min_max(&ratios);
+            Some(Summary {
+                row,
+                threads: t,
+                cells: pairs.len(),
+                unstable_cells: pairs
+                    .iter()
+                    .filter(|(c, b)| c.unstable || b.unstable)
+                    .count(),
+                ratio_geomean: geomean(&ratios),
+                ratio_min: lo,
+                ratio_max: hi,
+                wait_ratio_geomean: geomean(&waits),
+                wait_max_us: min_max(&pairs.iter().map(|(c, _)| c.wait_max_us).collect::<Vec<_>>())
+                    .1,
+            })
+        })
+        .collect()
+}
+
+/// The winner of the cells of one (threads, cs, between): the row of the lowest median,
+/// unless that cell is unstable (then none).
+pub fn winner<'a>(group: &[&'a CellResult]) -> Option<&'a CellResult> {
+    let best = group
+        .iter()
+        .min_by(|a, b| a.median_ns.total_cmp(&b.median_ns))?;
+    (!best.unstable).then_some(*best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_spread_geomean() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert_eq!(min_max(&[2.0, 5.0, 1.0]), (1.0, 5.0));
+        assert_eq!(spread_pct(&[90.0, 100.0, 110.0]), 20.0);
+        assert_eq!(spread_pct(&[7.0]), 0.0);
+        assert!((geomean(&[1.0, 4.0]) - 2.0).abs() < 1e-12);
+        assert!((geomean(&[0.5, 2.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!(geomean(&[]).is_nan());
+    }
+
+    fn cell(row: Row, cs: Cs, ns: f64, spread: f64) -> CellResult {
+        CellResult {
+            threads: 2,
+            cs: cs.name(),
+            between: "none",
+            row: row.name(),
+            reps: 3,
+            median_ns: ns,
+            min_ns: ns,
+            max_ns: ns,
+            spread_pct: spread,
+            unstable: spread > UNSTABLE_PCT,
+            wait_median_us: ns,
+            wait_max_us: ns,
+            share_min: 1.0,
+            hand_offs_per_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn summary_is_the_geomean_of_ratios_to_parking_lot() {
+        let cells = [
+            cell(Row::Thin, Cs::Empty, 20.0, 5.0),
+            cell(Row::ParkingLot, Cs::Empty, 10.0, 5.0),
+            cell(Row::Thin, Cs::Us1, 500.0, 40.0),
+            cell(Row::ParkingLot, Cs::Us1, 1000.0, 5.0),
+        ];
+        let s = summarize(&cells);
+        let thin = s.iter().find(|s| s.row == "thin").unwrap();
+        assert_eq!(thin.cells, 2);
+        assert!((thin.ratio_geomean - 1.0).abs() < 1e-12); // sqrt(2 * 0.5)
+        assert_eq!((thin.ratio_min, thin.ratio_max), (0.5, 2.0));
+        assert_eq!(thin.unstable_cells, 1);
+        assert_eq!(thin.wait_max_us, 500.0);
+        let pl = s.iter().find(|s| s.row == "parking_lot").unwrap();
+        assert_eq!(pl.ratio_geomean, 1.0);
+        assert!(
+            summarize(&cells[..1]).is_empty(),
+            "no parking_lot, no summary"
+        );
+    }
+
+    #[test]
+    fn an_unstable_cell_is_never_the_winner() {
+        let a = cell(Row::Thin, Cs::Empty, 5.0, 30.0);
+        let b = cell(Row::ParkingLot, Cs::Empty, 10.0, 5.0);
+        assert!(winner(&[&a, &b]).is_none());
+        let a = cell(Row::Thin, Cs::Empty, 5.0, 10.0);
+        assert_eq!(winner(&[&a, &b]).unwrap().row, "thin");
+    }
+}
