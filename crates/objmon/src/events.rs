@@ -165,7 +165,8 @@ pub enum Event {
     MonitorWait {
         /// Where, when, how long (until the monitor was re-entered).
         site: EventSite,
-        /// The timeout asked, if any.
+        /// The timeout asked (`wait(Some(d))`: `d`; a wait until a deadline: what was left
+        /// of it when the wait began), if any.
         timeout: Option<Duration>,
         /// How it ended.
         outcome: WaitEnd,
@@ -663,31 +664,24 @@ fn call_sink(sink: &Arc<dyn EventSink>, make: impl FnOnce() -> Event) {
     IN_SINK.with(|s| s.set(false));
 }
 
-thread_local! {
-    /// The cause of the inflation this thread counted last (`Stats::inflated`, events on),
-    /// until its report ([`report_inflation`]) takes it.
-    static INFLATION_CAUSE: Cell<Option<InflationCause>> = const { Cell::new(None) };
-}
-
-/// Notes the cause of an inflation being counted on this thread (events on).
-pub(crate) fn note_inflation(cause: InflationCause) {
-    INFLATION_CAUSE.with(|c| c.set(Some(cause)));
-}
-
-/// Delivers the inflation noted last on this thread, if any (each is reported once).
+/// Delivers an inflation.
 #[cold]
-pub(crate) fn report_inflation(id: u8, by: ThreadId, object: usize, monitor: u32) {
-    if let Some(cause) = INFLATION_CAUSE.with(Cell::take) {
-        let o = Origin {
-            start_nanos: now_nanos(),
-            thread: by,
-            object,
-            monitor,
-        };
-        deliver(id, EventKind::MonitorInflate, o, |site| {
-            Event::MonitorInflate { site, cause }
-        });
-    }
+pub(crate) fn report_inflation(
+    id: u8,
+    by: ThreadId,
+    object: usize,
+    monitor: u32,
+    cause: InflationCause,
+) {
+    let o = Origin {
+        start_nanos: now_nanos(),
+        thread: by,
+        object,
+        monitor,
+    };
+    deliver(id, EventKind::MonitorInflate, o, |site| {
+        Event::MonitorInflate { site, cause }
+    });
 }
 
 /// Delivers a deflation.

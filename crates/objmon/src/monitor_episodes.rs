@@ -169,7 +169,11 @@ impl FatMonitor {
     pub(crate) fn wait_report(deadline: Option<Instant>) -> WaitReport {
         WaitReport {
             start_nanos: events::now_nanos(),
-            timeout: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+            // The timeout asked (`wait(Some(d))`), or what is left of a deadline given.
+            timeout: deadline.map(|d| {
+                crate::park::asked_timeout(d)
+                    .unwrap_or_else(|| d.saturating_duration_since(Instant::now()))
+            }),
         }
     }
 

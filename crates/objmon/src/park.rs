@@ -217,9 +217,27 @@ impl Default for Parker {
     }
 }
 
-/// `Instant::now() + d`, or `None` when the clock cannot represent it.
+/// `Instant::now() + d`, or `None` when the clock cannot represent it. Remembered on this
+/// thread with `d`, for [`asked_timeout`].
 pub(crate) fn deadline_after(d: std::time::Duration) -> Option<Instant> {
-    Instant::now().checked_add(d)
+    let at = Instant::now().checked_add(d)?;
+    LAST_TIMEOUT.with(|c| c.set(Some((at, d))));
+    Some(at)
+}
+
+thread_local! {
+    /// The deadline this thread made last from a timeout, and that timeout.
+    static LAST_TIMEOUT: std::cell::Cell<Option<(Instant, std::time::Duration)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The timeout `deadline` was made from, when it is the deadline this thread made last
+/// ([`deadline_after`]: `wait(Some(d))` of every API); `None` for a deadline the caller gave
+/// (`wait_until`). What a wait event reports as the timeout asked.
+pub(crate) fn asked_timeout(deadline: Instant) -> Option<std::time::Duration> {
+    LAST_TIMEOUT
+        .with(std::cell::Cell::get)
+        .and_then(|(at, d)| (at == deadline).then_some(d))
 }
 
 #[cfg(all(test, not(loom)))]

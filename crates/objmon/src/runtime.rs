@@ -95,18 +95,12 @@ pub struct Stats {
     deflations: AtomicU64,
     /// Bias revocations (`revoke.rs`), for [`Event::MonitorStatistics`].
     revocations: AtomicU64,
-    /// The runtime's event sink slot (0: off): with events on, [`inflated`](Self::inflated)
-    /// notes the cause for the report that follows it (`Runtime::report_inflation`).
-    events: u8,
 }
 
 impl Stats {
     /// Counts one inflation.
     pub fn inflated(&self, cause: InflationCause) {
         self.inflations[cause as usize].fetch_add(1, Ordering::Relaxed);
-        if crate::events::on(self.events) {
-            crate::events::note_inflation(cause);
-        }
     }
 
     /// Counts one deflation.
@@ -281,10 +275,7 @@ impl<P: Protocol> Runtime<P> {
                 .with_profiling(config.profiling)
                 .with_events(events.id()),
             state: P::new_state(&config),
-            stats: Stats {
-                events: events.id(),
-                ..Stats::default()
-            },
+            stats: Stats::default(),
             side_hashes: crate::hash::SideHashes::new(),
             events,
             config,
@@ -351,14 +342,20 @@ impl<P: Protocol> Runtime<P> {
         self.events.id()
     }
 
-    /// Events on: reports the inflation just counted on this thread (`Stats::inflated`
-    /// noted its cause) of the object at `object` to monitor `monitor`, by thread `by`.
+    /// Events on: reports the inflation (for `cause`) just counted (`Stats::inflated`) of the
+    /// object at `object` to monitor `monitor`, by thread `by`.
     /// Every counting site calls it next, once it holds no internal lock (the side table
     /// of hashes, a revoker's): the sink may lock monitors.
     #[inline]
-    pub(crate) fn report_inflation(&self, by: ThreadId, object: usize, monitor: u32) {
+    pub(crate) fn report_inflation(
+        &self,
+        by: ThreadId,
+        object: usize,
+        monitor: u32,
+        cause: InflationCause,
+    ) {
         if crate::events::on(self.events()) {
-            crate::events::report_inflation(self.events(), by, object, monitor);
+            crate::events::report_inflation(self.events(), by, object, monitor, cause);
         }
     }
 

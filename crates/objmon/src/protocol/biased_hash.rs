@@ -168,7 +168,12 @@ impl<F: Flavor> Biasing<F> {
                         table.remove(addr(h));
                         rt.stats().inflated(InflationCause::IdentityHash);
                         drop(table);
-                        rt.report_inflation(t.id(), addr(h), p.monitor.get());
+                        rt.report_inflation(
+                            t.id(),
+                            addr(h),
+                            p.monitor.get(),
+                            InflationCause::IdentityHash,
+                        );
                         return Ok(p.hash);
                     }
                     continue;
@@ -184,7 +189,7 @@ impl<F: Flavor> Biasing<F> {
                 .is_ok()
             {
                 rt.stats().inflated(InflationCause::IdentityHash);
-                rt.report_inflation(t.id(), addr(h), idx.get());
+                rt.report_inflation(t.id(), addr(h), idx.get(), InflationCause::IdentityHash);
                 return Ok(v);
             }
             rt.monitors().free(idx);
@@ -242,13 +247,18 @@ impl<F: Flavor> Biasing<F> {
     /// `inflate_own` that succeeded. A hash parked while it held `h` nested goes into `m`.
     ///
     /// Also where the inflation is reported (events on): `inflate_own` has just counted it
-    /// (`Stats::inflated` noted the cause), and `m`'s owner is the inflating thread.
-    pub(crate) fn after_owner_inflation(rt: &Runtime<Self>, h: &BiasWord, m: &FatMonitor) {
+    /// for `cause`, and `m`'s owner is the inflating thread.
+    pub(crate) fn after_owner_inflation(
+        rt: &Runtime<Self>,
+        h: &BiasWord,
+        m: &FatMonitor,
+        cause: InflationCause,
+    ) {
         if rt.side_hashes().owner_must_look(crate::membarrier::init()) {
             Self::adopt_parked(rt, h, m, None);
         }
         if let Some(by) = m.owner() {
-            rt.report_inflation(by, addr(h), m.index);
+            rt.report_inflation(by, addr(h), m.index, cause);
         }
     }
 
@@ -288,7 +298,12 @@ impl<F: Flavor> Biasing<F> {
         }
         rt.stats().inflated(InflationCause::IdentityHash);
         drop(table);
-        rt.report_inflation(t.id(), addr(h), p.monitor.get());
+        rt.report_inflation(
+            t.id(),
+            addr(h),
+            p.monitor.get(),
+            InflationCause::IdentityHash,
+        );
     }
 
     /// [`Protocol::peek_identity_hash`] of the biased protocols.

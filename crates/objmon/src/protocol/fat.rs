@@ -97,7 +97,12 @@ impl Fat {
             {
                 Ok(_) => {
                     rt.stats().inflated(InflationCause::FirstUse);
-                    rt.report_inflation(t.id(), h as *const LockWord as usize, idx.get());
+                    rt.report_inflation(
+                        t.id(),
+                        h as *const LockWord as usize,
+                        idx.get(),
+                        InflationCause::FirstUse,
+                    );
                     return Ok(rt.monitors().get(idx));
                 }
                 Err(cur) => w = cur,

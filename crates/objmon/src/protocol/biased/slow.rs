@@ -47,7 +47,7 @@ impl<F: Flavor> Biasing<F> {
         }
         rt.stats().inflated(cause);
         // A hash parked while we held `h` nested goes into the monitor (`biased_hash.rs`).
-        Self::after_owner_inflation(rt, h, m);
+        Self::after_owner_inflation(rt, h, m, cause);
         t.local().count(match state {
             BIASED => Transition::BiasedToFat,
             LEARN => Transition::LearnToFat,

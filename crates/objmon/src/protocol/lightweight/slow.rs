@@ -50,7 +50,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
             if Self::install(rt, &h.0, w, idx) {
                 ls.remove(lo, hi);
                 rt.stats().inflated(cause);
-                rt.report_inflation(t.id(), addr(h), idx.get());
+                rt.report_inflation(t.id(), addr(h), idx.get(), cause);
                 return Ok(m);
             }
             // The host changed its bits, or a contender inflated first (or, `TABLE`, another
@@ -77,7 +77,7 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         m.enter_inflated_for(ANONYMOUS_OWNER, 0)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::Contention);
-            rt.report_inflation(by.id(), addr(h), idx.get());
+            rt.report_inflation(by.id(), addr(h), idx.get(), InflationCause::Contention);
             return Ok(true);
         }
         m.abandon_fresh();
@@ -100,7 +100,12 @@ impl<const R: bool, const T: bool> FastLocking<R, T> {
         m.enter_inflated_for(t.core().raw_id(), 1)?;
         if Self::install(rt, &h.0, w, idx) {
             rt.stats().inflated(InflationCause::RecursionOverflow);
-            rt.report_inflation(t.id(), addr(h), idx.get());
+            rt.report_inflation(
+                t.id(),
+                addr(h),
+                idx.get(),
+                InflationCause::RecursionOverflow,
+            );
             return Ok(true);
         }
         m.abandon_fresh();

@@ -68,7 +68,7 @@ impl Stack {
         m.set_unpublished_owner(owner);
         h.0.store(monitor_word(displaced, idx), Ordering::Release);
         rt.stats().inflated(cause);
-        rt.report_inflation(by.id(), addr(h), idx.get());
+        rt.report_inflation(by.id(), addr(h), idx.get(), cause);
         Ok(())
     }
 
@@ -115,7 +115,7 @@ impl Stack {
                 // No header names the record now (only we read the flag, after this).
                 r.inflated.store(idx.get(), Ordering::Relaxed);
                 rt.stats().inflated(cause);
-                rt.report_inflation(t.id(), addr(h), idx.get());
+                rt.report_inflation(t.id(), addr(h), idx.get(), cause);
                 return Ok(m);
             }
             // A contender got INFLATING in first; its monitor will name us as owner.
@@ -197,7 +197,7 @@ impl Stack {
                     .is_ok()
                 {
                     rt.stats().inflated(InflationCause::RecursionOverflow);
-                    rt.report_inflation(t.id(), a, idx.get());
+                    rt.report_inflation(t.id(), a, idx.get(), InflationCause::RecursionOverflow);
                     return Ok(true);
                 }
                 m.abandon_fresh();

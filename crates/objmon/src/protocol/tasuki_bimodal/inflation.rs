@@ -64,7 +64,7 @@ impl Tasuki {
             Ordering::Release,
         );
         rt.stats().inflated(cause);
-        rt.report_inflation(t.id(), h as *const TasukiHeader as usize, idx.get());
+        rt.report_inflation(t.id(), h as *const TasukiHeader as usize, idx.get(), cause);
         Ok(())
     }
 

@@ -65,7 +65,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                     .is_ok()
                 {
                     rt.stats().inflated(InflationCause::IdentityHash);
-                    rt.report_inflation(t.id(), addr(h), idx.get());
+                    rt.report_inflation(t.id(), addr(h), idx.get(), InflationCause::IdentityHash);
                     return Ok(v);
                 }
                 // A locker got there first: look again.
@@ -184,7 +184,12 @@ impl<const SEED: bool> ThinLocks<SEED> {
         table.remove(addr(h));
         rt.stats().inflated(InflationCause::IdentityHash);
         drop(table);
-        rt.report_inflation(by.id(), addr(h), p.monitor.get());
+        rt.report_inflation(
+            by.id(),
+            addr(h),
+            p.monitor.get(),
+            InflationCause::IdentityHash,
+        );
         Some(Some(p.hash))
     }
 
@@ -226,7 +231,12 @@ impl<const SEED: bool> ThinLocks<SEED> {
         );
         rt.stats().inflated(InflationCause::IdentityHash);
         drop(table);
-        rt.report_inflation(t.id(), addr(h), p.monitor.get());
+        rt.report_inflation(
+            t.id(),
+            addr(h),
+            p.monitor.get(),
+            InflationCause::IdentityHash,
+        );
     }
 
     /// Sets `mark` in the `look` of the thread with raw id `owner` (if it is attached); the
@@ -322,7 +332,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         }
         drop(table);
         if let Some(m) = inflated {
-            rt.report_inflation(t.id(), a, m.get());
+            rt.report_inflation(t.id(), a, m.get(), InflationCause::IdentityHash);
         }
     }
 

@@ -34,7 +34,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
         if rt.side_hashes().owner_must_look(*rt.state()) {
             Self::adopt_parked(rt, h, w, m, None);
         }
-        rt.report_inflation(t.id(), addr(h), idx.get());
+        rt.report_inflation(t.id(), addr(h), idx.get(), cause);
         Ok(m)
     }
 
@@ -384,7 +384,7 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 if m.identity_hash().is_none() && rt.side_hashes().owner_must_look(*rt.state()) {
                     Self::adopt_parked(rt, h, w, m, None);
                 }
-                rt.report_inflation(by.id(), addr(h), idx.get());
+                rt.report_inflation(by.id(), addr(h), idx.get(), cause);
             } else {
                 m.abandon_fresh();
                 rt.monitors().free(idx);
