@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory checking (issue 11, "Keep it true"), called by .ci/run; runs on a fresh clone:
+# Memory checking, called by .ci/run; runs on a fresh clone:
 #  1. the C toy VM over every protocol (and its deadlock phase) under valgrind memcheck;
 #  2. the C API contract test (tests/c/api_soundness.c) per protocol under memcheck;
 #  3. a short `objmon-bench stress --protocol all` under memcheck;

@@ -102,7 +102,7 @@ public final class ObjmonBench {
                         long t0 = System.nanoTime();
                         for (long i = 0; i < pairs; i++) {
                             synchronized (o) {
-                                // Empty, as the Rust rows' loop (issue 13 item 1): the lock
+                                // Empty, as the Rust rows' loop: the lock
                                 // itself is kept by -XX:-EliminateLocks.
                             }
                         }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Wall time of a workload on HotSpot's locking modes (issue 14 item 5): what a real JVM does
+# Wall time of a workload on HotSpot's locking modes: what a real JVM does
 # with the program whose locking `objmon-bench replay` replays.
 #   java/workloads/hotspot.sh NAME [REPS] [OUTDIR]
 # Runs NAME (see run.sh) without the recorder, REPS times (default 3) per mode, and prints one

@@ -103,7 +103,7 @@ fn script<P: Protocol<Header = LockWord>>() -> Vec<u32> {
 #[test]
 fn fast_paths_leave_the_seeds_words() {
     // The first script runs while another thread holds an index, the second may not: the
-    // comparison must not depend on which index the scripts get (the CI failure of 2026-11-25).
+    // comparison must not depend on which index the scripts get.
     let other = Runtime::<Thin>::with_defaults();
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
