@@ -49,7 +49,18 @@ pub struct Summary {
     pub tracks: usize,
 }
 
-/// One trace event before ordering: time (ns since the start), sort class, duration, value.
+/// A flow to draw: from the releasing thread at `at` (ns) to the receiving thread's slice.
+struct Flow {
+    from: ThreadId,
+    at: u64,
+    to: ThreadId,
+    /// The receiving enter's or wait's start and end, ns.
+    slice: (u64, u64),
+    /// `enter` or `wait`.
+    via: &'static str,
+}
+
+/// One trace event before ordering: time (ns since the start), duration, value.
 struct Item {
     ts: u64,
     dur: u64,
@@ -75,8 +86,7 @@ pub fn trace(run: &Run) -> (Value, Summary) {
     let mut items: Vec<Item> = Vec::new();
     // Slices per track (start, end), for the flows' hand-off slices.
     let mut bounds: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
-    // Flows to draw: (source thread, time at the source, receiving thread, receiving slice).
-    let mut flows: Vec<(ThreadId, u64, ThreadId, (u64, u64), &'static str)> = Vec::new();
+    let mut flows: Vec<Flow> = Vec::new();
     // Each thread's notifies by object: times, for the waits' flows.
     let mut notifies: BTreeMap<(u16, usize), Vec<u64>> = BTreeMap::new();
     for e in &run.events {
@@ -148,7 +158,13 @@ pub fn trace(run: &Run) -> (Value, Summary) {
                     .or_default()
                     .extend([start, start + dur]);
                 if let Some(p) = previous_owner.filter(|p| *p != site.thread) {
-                    flows.push((p, start + dur, site.thread, (start, start + dur), "enter"));
+                    flows.push(Flow {
+                        from: p,
+                        at: start + dur,
+                        to: site.thread,
+                        slice: (start, start + dur),
+                        via: "enter",
+                    });
                 }
                 items.push(slice(args));
             }
@@ -178,7 +194,13 @@ pub fn trace(run: &Run) -> (Value, Summary) {
                         .and_then(|ts| ts.iter().rev().find(|&&t| t <= end && t >= start))
                         .copied()
                         .unwrap_or(end);
-                    flows.push((n, at, site.thread, (start, end), "wait"));
+                    flows.push(Flow {
+                        from: n,
+                        at,
+                        to: site.thread,
+                        slice: (start, end),
+                        via: "wait",
+                    });
                 }
                 items.push(slice(args));
             }
@@ -200,8 +222,15 @@ pub fn trace(run: &Run) -> (Value, Summary) {
         }
     }
     // The flows, in time order, each starting in a hand-off slice of its own.
-    flows.sort_by_key(|f| f.1);
-    for (id, (from, at, to, (r0, r1), via)) in flows.into_iter().enumerate() {
+    flows.sort_by_key(|f| f.at);
+    for (id, flow) in flows.into_iter().enumerate() {
+        let Flow {
+            from,
+            at,
+            to,
+            slice: (r0, r1),
+            via,
+        } = flow;
         let track = bounds.entry(tid(from)).or_default();
         let begin = at
             .saturating_sub(HANDOFF_NS)
