@@ -480,6 +480,8 @@ mod tests {
             ("stress", "watchdog", vec![MAX_SECONDS.to_string()]),
             ("stress", "threads", vec![(MAX_THREADS - 1).to_string()]),
             ("stress", "objects", vec![objects.clone()]),
+            ("record", "threads", vec![events::MAX_THREADS.to_string()]),
+            ("record", "ops", vec![objects.clone()]),
             (
                 "profile",
                 "millis",

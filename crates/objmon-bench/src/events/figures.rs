@@ -1,6 +1,6 @@
 //! The report's timeline picture: recorded runs drawn as SVG, one panel per run, its threads
 //! as rows, contended enters and waits as bars, notifies, inflations, deflations and bias
-//! revocations as ticks.
+//! revocations as ticks (in the upper half of their row, so that the bars show beneath).
 //!
 //! Owns: the choice of the window each panel shows and the drawing. Not: the runs
 //! (`recording.rs`), the report's text (`section.rs`).
@@ -183,10 +183,11 @@ fn panel(s: &mut String, run: &Run, bars: usize, y0: f64, plot: f64) {
                 let x = x_of(start);
                 let _ = writeln!(
                     s,
-                    "<rect x=\"{:.2}\" y=\"{:.1}\" width=\"1.5\" height=\"{ROW}\" fill=\"{colour}\">\
+                    "<rect x=\"{:.2}\" y=\"{:.1}\" width=\"1.5\" height=\"{:.1}\" fill=\"{colour}\">\
                      <title>{name} at {:.2} µs</title></rect>",
                     x - 0.75,
                     ry,
+                    ROW / 2.0,
                     (start - w0) as f64 / 1e3
                 );
                 continue;

@@ -17,7 +17,7 @@
 //!   shared 2-core machine moves by ±10 %: a ratio within that is no cost that shows.
 //!
 //! Sizes: [`Sizes::quick`] keeps the section at a few seconds (`report --quick` runs in CI);
-//! [`Sizes::full`] runs about five times as much.
+//! [`Sizes::full`] runs about four times as much per run, and more rounds.
 
 use super::figures;
 use super::recording::{self, Events, Run, Spec, Workload};
@@ -52,20 +52,20 @@ impl Sizes {
     /// `report --quick`.
     pub fn quick() -> Self {
         Sizes {
-            latency_ops: 1_000,
-            threads_ops: 200_000,
-            prod_cons_ops: 2_000,
-            reps: 5,
+            latency_ops: 3_000,
+            threads_ops: 1_000_000,
+            prod_cons_ops: 10_000,
+            reps: 9,
         }
     }
 
     /// The full report.
     pub fn full() -> Self {
         Sizes {
-            latency_ops: 5_000,
-            threads_ops: 1_000_000,
-            prod_cons_ops: 10_000,
-            reps: 9,
+            latency_ops: 20_000,
+            threads_ops: 4_000_000,
+            prod_cons_ops: 40_000,
+            reps: 11,
         }
     }
 }
