@@ -147,7 +147,7 @@ pub(super) enum Command {
         /// Threads, 1 to 256 (default 4; prod-cons: at least 2, half of them producers).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=crate::events::MAX_THREADS))]
         threads: Option<u64>,
-        /// Operations per thread, 1 to 10^7 (threads: lock+unlock pairs, default 100000;
+        /// Operations per thread, 1 to 10^7 (threads: lock+unlock pairs, default 1000000;
         /// prod-cons: objects per producer, default 5000).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=crate::events::MAX_OPS))]
         ops: Option<u64>,

@@ -41,7 +41,7 @@ pub const DEFAULT_THREADS: usize = 4;
 pub const MAX_THREADS: u64 = 256;
 
 /// Most operations per thread `record` runs.
-pub const MAX_OPS: u64 = 10_000_000;
+pub const MAX_OPS: u64 = crate::bench::MAX_OBJECTS;
 
 /// `--threshold`: a human duration (`1ms`, `250us`, `2s`), or `0`.
 pub fn parse_threshold(s: &str) -> Result<Duration, String> {

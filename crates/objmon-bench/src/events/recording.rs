@@ -82,10 +82,12 @@ impl Workload {
 
     /// Operations per thread when none are asked (a trace of a few MB at threshold 0).
     /// `threads` needs many: 20,000 pairs per thread take ~0.1 ms, less than starting the
-    /// next thread, so the lockers never meet and nothing is contended.
+    /// next thread, so the lockers never meet and nothing is contended; on a loaded 2-core
+    /// machine even 100,000 often run one thread after the other. A million take some
+    /// 30–80 ms, long enough for the lockers to meet.
     pub fn default_ops(self) -> u64 {
         match self {
-            Workload::Threads => 100_000,
+            Workload::Threads => 1_000_000,
             Workload::ProdCons => 5_000,
         }
     }

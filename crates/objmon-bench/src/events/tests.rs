@@ -202,7 +202,7 @@ fn prod_cons_trace_on_tasuki_has_its_deflations() {
 fn threads_trace_on_thin_has_contended_enters() {
     let (run, v) = recorded(
         "thin",
-        spec(Workload::Threads, 100_000),
+        spec(Workload::Threads, 300_000),
         &["MonitorEnter", "MonitorInflate"],
     );
     check_trace(&v);
