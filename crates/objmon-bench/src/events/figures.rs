@@ -219,9 +219,10 @@ fn panel(s: &mut String, run: &Run, bars: usize, y0: f64, plot: f64) {
         let _ = writeln!(
             s,
             "<line x1=\"{x:.1}\" y1=\"{ay:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#444\"/>\n\
-             <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{:.1} µs</text>",
+             <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"{}\">{:.1} µs</text>",
             ay + 4.0,
             ay + 16.0,
+            if k == 4 { "end" } else { "middle" },
             span / 1e3 * f64::from(k) / 4.0
         );
     }

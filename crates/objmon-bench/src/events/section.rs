@@ -11,10 +11,11 @@
 //!   the contended enters' and the waits' durations as p50 / p99 / max (nearest rank), how
 //!   many of the enters parked, and the revocations.
 //! - **Cost**: `threads` and prod-cons with [`THREADS`] threads under `thin` and `fable`,
-//!   events off, on at JFR's default thresholds (20 ms for enters and waits), and on at 0;
-//!   rounds of the three in turn (the first of each round rotating, one untimed warm-up
-//!   round), the median ns per operation of each, and on / off as a ratio. One run of a
-//!   shared 2-core machine moves by ±10 %: a ratio within that is no cost that shows.
+//!   events off, on at JFR's default thresholds (20 ms for enters and waits, 0 for the
+//!   rest), and on at 0; rounds of the three in turn (the first of each round rotating, one
+//!   untimed warm-up round), the median ns per operation of each, on / off as a ratio, and
+//!   the events a run delivered. One run of a shared 2-core machine moves by ±10 %: a ratio
+//!   within that is no cost that shows.
 //!
 //! Sizes: [`Sizes::quick`] keeps the section at a few seconds (`report --quick` runs in CI);
 //! [`Sizes::full`] runs about four times as much per run, and more rounds.
@@ -136,7 +137,7 @@ pub fn latency_row(run: &Run) -> Vec<String> {
 }
 
 /// One cost figure: a workload on a protocol, median ns per op off, at JFR's thresholds, at
-/// 0, and the events a run at 0 recorded (median).
+/// 0, and the events a run recorded at JFR's thresholds and at 0 (medians).
 #[derive(Clone, Debug)]
 pub struct Cost {
     /// Bench name.
@@ -145,8 +146,8 @@ pub struct Cost {
     pub protocol: &'static str,
     /// Median ns per op: off, JFR thresholds, threshold 0.
     pub ns: [f64; 3],
-    /// Median events per run at threshold 0.
-    pub events_at_0: usize,
+    /// Median events per run: at JFR's thresholds, at 0.
+    pub events: [usize; 2],
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -158,7 +159,7 @@ fn median(v: &mut [f64]) -> f64 {
 pub fn cost(workload: Workload, protocol: &'static str, ops: u64, reps: usize) -> Cost {
     let modes = [Events::Off, Events::Jfr, Events::EnterWait(Duration::ZERO)];
     let mut ns: [Vec<f64>; 3] = Default::default();
-    let mut counts = Vec::new();
+    let mut counts: [Vec<usize>; 2] = Default::default();
     for round in 0..=reps {
         for k in 0..modes.len() {
             let i = (round + k) % modes.len();
@@ -171,18 +172,21 @@ pub fn cost(workload: Workload, protocol: &'static str, ops: u64, reps: usize) -
             let run = recording::run(protocol, spec).expect("a catalog protocol");
             if round > 0 {
                 ns[i].push(run.ns_per_op());
-                if i == 2 {
-                    counts.push(run.events.len());
+                if i > 0 {
+                    counts[i - 1].push(run.events.len());
                 }
             }
         }
     }
-    counts.sort_unstable();
+    let mid = |mut v: Vec<usize>| {
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    };
     Cost {
         bench: workload.name(),
         protocol,
         ns: ns.map(|mut v| median(&mut v)),
-        events_at_0: counts.get(counts.len() / 2).copied().unwrap_or(0),
+        events: counts.map(mid),
     }
 }
 
@@ -192,11 +196,12 @@ pub fn cost_rows(costs: &[Cost]) -> (Vec<String>, Vec<Vec<String>>) {
         "bench",
         "protocol",
         "ns/op, events off",
-        "on, 20 ms thresholds",
+        "on, JFR thresholds",
         "÷ off",
+        "events per run",
         "on, threshold 0",
         "÷ off",
-        "events per run at 0",
+        "events per run",
     ]
     .map(String::from)
     .to_vec();
@@ -209,9 +214,10 @@ pub fn cost_rows(costs: &[Cost]) -> (Vec<String>, Vec<Vec<String>>) {
                 format!("{:.1}", c.ns[0]),
                 format!("{:.1}", c.ns[1]),
                 format!("{:.2}", c.ns[1] / c.ns[0]),
+                c.events[0].to_string(),
                 format!("{:.1}", c.ns[2]),
                 format!("{:.2}", c.ns[2] / c.ns[0]),
-                c.events_at_0.to_string(),
+                c.events[1].to_string(),
             ]
         })
         .collect();
@@ -300,9 +306,10 @@ pub fn section(d: &mut Vec<Block>, out_dir: &Path, sizes: Sizes) {
     d.push(Block::H(3, "What events cost".into()));
     d.push(Block::P(format!(
         "The same workloads with events off, on at JFR's default thresholds (20 ms for \
-         enters and waits: nearly nothing is delivered) and on at threshold 0 (every \
-         contended enter and wait is delivered to a `Recorder`, which clones it into a \
-         `Vec` under a mutex): median ns per operation of {} rounds, the three in turn, \
+         enters and waits, 0 for the other kinds: prod-cons's notifies, two per object, are \
+         all delivered) and on at threshold 0 (every contended enter and wait too), each \
+         event to a `Recorder`, which clones it into a `Vec` under a mutex: median ns per \
+         operation of {} rounds, the three in turn, \
          {THREADS} threads (`threads`: {} lock+unlock pairs per thread; prod-cons: {} \
          objects per producer). Read a ratio within ±10 % as no cost that shows.",
         sizes.reps, sizes.threads_ops, sizes.prod_cons_ops
