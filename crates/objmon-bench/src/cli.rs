@@ -125,6 +125,33 @@ pub(super) enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Runs a bench's workload on one protocol with monitor events on and writes them as a
+    /// Chrome / Perfetto trace (JSON; open it in ui.perfetto.dev): threads as tracks,
+    /// contended enters and waits as slices, notifies, inflations, deflations and
+    /// revocations as instants, hand-offs as flows.
+    Record {
+        /// Bench whose workload runs: threads (lockers on one object) or prod-cons
+        /// (producers and consumers through a monitor-guarded queue).
+        #[arg(long)]
+        bench: String,
+        /// Protocol to run it on (an unknown name is an error, exit 2).
+        #[arg(long)]
+        protocol: String,
+        /// The trace file to write.
+        #[arg(long)]
+        trace: PathBuf,
+        /// Enters and waits shorter than this are not recorded, as a duration (1ms, 250us,
+        /// 2s; default 0: every one); other kinds are always recorded.
+        #[arg(long, value_parser = crate::events::parse_threshold)]
+        threshold: Option<std::time::Duration>,
+        /// Threads, 1 to 256 (default 4; prod-cons: at least 2, half of them producers).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=crate::events::MAX_THREADS))]
+        threads: Option<u64>,
+        /// Operations per thread, 1 to 10^7 (threads: lock+unlock pairs, default 1000000;
+        /// prod-cons: objects per producer, default 5000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=crate::events::MAX_OPS))]
+        ops: Option<u64>,
+    },
     /// Lists benches and rows.
     List,
     /// Measures one kind's memory per object in this process and prints it as JSON (the

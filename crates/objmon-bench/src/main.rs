@@ -9,6 +9,9 @@
 //! - `objmon-bench contended [--threads 2,4] [--cs …] [--between …] [--row …]` measures
 //!   contended locking over threads × critical section × work between locks
 //!   (see `contended.rs`);
+//! - `objmon-bench record --bench B --protocol P --trace FILE [--threshold D] [--threads N]`
+//!   runs a bench's workload with monitor events on and writes a Chrome / Perfetto trace
+//!   (see `events/`);
 //! - `objmon-bench list` names the benches and rows;
 //! - `objmon-bench stress` runs random mixes of every monitor operation with invariants
 //!   checked (see `stress.rs`).
@@ -23,6 +26,7 @@ mod claim;
 mod cli;
 mod contended;
 mod doc;
+mod events;
 mod java;
 mod memory;
 mod plot;
@@ -312,6 +316,14 @@ fn main() {
                 Format::Json => contended::print_json(&cells),
             }
         }
+        Command::Record {
+            bench,
+            protocol,
+            trace,
+            threshold,
+            threads,
+            ops,
+        } => events::record_cli(&bench, &protocol, &trace, threshold, threads, ops),
         Command::Trace { files } => std::process::exit(trace::cli_trace(&files)),
         Command::Replay {
             file,
@@ -468,6 +480,8 @@ mod tests {
             ("stress", "watchdog", vec![MAX_SECONDS.to_string()]),
             ("stress", "threads", vec![(MAX_THREADS - 1).to_string()]),
             ("stress", "objects", vec![objects.clone()]),
+            ("record", "threads", vec![events::MAX_THREADS.to_string()]),
+            ("record", "ops", vec![objects.clone()]),
             (
                 "profile",
                 "millis",

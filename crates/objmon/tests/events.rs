@@ -573,3 +573,96 @@ fn a_sink_tags_objects() {
         assert_eq!(s.object_tag, Some(addr(&h) as u64 ^ 0x5a5a));
     }
 }
+
+/// `thin` and `thin-seed` inflate at the first contention and keep the monitor; a later
+/// contender that gets the monitor in its bounded spin, without parking, still had to wait:
+/// that is a `MonitorEnter` too (`parked: false`, on the monitor), as `fat`'s. Two threads
+/// take turns on an inflated header, each holding it until the other has announced its
+/// enter, round after round until such an enter shows (the watchdog bounds the rounds:
+/// nothing here asserts a time). Every enter names the other thread, or nobody (the owner
+/// had just left when the contender looked).
+#[test]
+fn thin_reports_an_enter_won_in_the_monitors_spin() {
+    struct V;
+    impl ProtocolVisitor for V {
+        fn visit<P: Protocol>(&mut self) {
+            if matches!(P::NAME, "thin" | "thin-seed") {
+                watchdog::within(60, P::NAME, spun_enter_is_reported::<P>);
+            }
+        }
+    }
+    objmon::vm::visit_all(&mut V);
+}
+
+fn spun_enter_is_reported<P: Protocol>() {
+    let rec = Arc::new(Recorder::new());
+    let rt = runtime::<P>(rec.clone(), DeflationPolicy::default());
+    let h = header::<P>();
+    {
+        let me = rt.attach().unwrap();
+        me.enter(h).unwrap().notify_all().unwrap(); // inflated, for good
+    }
+    let _ = rec.take();
+    let want = [AtomicBool::new(false), AtomicBool::new(false)];
+    let stop = AtomicBool::new(false);
+    let ids: Mutex<[Option<ThreadId>; 2]> = Mutex::new([None, None]);
+    let mut rounds = 0u32;
+    loop {
+        rounds += 1;
+        std::thread::scope(|s| {
+            for i in 0..2 {
+                let (rt, want, stop, ids) = (&rt, &want, &stop, &ids);
+                s.spawn(move || {
+                    let t = rt.attach().unwrap();
+                    ids.lock().unwrap()[i] = Some(t.id());
+                    for _ in 0..2_000 {
+                        want[i].store(true, Ordering::SeqCst);
+                        let g = t.enter(h).unwrap();
+                        want[i].store(false, Ordering::SeqCst);
+                        // Hold it until the other thread is about to enter (bounded: it may
+                        // have finished its turns).
+                        let mut k = 0u32;
+                        while !want[1 - i].load(Ordering::SeqCst)
+                            && !stop.load(Ordering::Relaxed)
+                            && k < 20_000
+                        {
+                            std::hint::spin_loop();
+                            k += 1;
+                        }
+                        drop(g);
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                });
+            }
+        });
+        stop.store(false, Ordering::Relaxed);
+        let [Some(a), Some(b)] = *ids.lock().unwrap() else {
+            unreachable!()
+        };
+        let events = rec.take();
+        let mut spun = false;
+        for e in of(&events, EventKind::MonitorEnter) {
+            let Event::MonitorEnter {
+                site,
+                previous_owner,
+                parked,
+            } = e
+            else {
+                unreachable!()
+            };
+            let other = if site.thread == a { b } else { a };
+            assert!(site.thread == a || site.thread == b, "{e:?}");
+            assert!(
+                previous_owner.is_none() || *previous_owner == Some(other),
+                "{}: {e:?}",
+                P::NAME
+            );
+            assert_eq!(site.object, addr(h));
+            spun |= !*parked && site.monitor.is_some();
+        }
+        if spun {
+            eprintln!("{}: a spun enter reported in round {rounds}", P::NAME);
+            return;
+        }
+    }
+}

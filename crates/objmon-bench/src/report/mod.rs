@@ -119,6 +119,15 @@ pub fn write(
         profile_time,
     );
     crate::realprog::section(&mut d, plan.quick);
+    crate::events::section(
+        &mut d,
+        out_dir,
+        if plan.quick {
+            crate::events::Sizes::quick()
+        } else {
+            crate::events::Sizes::full()
+        },
+    );
 
     d.push(Block::H(2, "Skipped and notes".into()));
     let mut notes: Vec<String> = rust

@@ -185,6 +185,9 @@ impl<const SEED: bool> ThinLocks<SEED> {
         } else {
             Contenders::QueueFirst
         };
+        if crate::events::on(m.events) {
+            return Self::enter_fat_reported(t, m, c);
+        }
         if m.spin_enter_with(t.core(), c) {
             return Ok(());
         }
@@ -194,6 +197,27 @@ impl<const SEED: bool> ThinLocks<SEED> {
         // spin). Not the owner: `try_enter` would have re-entered.
         Self::block(t);
         m.enter_spun_with(t.core_arc(), c);
+        Self::unblock(t);
+        Ok(())
+    }
+
+    /// [`enter_fat_contended`](Self::enter_fat_contended) with events on: the fat monitor's
+    /// reported contended enter (`FatMonitor::lock_contended`: its spin, then the suspend),
+    /// one `MonitorEnter` whether the spin got it or the thread parked, timed from before
+    /// the spin and naming the owner found then, as `fat`'s enter. Split off because the
+    /// monitor's own spin (`spin_enter_with`) reports nothing: a contender that won there
+    /// had waited unreported. `BLOCKED` over the spin too (it writes none of our words);
+    /// the report is queued until `unblock`, after the ownership stores.
+    #[cold]
+    #[inline(never)]
+    fn enter_fat_reported(
+        t: &ThreadContext<Self>,
+        m: &FatMonitor,
+        c: Contenders,
+    ) -> Result<(), MonitorError> {
+        Self::block(t);
+        m.lock_contended(t.core_arc(), true, c);
+        m.own_locked(t.core());
         Self::unblock(t);
         Ok(())
     }
