@@ -333,6 +333,16 @@ impl<F: Flavor> Biasing<F> {
         // `parking_lot`'s contenders (`tasuki/config.rs`, `Contenders`); the seed flavors do not
         // come here (`enter_fat`).
         let c = Contenders::QueueFirst;
+        if crate::events::on(m.events) {
+            // The monitor's own spin reports nothing: with events on, its reported contended
+            // enter (spin, then suspend; one `MonitorEnter` either way), in the safe state
+            // throughout, where the report waits until the ownership stores are done.
+            Self::safe(t, || {
+                m.lock_contended(t.core_arc(), true, c);
+                m.own_locked(t.core());
+            });
+            return;
+        }
         if m.spin_enter_with(t.core(), c) {
             return;
         }
