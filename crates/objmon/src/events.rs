@@ -608,6 +608,18 @@ pub(crate) struct Origin {
     pub(crate) monitor: u32,
 }
 
+impl Origin {
+    /// An event of thread `by` on the object at `object` (monitor `monitor`) that happens now.
+    fn now(by: ThreadId, object: usize, monitor: u32) -> Self {
+        Self {
+            start_nanos: now_nanos(),
+            thread: by,
+            object,
+            monitor,
+        }
+    }
+}
+
 /// Delivers the event `make` builds, of `kind`, begun at `o.start_nanos` and ending now, to
 /// the sink in slot `id`, unless it is shorter than the sink's threshold, no sink is there,
 /// or this thread is inside a sink already. Catches a sink's panic.
@@ -673,12 +685,7 @@ pub(crate) fn report_inflation(
     monitor: u32,
     cause: InflationCause,
 ) {
-    let o = Origin {
-        start_nanos: now_nanos(),
-        thread: by,
-        object,
-        monitor,
-    };
+    let o = Origin::now(by, object, monitor);
     deliver(id, EventKind::MonitorInflate, o, |site| {
         Event::MonitorInflate { site, cause }
     });
@@ -687,12 +694,7 @@ pub(crate) fn report_inflation(
 /// Delivers a deflation.
 #[cold]
 pub(crate) fn report_deflation(id: u8, by: ThreadId, object: usize, monitor: u32) {
-    let o = Origin {
-        start_nanos: now_nanos(),
-        thread: by,
-        object,
-        monitor,
-    };
+    let o = Origin::now(by, object, monitor);
     deliver(id, EventKind::MonitorDeflate, o, |site| {
         Event::MonitorDeflate { site }
     });
