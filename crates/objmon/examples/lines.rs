@@ -192,9 +192,14 @@ fn describe_stack(t: usize) {
     std::io::stdout().flush().unwrap();
 }
 
-/// One thread's part of `uncontended` or `nested`.
-fn own_object<G>(t: usize, sp: &Spec, nested: bool, lock: impl Fn() -> G) {
+/// One thread's part of `uncontended` or `nested`. Both threads are attached (one lock
+/// each) before either starts and stay attached until both are done: otherwise the second
+/// could attach into the memory the first detached from, and its own record would look
+/// shared.
+fn own_object<G>(t: usize, sp: &Spec, start: &Barrier, nested: bool, lock: impl Fn() -> G) {
     describe_stack(t);
+    drop(lock());
+    start.wait();
     let outer = nested.then(&lock);
     for _ in 0..sp.warm + sp.iters {
         mark(t, 0, 0);
@@ -203,6 +208,7 @@ fn own_object<G>(t: usize, sp: &Spec, nested: bool, lock: impl Fn() -> G) {
         mark(t, 0, 1);
     }
     drop(outer);
+    start.wait();
 }
 
 /// One thread's part of `handoff` (thread 0 holds the lock first: `held`).
@@ -245,8 +251,8 @@ impl Body<'_> {
     fn go<G>(self, lock: impl Fn(usize) -> G) {
         let (t, sp) = (self.t, self.sp);
         match sp.scenario.as_str() {
-            "uncontended" => own_object(t, sp, false, || lock(t)),
-            "nested" => own_object(t, sp, true, || lock(t)),
+            "uncontended" => own_object(t, sp, self.start, false, || lock(t)),
+            "nested" => own_object(t, sp, self.start, true, || lock(t)),
             "handoff" => handoff(t, sp, self.start, || lock(0)),
             s => panic!("no scenario {s}"),
         }
@@ -486,6 +492,17 @@ struct Touch {
     stores: u32,
     /// The first instruction that stored to it.
     store_ip: u64,
+    /// The bytes of the line loaded and stored (bit `i`: byte `i`).
+    loaded: u64,
+    stored: u64,
+}
+
+/// The bytes of line `l` that an access of `n` bytes at `a` covers.
+fn byte_mask(l: u64, a: u64, n: u64) -> u64 {
+    let lo = a.max(l << 6) - (l << 6);
+    let hi = (a + n).min((l + 1) << 6) - (l << 6);
+    let ones = |k: u64| if k >= 64 { u64::MAX } else { (1u64 << k) - 1 };
+    ones(hi) & !ones(lo)
 }
 
 /// The regions of one (thread, role), in order.
@@ -497,6 +514,11 @@ struct Trace {
     /// Which valgrind threads touched each line inside regions (bit `tid % 64`), counted
     /// regions only (filled after the warm-up cut).
     touched_by: HashMap<u64, u64>,
+    /// The same for stores only.
+    written_by: HashMap<u64, u64>,
+    /// Lines touched by two threads that never touch a byte the other stores to: false
+    /// sharing (two threads' own data placed in one line), not counted as shared.
+    falsely: std::collections::HashSet<u64>,
     /// Marks seen from a valgrind thread other than the one the thread's first mark came
     /// from (an attribution error; expected 0).
     misattributed: usize,
@@ -553,10 +575,13 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
                             continue;
                         }
                         let e = touches.entry(l).or_default();
+                        let m = byte_mask(l, a, n);
                         if kind != b'S' {
                             e.loads += 1;
+                            e.loaded |= m;
                         }
                         if store {
+                            e.stored |= m;
                             if e.stores == 0 {
                                 e.store_ip = ip;
                             }
@@ -581,19 +606,42 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
         }
     }
     let mut touched_by: HashMap<u64, u64> = HashMap::new();
+    let mut written_by: HashMap<u64, u64> = HashMap::new();
+    let mut bytes: HashMap<u64, HashMap<usize, (u64, u64)>> = HashMap::new();
     let mut out = BTreeMap::new();
     for (k, rs) in regions {
         let counted: Vec<_> = rs.into_iter().skip(warm).collect();
         for (tid, touches) in &counted {
-            for &l in touches.keys() {
+            for (&l, t) in touches {
                 *touched_by.entry(l).or_default() |= 1 << (tid % 64);
+                let b = bytes.entry(l).or_default().entry(*tid).or_default();
+                b.0 |= t.loaded;
+                b.1 |= t.stored;
+                if t.stores > 0 {
+                    *written_by.entry(l).or_default() |= 1 << (tid % 64);
+                }
             }
         }
         out.insert(k, counted.into_iter().map(|(_, t)| t).collect());
     }
+    // Falsely shared: touched by two threads, but no byte one of them stores is touched by
+    // another.
+    let falsely: std::collections::HashSet<u64> = bytes
+        .iter()
+        .filter(|(_, per)| per.len() >= 2)
+        .filter(|(_, per)| {
+            !per.iter().any(|(t, &(_, w))| {
+                per.iter()
+                    .any(|(u, &(r2, w2))| u != t && (w & (r2 | w2)) != 0)
+            })
+        })
+        .map(|(&l, _)| l)
+        .collect();
     Trace {
         regions: out,
         touched_by,
+        written_by,
+        falsely,
         misattributed,
     }
 }
@@ -606,10 +654,15 @@ pub struct RoleFigures {
     /// Mean distinct lines per region: written, of them shared; read, of them shared.
     pub written: f64,
     pub written_shared: f64,
+    /// Mean distinct lines written per region that another thread touches at other bytes
+    /// only (false sharing: placement, not protocol).
+    pub written_false: f64,
     pub read: f64,
     pub read_shared: f64,
     /// Mean distinct written lines per region by label.
     pub written_by_label: BTreeMap<&'static str, f64>,
+    /// Mean distinct read lines per region by label.
+    pub read_by_label: BTreeMap<&'static str, f64>,
     /// Shared lines written: label, in what fraction of the regions, the storing site.
     pub shared_sites: Vec<(String, f64, String)>,
 }
@@ -735,7 +788,10 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
     }
     let trace = parse_trace(&log, &layout, spec.warm);
     let _ = std::fs::remove_file(&log);
-    let shared = |l: &u64| trace.touched_by.get(l).is_some_and(|m| m.count_ones() >= 2);
+    let shared = |l: &u64| {
+        trace.touched_by.get(l).is_some_and(|m| m.count_ones() >= 2) && !trace.falsely.contains(l)
+    };
+    let falsely = |l: &u64| trace.falsely.contains(l);
     let mut fig = Figures {
         kind: spec.kind.clone(),
         scenario: spec.scenario.clone(),
@@ -770,14 +826,19 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                 if t.stores > 0 {
                     f.written += 1.0;
                     *f.written_by_label.entry(layout.label(*l)).or_default() += 1.0;
-                    if shared(l) {
-                        f.written_shared += 1.0;
+                    if shared(l) || falsely(l) {
+                        if falsely(l) {
+                            f.written_false += 1.0;
+                        } else {
+                            f.written_shared += 1.0;
+                        }
                         let e = sites.entry(*l).or_insert((0, t.store_ip));
                         e.0 += 1;
                     }
                 }
                 if t.loads > 0 {
                     f.read += 1.0;
+                    *f.read_by_label.entry(layout.label(*l)).or_default() += 1.0;
                     if shared(l) {
                         f.read_shared += 1.0;
                     }
@@ -786,9 +847,14 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
         }
         f.written /= n;
         f.written_shared /= n;
+        f.written_false /= n;
         f.read /= n;
         f.read_shared /= n;
-        for v in f.written_by_label.values_mut() {
+        for v in f
+            .written_by_label
+            .values_mut()
+            .chain(f.read_by_label.values_mut())
+        {
             *v /= n;
         }
         ips.extend(sites.values().map(|s| s.1));
@@ -800,6 +866,19 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
         // copy of a per-thread line, say), their shares summed.
         let mut merged: BTreeMap<(String, String), usize> = BTreeMap::new();
         for (l, (count, ip)) in sites {
+            if std::env::var_os("OBJMON_LINES_ADDRS").is_some() {
+                eprintln!(
+                    "{} {} {}: line {:#x} ({}) touched by {:#b}, written by {:#b}, {count}/{n} regions, first store {}",
+                    spec.kind,
+                    spec.scenario,
+                    f.role,
+                    l << 6,
+                    layout.label(l),
+                    trace.touched_by.get(&l).copied().unwrap_or(0),
+                    trace.written_by.get(&l).copied().unwrap_or(0),
+                    names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"))
+                );
+            }
             let label = match layout.label(l) {
                 "header" => "header".to_string(),
                 "runtime" => {
@@ -808,6 +887,16 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                 }
                 other => other.to_string(),
             };
+            let both = trace.written_by.get(&l).is_some_and(|m| m.count_ones() >= 2);
+            let label = format!(
+                "{label}, {}{}",
+                if both {
+                    "written by both"
+                } else {
+                    "read by the other"
+                },
+                if falsely(&l) { ", FALSE sharing" } else { "" }
+            );
             let site = names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"));
             *merged.entry((label, site)).or_default() += count;
         }
@@ -832,22 +921,25 @@ fn all_kinds() -> Vec<String> {
 
 fn print_figures(fig: &Figures, sites: bool) {
     for r in &fig.roles {
-        let labels: Vec<String> = r
-            .written_by_label
-            .iter()
-            .map(|(k, v)| format!("{k} {v:.1}"))
-            .collect();
+        let by = |m: &BTreeMap<&str, f64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v:.1}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         println!(
-            "{:<18} {:<12} {:<19} n={:<4} written {:>5.1} (shared {:>4.1})  read {:>5.1} (shared {:>4.1})  written by label: {}",
+            "{:<18} {:<12} {:<19} n={:<4} written {:>5.1} (shared {:>4.1}, false {:>3.1})  read {:>5.1} (shared {:>4.1})  written: {}; read: {}",
             fig.kind,
             fig.scenario,
             r.role,
             r.regions,
             r.written,
             r.written_shared,
+            r.written_false,
             r.read,
             r.read_shared,
-            labels.join(", ")
+            by(&r.written_by_label),
+            by(&r.read_by_label)
         );
         if sites {
             for (label, frac, site) in &r.shared_sites {
@@ -877,7 +969,14 @@ fn markdown(all: &[Figures]) {
                 .and_then(|f| f.roles.iter().find(|r| r.role == role))
         };
         let w = |r: Option<&RoleFigures>| {
-            r.map_or("—".into(), |r| format!("{:.1} ({:.1})", r.written, r.written_shared))
+            r.map_or("—".into(), |r| {
+                let f = if r.written_false > 0.0 {
+                    format!(" +{:.1} false", r.written_false)
+                } else {
+                    String::new()
+                };
+                format!("{:.1} ({:.1}{f})", r.written, r.written_shared)
+            })
         };
         let rd =
             |r: Option<&RoleFigures>| r.map_or("—".into(), |r| format!("{:.1} ({:.1})", r.read, r.read_shared));
