@@ -432,7 +432,11 @@ impl Layout {
     fn parse(stdout: &str) -> Layout {
         let mut l = Layout::default();
         for line in stdout.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
+            // A test harness may print its own words before ours on the line.
+            let Some(i) = line.find("lines-") else {
+                continue;
+            };
+            let f: Vec<&str> = line[i..].split_whitespace().collect();
             match f.first().copied() {
                 Some("lines-object") => l.objects.push((hex(f[1]), f[2].parse().unwrap())),
                 Some("lines-runtime") => l.runtime = Some((hex(f[1]), f[2].parse().unwrap())),
