@@ -494,8 +494,9 @@ impl Layout {
 struct Touch {
     loads: u32,
     stores: u32,
-    /// The first instruction that stored to it.
+    /// The first instruction that stored to it, and that loaded from it.
     store_ip: u64,
+    load_ip: u64,
     /// The bytes of the line loaded and stored (bit `i`: byte `i`).
     loaded: u64,
     stored: u64,
@@ -523,6 +524,9 @@ struct Trace {
     /// Lines touched by two threads that never touch a byte the other stores to: false
     /// sharing (two threads' own data placed in one line), not counted as shared.
     falsely: std::collections::HashSet<u64>,
+    /// Per line touched by two threads: each thread's bytes loaded and stored and its first
+    /// loading and storing instructions (`OBJMON_LINES_ADDRS`).
+    detail: HashMap<u64, Vec<(usize, u64, u64, u64, u64)>>,
     /// Marks seen from a valgrind thread other than the one the thread's first mark came
     /// from (an attribution error; expected 0).
     misattributed: usize,
@@ -581,6 +585,9 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
                         let e = touches.entry(l).or_default();
                         let m = byte_mask(l, a, n);
                         if kind != b'S' {
+                            if e.loads == 0 {
+                                e.load_ip = ip;
+                            }
                             e.loads += 1;
                             e.loaded |= m;
                         }
@@ -612,6 +619,7 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
     let mut touched_by: HashMap<u64, u64> = HashMap::new();
     let mut written_by: HashMap<u64, u64> = HashMap::new();
     let mut bytes: HashMap<u64, HashMap<usize, (u64, u64)>> = HashMap::new();
+    let mut first_ips: HashMap<(u64, usize), (u64, u64)> = HashMap::new();
     let mut out = BTreeMap::new();
     for (k, rs) in regions {
         let counted: Vec<_> = rs.into_iter().skip(warm).collect();
@@ -621,6 +629,13 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
                 let b = bytes.entry(l).or_default().entry(*tid).or_default();
                 b.0 |= t.loaded;
                 b.1 |= t.stored;
+                let ips = first_ips.entry((l, *tid)).or_default();
+                if ips.0 == 0 {
+                    ips.0 = t.load_ip;
+                }
+                if ips.1 == 0 {
+                    ips.1 = t.store_ip;
+                }
                 if t.stores > 0 {
                     *written_by.entry(l).or_default() |= 1 << (tid % 64);
                 }
@@ -641,11 +656,26 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
         })
         .map(|(&l, _)| l)
         .collect();
+    let detail = bytes
+        .into_iter()
+        .filter(|(_, per)| per.len() >= 2)
+        .map(|(l, per)| {
+            let v = per
+                .into_iter()
+                .map(|(tid, (r, w))| {
+                    let (li, si) = first_ips.get(&(l, tid)).copied().unwrap_or_default();
+                    (tid, r, w, li, si)
+                })
+                .collect();
+            (l, v)
+        })
+        .collect();
     Trace {
         regions: out,
         touched_by,
         written_by,
         falsely,
+        detail,
         misattributed,
     }
 }
@@ -721,7 +751,9 @@ fn symbolize(exe: &Path, layout: &Layout, ips: &[u64]) -> HashMap<u64, String> {
         if let Some(a) = cur {
             let pick = frames
                 .iter()
-                .find(|(_, f)| !f.starts_with("/rustc/") && !f.contains("/library/"))
+                .find(|(_, f)| {
+                    !f.starts_with("/rustc/") && !f.contains("/library/") && !f.ends_with("lines.rs")
+                })
                 .or(frames.first());
             if let (Some((fun, file)), Some(&ip)) = (pick, by_file.get(&a)) {
                 let file = file
@@ -862,6 +894,11 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
             *v /= n;
         }
         ips.extend(sites.values().map(|s| s.1));
+        for l in sites.keys() {
+            for d in trace.detail.get(l).into_iter().flatten() {
+                ips.extend([d.3, d.4]);
+            }
+        }
         per_role.push((f, sites, n));
     }
     let names = symbolize(exe, &layout, &ips);
@@ -882,6 +919,14 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                     trace.written_by.get(&l).copied().unwrap_or(0),
                     names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"))
                 );
+                let name = |ip: u64| names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"));
+                for &(tid, r, w, li, si) in trace.detail.get(&l).into_iter().flatten() {
+                    eprintln!(
+                        "    thread {tid}: loads {r:#018x} first at {}, stores {w:#018x} first at {}",
+                        name(li),
+                        name(si)
+                    );
+                }
             }
             let label = match layout.label(l) {
                 "header" => "header".to_string(),
