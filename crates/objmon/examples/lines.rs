@@ -21,6 +21,8 @@
 //! - `uncontended`: each thread locks and unlocks its own object (one region: lock+unlock);
 //! - `nested`: each thread holds its own object and locks and unlocks it again (the region is
 //!   the inner lock+unlock; `parking_lot` uses `ReentrantMutex` here, `std` has none);
+//! - `alternate`: both threads on one object, taking turns: each locks and unlocks it once
+//!   after the other's unlock, nobody waiting (ownership moves, no contention);
 //! - `handoff`: both threads on one object, ownership alternating: the waiter announces
 //!   itself and calls lock; the owner waits for that, sleeps `--sleep-ms` (so the waiter
 //!   reaches its spin or park), and unlocks. Regions: `release` (the owner's unlock call) and
@@ -61,7 +63,7 @@ use std::time::Duration;
 pub const CHILD_ENV: &str = "OBJMON_LINES_CHILD";
 
 /// The scenarios, in table order.
-pub const SCENARIOS: [&str; 3] = ["uncontended", "nested", "handoff"];
+pub const SCENARIOS: [&str; 4] = ["uncontended", "nested", "alternate", "handoff"];
 
 /// The kinds beside the protocols.
 pub const ANCHORS: [&str; 3] = ["monitor", "parking_lot", "std"];
@@ -192,7 +194,8 @@ fn describe_stack(t: usize) {
     std::io::stdout().flush().unwrap();
 }
 
-/// One thread's part of `uncontended` or `nested`. Both threads are attached (one lock
+/// One thread's part of `uncontended` or `nested`, yielding between regions. Both threads
+/// are attached (one lock
 /// each) before either starts and stay attached until both are done: otherwise the second
 /// could attach into the memory the first detached from, and its own record would look
 /// shared.
@@ -206,9 +209,32 @@ fn own_object<G>(t: usize, sp: &Spec, start: &Barrier, nested: bool, lock: impl 
         let g = lock();
         drop(g);
         mark(t, 0, 1);
+        // Valgrind runs one thread at a time: a yield lets the other run its next region
+        // now, so that the regions interleave as on two cores (and a monitor the other
+        // thread gave back and this one took looks like what it is: reuse, seen at once).
+        std::thread::yield_now();
     }
     drop(outer);
     start.wait();
+}
+
+/// One thread's part of `alternate`: the threads take turns on one object, each locking
+/// and unlocking it once after the other's unlock, nobody waiting.
+fn alternate<G>(t: usize, sp: &Spec, start: &Barrier, lock: impl Fn() -> G) {
+    describe_stack(t);
+    start.wait();
+    let turn = &HARNESS.arrived.0;
+    for r in 0..(sp.warm + sp.iters) as u64 * 2 {
+        if (r % 2) as usize == t {
+            while turn.load(Ordering::Acquire) != r {
+                std::thread::yield_now();
+            }
+            mark(t, 0, 0);
+            drop(lock());
+            mark(t, 0, 1);
+            turn.store(r + 1, Ordering::Release);
+        }
+    }
 }
 
 /// One thread's part of `handoff` (thread 0 holds the lock first: `held`).
@@ -253,6 +279,7 @@ impl Body<'_> {
         match sp.scenario.as_str() {
             "uncontended" => own_object(t, sp, self.start, false, || lock(t)),
             "nested" => own_object(t, sp, self.start, true, || lock(t)),
+            "alternate" => alternate(t, sp, self.start, || lock(0)),
             "handoff" => handoff(t, sp, self.start, || lock(0)),
             s => panic!("no scenario {s}"),
         }
@@ -715,6 +742,7 @@ fn role_name(scenario: &str, role: usize) -> &'static str {
         ("handoff", 0) => "release",
         ("handoff", _) => "acquire",
         ("nested", _) => "nested lock+unlock",
+        ("alternate", _) => "lock+unlock after the other",
         _ => "lock+unlock",
     }
 }
@@ -1003,8 +1031,8 @@ fn print_figures(fig: &Figures, sites: bool) {
 
 fn markdown(all: &[Figures]) {
     println!();
-    println!("| kind | lock+unlock: written (shared) | read (shared) | nested: written (shared) | hand-off release: written (shared) | hand-off acquire: written (shared) | acquire: read (shared) |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| kind | lock+unlock: written (shared) | read (shared) | nested: written (shared) | alternating: written (shared) | hand-off release: written (shared) | hand-off acquire: written (shared) | acquire: read (shared) |");
+    println!("|---|---|---|---|---|---|---|---|");
     let mut kinds: Vec<&str> = Vec::new();
     for f in all {
         if !kinds.contains(&f.kind.as_str()) {
@@ -1030,10 +1058,11 @@ fn markdown(all: &[Figures]) {
         let rd =
             |r: Option<&RoleFigures>| r.map_or("—".into(), |r| format!("{:.1} ({:.1})", r.read, r.read_shared));
         println!(
-            "| `{k}` | {} | {} | {} | {} | {} | {} |",
+            "| `{k}` | {} | {} | {} | {} | {} | {} | {} |",
             w(get("uncontended", "lock+unlock")),
             rd(get("uncontended", "lock+unlock")),
             w(get("nested", "nested lock+unlock")),
+            w(get("alternate", "lock+unlock after the other")),
             w(get("handoff", "release")),
             w(get("handoff", "acquire")),
             rd(get("handoff", "acquire")),
@@ -1073,12 +1102,16 @@ fn main() {
             if k == "std" && sc == "nested" {
                 continue;
             }
-            let handoff = sc == "handoff";
+            let (w, n) = match sc.as_str() {
+                "handoff" => (2, rounds),
+                "alternate" => (warm.min(5), iters.min(50)),
+                _ => (warm, iters),
+            };
             let spec = Spec {
                 kind: k.clone(),
                 scenario: sc.clone(),
-                warm: if handoff { 2 } else { warm },
-                iters: if handoff { rounds } else { iters },
+                warm: w,
+                iters: n,
                 sleep_ms,
             };
             match measure(&exe, &[], &spec) {
