@@ -21,6 +21,8 @@
 //! - `uncontended`: each thread locks and unlocks its own object (one region: lock+unlock);
 //! - `nested`: each thread holds its own object and locks and unlocks it again (the region is
 //!   the inner lock+unlock; `parking_lot` uses `ReentrantMutex` here, `std` has none);
+//! - `fresh`: each thread locks and unlocks, region by region, objects never locked before
+//!   (an allocation's first lock: `fat` inflates here, every protocol's first use);
 //! - `alternate`: both threads on one object, taking turns: each locks and unlocks it once
 //!   after the other's unlock, nobody waiting (ownership moves, no contention);
 //! - `handoff`: both threads on one object, ownership alternating: the waiter announces
@@ -63,7 +65,7 @@ use std::time::Duration;
 pub const CHILD_ENV: &str = "OBJMON_LINES_CHILD";
 
 /// The scenarios, in table order.
-pub const SCENARIOS: [&str; 4] = ["uncontended", "nested", "alternate", "handoff"];
+pub const SCENARIOS: [&str; 5] = ["uncontended", "nested", "fresh", "alternate", "handoff"];
 
 /// The kinds beside the protocols.
 pub const ANCHORS: [&str; 3] = ["monitor", "parking_lot", "std"];
@@ -218,6 +220,32 @@ fn own_object<G>(t: usize, sp: &Spec, start: &Barrier, nested: bool, lock: impl 
     start.wait();
 }
 
+/// Objects a scenario uses: 0 and 1 (each thread's own, or 0 shared), then for `fresh`
+/// one per region of each thread (thread `t`'s region `i`: `2 + t * regions + i`).
+fn objects(sp: &Spec) -> usize {
+    if sp.scenario == "fresh" {
+        2 + 2 * (sp.warm + sp.iters)
+    } else {
+        2
+    }
+}
+
+/// One thread's part of `fresh`: each region locks and unlocks an object never locked before
+/// (an allocation's first lock), yielding between regions as `own_object`.
+fn fresh<G>(t: usize, sp: &Spec, start: &Barrier, lock: impl Fn(usize) -> G) {
+    describe_stack(t);
+    drop(lock(t));
+    start.wait();
+    let n = sp.warm + sp.iters;
+    for i in 0..n {
+        mark(t, 0, 0);
+        drop(lock(2 + t * n + i));
+        mark(t, 0, 1);
+        std::thread::yield_now();
+    }
+    start.wait();
+}
+
 /// One thread's part of `alternate`: the threads take turns on one object, each locking
 /// and unlocking it once after the other's unlock, nobody waiting.
 fn alternate<G>(t: usize, sp: &Spec, start: &Barrier, lock: impl Fn() -> G) {
@@ -280,6 +308,7 @@ impl Body<'_> {
             "uncontended" => own_object(t, sp, self.start, false, || lock(t)),
             "nested" => own_object(t, sp, self.start, true, || lock(t)),
             "alternate" => alternate(t, sp, self.start, || lock(0)),
+            "fresh" => fresh(t, sp, self.start, lock),
             "handoff" => handoff(t, sp, self.start, || lock(0)),
             s => panic!("no scenario {s}"),
         }
@@ -306,7 +335,7 @@ fn two_threads<K: Kind>(sp: &Spec, kind: &K) {
 
 struct OnRuntime<'a, P: Protocol> {
     rt: &'a std::sync::Arc<Runtime<P>>,
-    hs: &'a [Padded<P::Header>; 2],
+    hs: &'a [Padded<P::Header>],
 }
 
 impl<P: Protocol> Kind for OnRuntime<'_, P>
@@ -355,9 +384,8 @@ impl PlainLock for std::sync::Mutex<()> {
     }
 }
 
-/// Two objects of a [`PlainLock`].
-#[derive(Default)]
-struct Plain<M>([Padded<M>; 2]);
+/// The objects of a [`PlainLock`] ([`objects`]).
+struct Plain<M>(Vec<Padded<M>>);
 
 impl<M: PlainLock> Kind for Plain<M> {
     fn with_lock(&self, body: Body<'_>) {
@@ -367,10 +395,10 @@ impl<M: PlainLock> Kind for Plain<M> {
 
 impl<M: PlainLock> Plain<M> {
     fn run(sp: &Spec) {
-        let k = Self::default();
-        let (a, b) = (addr(&k.0[0].0), addr(&k.0[1].0));
+        let k = Plain((0..objects(sp)).map(|_| Padded::<M>::default()).collect());
         let n = std::mem::size_of::<M>();
-        describe(&[(a, n), (b, n)], None);
+        let objs: Vec<_> = k.0.iter().map(|o| (addr(&o.0), n)).collect();
+        describe(&objs, None);
         two_threads(sp, &k);
     }
 }
@@ -390,12 +418,13 @@ impl ProtocolVisitor for ProtocolWorkload {
         // frees a header while it is held (both live to the end of the scope that uses
         // them): the contracts of `new_unchecked` hold.
         let rt = unsafe { Runtime::<P>::new_unchecked(Config::default()) };
-        let hs: [Padded<P::Header>; 2] = Default::default();
+        let hs: Vec<Padded<P::Header>> = (0..objects(&self.spec))
+            .map(|_| Padded::default())
+            .collect();
+        let n = std::mem::size_of::<P::Header>();
+        let objs: Vec<_> = hs.iter().map(|o| (addr(&o.0), n)).collect();
         describe(
-            &[
-                (addr(&hs[0].0), std::mem::size_of::<P::Header>()),
-                (addr(&hs[1].0), std::mem::size_of::<P::Header>()),
-            ],
+            &objs,
             Some((addr(&*rt), std::mem::size_of::<Runtime<P>>())),
         );
         two_threads(&self.spec, &OnRuntime { rt: &rt, hs: &hs });
@@ -517,8 +546,10 @@ impl Layout {
 }
 
 /// One line's accesses inside one region.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Touch {
+    /// Up to 6 distinct storing instructions (`OBJMON_LINES_ADDRS`).
+    store_ips: Vec<u64>,
     loads: u32,
     stores: u32,
     /// The first instruction that stored to it, and that loaded from it.
@@ -537,6 +568,10 @@ fn byte_mask(l: u64, a: u64, n: u64) -> u64 {
     ones(hi) & !ones(lo)
 }
 
+/// One thread's accesses to a line two threads touch: valgrind thread, bytes loaded, bytes
+/// stored, first loading and storing instructions, the distinct storing instructions.
+type Detail = (usize, u64, u64, u64, u64, Vec<u64>);
+
 /// The regions of one (thread, role), in order.
 type Regions = Vec<HashMap<u64, Touch>>;
 
@@ -553,7 +588,7 @@ struct Trace {
     falsely: std::collections::HashSet<u64>,
     /// Per line touched by two threads: each thread's bytes loaded and stored and its first
     /// loading and storing instructions (`OBJMON_LINES_ADDRS`).
-    detail: HashMap<u64, Vec<(usize, u64, u64, u64, u64)>>,
+    detail: HashMap<u64, Vec<Detail>>,
     /// Marks seen from a valgrind thread other than the one the thread's first mark came
     /// from (an attribution error; expected 0).
     misattributed: usize,
@@ -620,6 +655,9 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
                         }
                         if store {
                             e.stored |= m;
+                            if e.store_ips.len() < 6 && !e.store_ips.contains(&ip) {
+                                e.store_ips.push(ip);
+                            }
                             if e.stores == 0 {
                                 e.store_ip = ip;
                             }
@@ -647,6 +685,7 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
     let mut written_by: HashMap<u64, u64> = HashMap::new();
     let mut bytes: HashMap<u64, HashMap<usize, (u64, u64)>> = HashMap::new();
     let mut first_ips: HashMap<(u64, usize), (u64, u64)> = HashMap::new();
+    let mut all_store_ips: HashMap<(u64, usize), Vec<u64>> = HashMap::new();
     let mut out = BTreeMap::new();
     for (k, rs) in regions {
         let counted: Vec<_> = rs.into_iter().skip(warm).collect();
@@ -662,6 +701,12 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
                 }
                 if ips.1 == 0 {
                     ips.1 = t.store_ip;
+                }
+                let all = all_store_ips.entry((l, *tid)).or_default();
+                for &ip in &t.store_ips {
+                    if all.len() < 6 && !all.contains(&ip) {
+                        all.push(ip);
+                    }
                 }
                 if t.stores > 0 {
                     *written_by.entry(l).or_default() |= 1 << (tid % 64);
@@ -691,7 +736,8 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
                 .into_iter()
                 .map(|(tid, (r, w))| {
                     let (li, si) = first_ips.get(&(l, tid)).copied().unwrap_or_default();
-                    (tid, r, w, li, si)
+                    let all = all_store_ips.remove(&(l, tid)).unwrap_or_default();
+                    (tid, r, w, li, si, all)
                 })
                 .collect();
             (l, v)
@@ -743,6 +789,7 @@ fn role_name(scenario: &str, role: usize) -> &'static str {
         ("handoff", _) => "acquire",
         ("nested", _) => "nested lock+unlock",
         ("alternate", _) => "lock+unlock after the other",
+        ("fresh", _) => "first lock+unlock",
         _ => "lock+unlock",
     }
 }
@@ -925,6 +972,7 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
         for l in sites.keys() {
             for d in trace.detail.get(l).into_iter().flatten() {
                 ips.extend([d.3, d.4]);
+                ips.extend(d.5.iter().copied());
             }
         }
         per_role.push((f, sites, n));
@@ -948,12 +996,15 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                     names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"))
                 );
                 let name = |ip: u64| names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"));
-                for &(tid, r, w, li, si) in trace.detail.get(&l).into_iter().flatten() {
+                for (tid, r, w, li, si, all) in trace.detail.get(&l).into_iter().flatten() {
                     eprintln!(
                         "    thread {tid}: loads {r:#018x} first at {}, stores {w:#018x} first at {}",
-                        name(li),
-                        name(si)
+                        name(*li),
+                        name(*si)
                     );
+                    for ip in all {
+                        eprintln!("        stores at {}", name(*ip));
+                    }
                 }
             }
             let label = match layout.label(l) {
@@ -1031,8 +1082,8 @@ fn print_figures(fig: &Figures, sites: bool) {
 
 fn markdown(all: &[Figures]) {
     println!();
-    println!("| kind | lock+unlock: written (shared) | read (shared) | nested: written (shared) | alternating: written (shared) | hand-off release: written (shared) | hand-off acquire: written (shared) | acquire: read (shared) |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| kind | lock+unlock: written (shared) | read (shared) | nested: written (shared) | first lock: written (shared) | alternating: written (shared) | hand-off release: written (shared) | hand-off acquire: written (shared) | acquire: read (shared) |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut kinds: Vec<&str> = Vec::new();
     for f in all {
         if !kinds.contains(&f.kind.as_str()) {
@@ -1058,10 +1109,11 @@ fn markdown(all: &[Figures]) {
         let rd =
             |r: Option<&RoleFigures>| r.map_or("—".into(), |r| format!("{:.1} ({:.1})", r.read, r.read_shared));
         println!(
-            "| `{k}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{k}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             w(get("uncontended", "lock+unlock")),
             rd(get("uncontended", "lock+unlock")),
             w(get("nested", "nested lock+unlock")),
+            w(get("fresh", "first lock+unlock")),
             w(get("alternate", "lock+unlock after the other")),
             w(get("handoff", "release")),
             w(get("handoff", "acquire")),
@@ -1104,7 +1156,7 @@ fn main() {
             }
             let (w, n) = match sc.as_str() {
                 "handoff" => (2, rounds),
-                "alternate" => (warm.min(5), iters.min(50)),
+                "alternate" | "fresh" => (warm.min(5), iters.min(50)),
                 _ => (warm, iters),
             };
             let spec = Spec {
