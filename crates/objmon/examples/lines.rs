@@ -189,10 +189,7 @@ fn describe(objects: &[(usize, usize)], runtime: Option<(usize, usize)>) {
 
 fn describe_stack(t: usize) {
     let local = 0u8;
-    println!(
-        "lines-stack {t} {:x}",
-        addr(std::hint::black_box(&local))
-    );
+    println!("lines-stack {t} {:x}", addr(std::hint::black_box(&local)));
     std::io::stdout().flush().unwrap();
 }
 
@@ -423,10 +420,7 @@ impl ProtocolVisitor for ProtocolWorkload {
             .collect();
         let n = std::mem::size_of::<P::Header>();
         let objs: Vec<_> = hs.iter().map(|o| (addr(&o.0), n)).collect();
-        describe(
-            &objs,
-            Some((addr(&*rt), std::mem::size_of::<Runtime<P>>())),
-        );
+        describe(&objs, Some((addr(&*rt), std::mem::size_of::<Runtime<P>>())));
         two_threads(&self.spec, &OnRuntime { rt: &rt, hs: &hs });
     }
 }
@@ -498,7 +492,11 @@ impl Layout {
                 Some("lines-runtime") => l.runtime = Some((hex(f[1]), f[2].parse().unwrap())),
                 Some("lines-harness") => l.harness = (hex(f[1]), f[2].parse().unwrap()),
                 Some("lines-mark") => {
-                    let k = (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap());
+                    let k = (
+                        f[2].parse().unwrap(),
+                        f[3].parse().unwrap(),
+                        f[4].parse().unwrap(),
+                    );
                     l.marks.insert(hex(f[1]), k);
                 }
                 Some("lines-stack") => l.stacks.push(hex(f[2])),
@@ -601,8 +599,7 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
     // Per valgrind thread: the open region's (thread, role) and its touches.
     let mut open: HashMap<usize, ((usize, usize), HashMap<u64, Touch>)> = HashMap::new();
     // Per region: the valgrind thread that ran it (for `touched_by`).
-    let mut regions: BTreeMap<(usize, usize), Vec<(usize, HashMap<u64, Touch>)>> =
-        BTreeMap::new();
+    let mut regions: BTreeMap<(usize, usize), Vec<(usize, HashMap<u64, Touch>)>> = BTreeMap::new();
     let mut thread_of: HashMap<usize, usize> = HashMap::new();
     let mut misattributed = 0;
     for line in f.split(b'\n') {
@@ -827,7 +824,9 @@ fn symbolize(exe: &Path, layout: &Layout, ips: &[u64]) -> HashMap<u64, String> {
             let pick = frames
                 .iter()
                 .find(|(_, f)| {
-                    !f.starts_with("/rustc/") && !f.contains("/library/") && !f.ends_with("lines.rs")
+                    !f.starts_with("/rustc/")
+                        && !f.contains("/library/")
+                        && !f.ends_with("lines.rs")
                 })
                 .or(frames.first());
             if let (Some((fun, file)), Some(&ip)) = (pick, by_file.get(&a)) {
@@ -895,7 +894,10 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
     let layout = Layout::parse(&String::from_utf8_lossy(&out.stdout));
     if layout.marks.is_empty() {
         let _ = std::fs::remove_file(&log);
-        return Err(format!("{} {}: no layout printed", spec.kind, spec.scenario));
+        return Err(format!(
+            "{} {}: no layout printed",
+            spec.kind, spec.scenario
+        ));
     }
     let trace = parse_trace(&log, &layout, spec.warm);
     let _ = std::fs::remove_file(&log);
@@ -995,7 +997,12 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                     trace.written_by.get(&l).copied().unwrap_or(0),
                     names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"))
                 );
-                let name = |ip: u64| names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"));
+                let name = |ip: u64| {
+                    names
+                        .get(&ip)
+                        .cloned()
+                        .unwrap_or_else(|| format!("{ip:#x}"))
+                };
                 for (tid, r, w, li, si, all) in trace.detail.get(&l).into_iter().flatten() {
                     eprintln!(
                         "    thread {tid}: loads {r:#018x} first at {}, stores {w:#018x} first at {}",
@@ -1015,7 +1022,10 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                 }
                 other => other.to_string(),
             };
-            let both = trace.written_by.get(&l).is_some_and(|m| m.count_ones() >= 2);
+            let both = trace
+                .written_by
+                .get(&l)
+                .is_some_and(|m| m.count_ones() >= 2);
             let label = format!(
                 "{label}, {}{}",
                 if both {
@@ -1025,7 +1035,10 @@ pub fn measure(exe: &Path, exe_args: &[&str], spec: &Spec) -> Result<Figures, St
                 },
                 if falsely(&l) { ", FALSE sharing" } else { "" }
             );
-            let site = names.get(&ip).cloned().unwrap_or_else(|| format!("{ip:#x}"));
+            let site = names
+                .get(&ip)
+                .cloned()
+                .unwrap_or_else(|| format!("{ip:#x}"));
             *merged.entry((label, site)).or_default() += count;
         }
         for ((label, site), count) in merged {
@@ -1071,12 +1084,18 @@ fn print_figures(fig: &Figures, sites: bool) {
         );
         if sites {
             for (label, frac, site) in &r.shared_sites {
-                println!("    shared, written in {:>4.0}% of regions: {label}: {site}", frac * 100.0);
+                println!(
+                    "    shared, written in {:>4.0}% of regions: {label}: {site}",
+                    frac * 100.0
+                );
             }
         }
     }
     if fig.misattributed > 0 {
-        println!("    ({} marks from an unexpected thread)", fig.misattributed);
+        println!(
+            "    ({} marks from an unexpected thread)",
+            fig.misattributed
+        );
     }
 }
 
@@ -1106,8 +1125,11 @@ fn markdown(all: &[Figures]) {
                 format!("{:.1} ({:.1}{f})", r.written, r.written_shared)
             })
         };
-        let rd =
-            |r: Option<&RoleFigures>| r.map_or("—".into(), |r| format!("{:.1} ({:.1})", r.read, r.read_shared));
+        let rd = |r: Option<&RoleFigures>| {
+            r.map_or("—".into(), |r| {
+                format!("{:.1} ({:.1})", r.read, r.read_shared)
+            })
+        };
         println!(
             "| `{k}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             w(get("uncontended", "lock+unlock")),
@@ -1146,7 +1168,10 @@ fn main() {
             _ => panic!("unknown argument {a} (see the opening of examples/lines.rs)"),
         }
     }
-    assert!(lackey_available(), "valgrind --tool=lackey is not installed");
+    assert!(
+        lackey_available(),
+        "valgrind --tool=lackey is not installed"
+    );
     let exe = std::env::current_exe().expect("current_exe");
     let mut all = Vec::new();
     for k in &kinds {
