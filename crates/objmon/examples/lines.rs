@@ -570,8 +570,11 @@ fn byte_mask(l: u64, a: u64, n: u64) -> u64 {
 /// stored, first loading and storing instructions, the distinct storing instructions.
 type Detail = (usize, u64, u64, u64, u64, Vec<u64>);
 
+/// One region's touches, by line.
+type Touches = HashMap<u64, Touch>;
+
 /// The regions of one (thread, role), in order.
-type Regions = Vec<HashMap<u64, Touch>>;
+type Regions = Vec<Touches>;
 
 /// Everything read from one trace.
 struct Trace {
@@ -597,9 +600,9 @@ fn parse_trace(log: &Path, layout: &Layout, warm: usize) -> Trace {
     let mut tid = 0usize;
     let mut ip = 0u64;
     // Per valgrind thread: the open region's (thread, role) and its touches.
-    let mut open: HashMap<usize, ((usize, usize), HashMap<u64, Touch>)> = HashMap::new();
+    let mut open: HashMap<usize, ((usize, usize), Touches)> = HashMap::new();
     // Per region: the valgrind thread that ran it (for `touched_by`).
-    let mut regions: BTreeMap<(usize, usize), Vec<(usize, HashMap<u64, Touch>)>> = BTreeMap::new();
+    let mut regions: BTreeMap<(usize, usize), Vec<(usize, Touches)>> = BTreeMap::new();
     let mut thread_of: HashMap<usize, usize> = HashMap::new();
     let mut misattributed = 0;
     for line in f.split(b'\n') {
