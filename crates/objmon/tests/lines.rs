@@ -1,4 +1,4 @@
-//! `examples/lines.rs` as a test: one protocol (`thin`), a handful of regions per scenario,
+//! `examples/lines/` as a test: one protocol (`thin`), a handful of regions per scenario,
 //! under valgrind's lackey; it checks that the counting runs and gives plausible figures (a
 //! lock+unlock writes at least one line, the header's; a hand-off's release writes at least
 //! one line the acquirer also touches), never a time. Without `valgrind --tool=lackey` it
@@ -8,7 +8,7 @@
 //! workload named in `OBJMON_LINES_CHILD` and `lines_child` selected, and that test runs the
 //! workload only when the variable is set (otherwise it does nothing).
 
-#[path = "../examples/lines.rs"]
+#[path = "../examples/lines/main.rs"]
 #[allow(dead_code)]
 mod lines;
 
