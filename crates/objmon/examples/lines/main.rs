@@ -175,19 +175,36 @@ fn main() {
     let mut scenarios: Vec<String> = SCENARIOS.map(String::from).to_vec();
     let (mut warm, mut iters, mut rounds, mut sleep_ms) = (20, 200, 8, 30);
     let (mut md, mut sites) = (false, false);
+    let usage = |why: &str| -> ! {
+        eprintln!(
+            "lines: {why}\nusage: lines [--kinds K,..] [--scenarios S,..] [--warm N] [--iters N] \
+             [--rounds N] [--sleep-ms N] [--markdown] [--sites]\nscenarios: {}",
+            SCENARIOS.join(", ")
+        );
+        std::process::exit(2)
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
+        let mut val = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+        };
+        let mut num = |name: &str| -> usize {
+            let v = val();
+            v.parse()
+                .unwrap_or_else(|_| usage(&format!("{name} takes a number, not {v:?}")))
+        };
         match a.as_str() {
             "--kinds" => kinds = val().split(',').map(String::from).collect(),
             "--scenarios" => scenarios = val().split(',').map(String::from).collect(),
-            "--warm" => warm = val().parse().expect("--warm"),
-            "--iters" => iters = val().parse().expect("--iters"),
-            "--rounds" => rounds = val().parse().expect("--rounds"),
-            "--sleep-ms" => sleep_ms = val().parse().expect("--sleep-ms"),
+            "--warm" => warm = num("--warm"),
+            "--iters" => iters = num("--iters"),
+            "--rounds" => rounds = num("--rounds"),
+            "--sleep-ms" => sleep_ms = num("--sleep-ms") as u64,
             "--markdown" => md = true,
             "--sites" => sites = true,
-            _ => panic!("unknown argument {a} (see the opening of examples/lines/main.rs)"),
+            "--help" | "-h" => usage("cache lines per acquisition and per hand-off"),
+            _ => usage(&format!("unknown argument {a}")),
         }
     }
     assert!(
