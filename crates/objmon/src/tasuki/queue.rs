@@ -24,10 +24,13 @@ use std::cell::Cell;
 pub(crate) struct QNode {
     pub(super) next: Cell<*const QNode>,
     pub(super) prev: Cell<*const QNode>,
-    /// The suspended thread (a pointer to the caller's `Arc`, which outlives the node: the
-    /// node lives in a frame that borrows it). A waker clones the `Arc` under the queue lock,
-    /// so that the core outlives its wake-up even if the thread returns and detaches at once.
-    thread: *const Arc<ThreadCore>,
+    /// The suspended thread's core (`Arc::as_ptr` of the caller's `Arc`, which outlives the
+    /// node: the node lives in a frame that borrows it). A waker takes a new reference under
+    /// the queue lock, so that the core outlives its wake-up even if the thread returns and
+    /// detaches at once. The core itself, not the caller's `Arc` (which sits in the thread's
+    /// record, on a line its owner writes): a waker reads no line of the waiter's but the
+    /// core's.
+    thread: *const ThreadCore,
     /// In the entry queue: this thread asked for a hand-off (then it is at the head).
     pub(super) handoff: Cell<bool>,
 }
@@ -38,7 +41,7 @@ impl QNode {
         Self {
             next: Cell::new(std::ptr::null()),
             prev: Cell::new(std::ptr::null()),
-            thread: t,
+            thread: Arc::as_ptr(t),
             handoff: Cell::new(false),
         }
     }
@@ -48,9 +51,14 @@ impl QNode {
     /// # Safety
     /// The node is linked in a queue whose lock the caller holds (so its frame is alive).
     unsafe fn thread(n: *const QNode) -> Arc<ThreadCore> {
-        // SAFETY: the caller's contract: the node is linked, so its frame (which borrows the
-        // `Arc` that `thread` points to) has not returned (the lifetime rule).
-        unsafe { (*(*n).thread).clone() }
+        // SAFETY: the caller's contract: the node is linked, so its frame (which borrows an
+        // `Arc` of the core `thread` points to) has not returned (the lifetime rule): the
+        // strong count is at least 1 while we add ours, and `thread` came from `Arc::as_ptr`.
+        unsafe {
+            let p = (*n).thread;
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
     }
 }
 
