@@ -25,9 +25,11 @@ pub mod kit;
 pub mod model;
 mod phases;
 pub mod signal;
+pub mod sink;
 pub mod step;
 mod worker;
 
+pub use sink::Hostile;
 pub use step::{regression_test, Case, Op, Step, Surface};
 
 use objmon::vm::{Protocol, ProtocolVisitor};
@@ -76,6 +78,7 @@ impl Target {
             signals: signals_everywhere || self.is_signal(),
             moves: moves_everywhere || self.movable,
             lenient_moved: driver::RECORDS_BY_ADDRESS.contains(&self.name),
+            strict_events: false,
         }
     }
     /// Runs one case.

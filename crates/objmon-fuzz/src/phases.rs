@@ -113,7 +113,9 @@ impl<K: Kit> Driver<K> {
         loop {
             let _ = self.threads[x].tx.send(Cmd::Act(Act::Query { s }));
             match self.threads[x].rx.recv_timeout(HANG) {
-                Ok(Msg::Out(Ok(Out::Query(_, _, false)))) => return Ok(()),
+                Ok(Msg::Out(Ok(Out::Query(_, _, false)))) => {
+                    return self.check_events(x, crate::sink::Call::Other)
+                }
                 Ok(Msg::Out(Ok(Out::Query(..)))) => {}
                 _ => {
                     return fail(format!(
@@ -273,6 +275,7 @@ impl<K: Kit> Driver<K> {
             _ => return fail("worker protocol error"),
         };
         self.log(format!("T{me}: returned {out:?} from {busy:?}"));
+        self.check_events(i, crate::sink::Call::Busy(busy, &out))?;
         match (busy, out) {
             (Busy::Acquiring { l, u }, Out::Done) => self.locked(i, l, u),
             // It took the free mutex, notified and let it go.
@@ -323,7 +326,11 @@ impl<K: Kit> Driver<K> {
                 continue;
             };
             match self.threads[i].rx.recv_timeout(HANG * 3) {
-                Ok(Msg::Out(Ok(Out::Done))) => self.m.workers[i].busy = Busy::Idle,
+                Ok(Msg::Out(Ok(Out::Done))) => {
+                    let call = crate::sink::Call::Busy(Busy::Burst { l }, &Out::Done);
+                    self.check_events(i, call)?;
+                    self.m.workers[i].busy = Busy::Idle;
+                }
                 Ok(Msg::Out(Err(v))) => return fail(v),
                 Ok(Msg::Out(Ok(o))) => return fail(format!("burst on #{l}: {o:?}")),
                 _ => {
@@ -399,7 +406,7 @@ impl<K: Kit> Driver<K> {
         }
         for w in 0..self.threads.len() {
             match self.threads[w].rx.recv_timeout(HANG) {
-                Ok(Msg::Ended) => {}
+                Ok(Msg::Ended) => self.check_events(w, crate::sink::Call::Other)?,
                 _ => {
                     return fail(format!(
                         "hang: T{}'s phase end (drops its handle with {:?} unstructured)",
