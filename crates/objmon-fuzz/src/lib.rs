@@ -158,6 +158,12 @@ pub fn relock_panics_checked() -> u64 {
     calls::RELOCKS_CHECKED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// How many `notify_one`s this process asked on the `lock_api` surface with two waiters or
+/// more (for a test to show they are asked).
+pub fn notify_one_of_many_asked() -> u64 {
+    phases::NOTIFY_ONE_OF_MANY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`replay`] with another adversary (as [`Options`] can widen or narrow it).
 pub fn replay_with(name: &str, case: &Case, adv: Adversary) -> Result<(), String> {
     let t = targets()

@@ -14,6 +14,10 @@ use crate::worker::{Act, Cmd, Msg, Out};
 use objmon::{MonitorError, WaitOutcome};
 use std::time::{Duration, Instant};
 
+/// `notify_one`s asked on the `lock_api` surface with two waiters or more, in this process.
+pub(crate) static NOTIFY_ONE_OF_MANY: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 impl<K: Kit> Driver<K> {
     pub(crate) fn wait(&mut self, w: usize, s: usize, t: Option<u8>) -> R {
         let l = self.slot_of[s];
@@ -169,16 +173,27 @@ impl<K: Kit> Driver<K> {
     /// mutex takes it for the notify when somebody waits (condvar.rs). If another worker
     /// holds it, the notifier blocks until that release (`Busy::Notifying`, a candidate for
     /// the lock like a blocked locker; no wait on the object is asked meanwhile), asked only
-    /// when that release is sure to come (`lock_may_block`). A `notify_one` with two waiters
-    /// or more may wake them all (condvar.rs: it does when another condvar of the process has
-    /// waiters on a mutex of the same stripe), which the model cannot follow: not asked.
+    /// when that release is sure to come (`lock_may_block`).
+    ///
+    /// A `notify_one` with two waiters or more wakes exactly one of them, as Java's notify
+    /// (the model's rule: one more pending notification, one waiter of the set returns),
+    /// unless another condvar of the process has waiters on a mutex of the same address
+    /// stripe: then it wakes the whole wait set (condvar.rs, invariant 4), which the model
+    /// cannot follow. So it is asked only while no other object of the case has waiters: the
+    /// fuzzer's process has no other condvar waiters (the sink's own objects never wait;
+    /// tests of the same process running at once could, rarely).
     fn notify_unlocked(&mut self, w: usize, s: usize, l: usize, all: bool) -> R {
         let me = self.m.workers[w].ident;
         let o = &self.m.objs[l];
         let held = o.owner == me;
         let n = self.m.waiters(l).count() as u32;
-        if o.tainted || (!all && n > 1) {
+        let elsewhere =
+            (0..self.m.objs.len()).any(|x| x != l && self.m.waiters(x).next().is_some());
+        if o.tainted || (!all && n > 1 && elsewhere) {
             return Ok(());
+        }
+        if !all && n > 1 {
+            NOTIFY_ONE_OF_MANY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         if !held && n > 0 && o.owner != 0 {
             if self.m.lock_may_block(l) {
