@@ -404,9 +404,20 @@ impl<K: Kit> Driver<K> {
             if !self.m.workers.iter().any(|x| busy(&x.busy)) {
                 break;
             }
-            // A waiter first: a blocked locker waits for what a waiter holds.
+            // A waiter first: a blocked locker waits for what a waiter holds. One whose
+            // object an idle worker can lock: a waiter may hold the object another waits on.
+            let rescuable = |w: usize| match self.m.workers[w].busy {
+                Busy::Waiting { l, .. } => (0..self.threads.len()).any(|x| {
+                    self.m.workers[x].busy == Busy::Idle && self.m.lock_is_immediate(x, l)
+                }),
+                _ => false,
+            };
             let w = (0..self.threads.len())
-                .find(|&w| matches!(self.m.workers[w].busy, Busy::Waiting { .. }))
+                .find(|&w| rescuable(w))
+                .or_else(|| {
+                    (0..self.threads.len())
+                        .find(|&w| matches!(self.m.workers[w].busy, Busy::Waiting { .. }))
+                })
                 .or_else(|| (0..self.threads.len()).find(|&w| busy(&self.m.workers[w].busy)));
             self.rescue(w.unwrap_or(0))?;
         }

@@ -290,6 +290,39 @@ fn notify_one_of_two_waiters_wakes_one_on_lock_api() {
     assert!(objmon_fuzz::notify_one_of_many_asked() >= before + 20);
 }
 
+/// Found by objmon-fuzz on `fat` (the CI invocation, seed 1, lock-api surface, after 8783
+/// cases): at a phase end the driver rescued the first waiter, T1 on #1, whose object the
+/// other waiter, T2 (waiting on #2), holds: nobody could lock #1. It now rescues a waiter
+/// whose object an idle worker can lock first (T2's), which frees #1.
+#[test]
+fn a_waiter_holding_what_another_waits_on_is_rescued_first() {
+    let case = Case {
+        surface: Surface::LockApi,
+        steps: vec![
+            Do(0, Lock(0)),
+            Swap(0, 1),
+            Do(0, Lock(0)),
+            Do(1, Lock(2)),
+            Do(0, Wait(0, None)),
+            Do(1, Lock(3)),
+            Do(1, Wait(2, None)),
+        ],
+    };
+    for t in objmon_fuzz::targets()
+        .into_iter()
+        .filter(|t| t.has_monitor())
+    {
+        for surface in [Surface::LockApi, Surface::Monitor, Surface::Vm] {
+            let case = Case {
+                surface,
+                ..case.clone()
+            };
+            t.run(&case, t.adversary(false, false))
+                .unwrap_or_else(|e| panic!("{} ({surface:?}): {e}", t.name));
+        }
+    }
+}
+
 /// `RawMonitor` is not reentrant: a lock by the thread that holds it panics, documented in
 /// `raw.rs`. The driver expects that panic (and checks its message): the case passes because
 /// the panic came, and the counter shows that the lock was made, not skipped.
