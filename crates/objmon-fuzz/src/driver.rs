@@ -56,6 +56,9 @@ pub struct Driver<K: Kit> {
     pub(crate) trace: Vec<String>,
     pub(crate) lenient_moved: bool,
     pub(crate) strict_events: bool,
+    /// A forgotten guard keeps this case's runtime, which has a sink, alive for good
+    /// (`sink::SINK_SLOT_BUDGET`).
+    pub(crate) keeps_slot: bool,
     /// Spurious wake-ups seen.
     pub spurious: u32,
 }
@@ -165,6 +168,7 @@ impl<K: Kit> Driver<K> {
             trace: Vec::new(),
             lenient_moved: false,
             strict_events: false,
+            keeps_slot: false,
             spurious: 0,
         };
         for _ in 0..crate::step::WORKERS {
