@@ -24,7 +24,10 @@
 //! returned, a timeout iff one was asked, and not notified by its own thread.
 //! `MonitorNotify`: during a notify of that object, `all` as asked, `woken` at most 1 for a
 //! notify and never more than the waiters the model has in the wait set (waiting and not yet
-//! notified), held at delivery.
+//! notified), held at delivery (a condvar's notify may be reported as a notifyAll: it wakes
+//! the whole wait set when another condvar shares its mutex's address stripe). The open
+//! findings are looked past unless `Adversary::strict_events` (`STALE_EVENT_OBJECT`,
+//! `ENTER_BEFORE_OWNED`).
 //!
 //! Invariants: the sink's own objects are only locked inside the sink, one blocking lock at
 //! a time (the second a try-lock), so the sink adds no deadlock; a relock is asked only on a
