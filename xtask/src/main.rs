@@ -240,7 +240,7 @@ const CHUNK_SECONDS: f64 = 20.0;
 
 fn fuzz(f: Fuzz) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    run(Command::new(&cargo).args(["build", "--release", "-p", "objmon-fuzz"]))?;
+    let bin = build_fuzzer(&cargo)?;
     let (mut pass, mut seed) = (Vec::new(), 1u64);
     let mut it = f.pass.iter();
     while let Some(a) = it.next() {
@@ -253,7 +253,6 @@ fn fuzz(f: Fuzz) -> Result<(), String> {
             pass.push(a.clone());
         }
     }
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/objmon-fuzz");
     let mut left = f.minutes * 60.0;
     let mut cases: Vec<(String, u64)> = Vec::new();
     while left > 0.0 {
@@ -291,6 +290,63 @@ fn fuzz(f: Fuzz) -> Result<(), String> {
         println!("  {p:<18} {n}");
     }
     Ok(())
+}
+
+/// Builds the fuzzer in release and answers where cargo put its executable (it knows the
+/// target directory, whatever `CARGO_TARGET_DIR` or `build.target-dir` say): the
+/// `executable` of the `objmon-fuzz` binary's `compiler-artifact` message.
+fn build_fuzzer(cargo: &std::ffi::OsStr) -> Result<PathBuf, String> {
+    let out = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "objmon-fuzz",
+            "--bin",
+            "objmon-fuzz",
+        ])
+        .args(["--message-format", "json-render-diagnostics"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {cargo:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo build -p objmon-fuzz failed ({})",
+            out.status
+        ));
+    }
+    fuzzer_executable(&String::from_utf8_lossy(&out.stdout))
+        .ok_or_else(|| "cargo build -p objmon-fuzz named no objmon-fuzz executable".into())
+}
+
+/// The `executable` path of the `objmon-fuzz` binary in cargo's JSON messages (one object per
+/// line). std only, so a small scan: the line of a `compiler-artifact` whose target is the
+/// binary `objmon-fuzz`, its `"executable":"…"` field, JSON escapes undone.
+fn fuzzer_executable(messages: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter(|l| l.contains(r#""reason":"compiler-artifact""#))
+        .filter(|l| l.contains(r#""kind":["bin"]"#) && l.contains(r#""name":"objmon-fuzz""#))
+        .find_map(|l| {
+            let rest = &l[l.find(r#""executable":""#)? + r#""executable":""#.len()..];
+            let mut path = String::new();
+            let mut chars = rest.chars();
+            loop {
+                match chars.next()? {
+                    '"' => return Some(PathBuf::from(path)),
+                    '\\' => match chars.next()? {
+                        'u' => {
+                            let hex: String = chars.by_ref().take(4).collect();
+                            path.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                        }
+                        'n' => path.push('\n'),
+                        't' => path.push('\t'),
+                        c => path.push(c), // \" \\ \/
+                    },
+                    c => path.push(c),
+                }
+            }
+        })
 }
 
 fn parse_args(args: &[String]) -> Result<Install, String> {
@@ -528,6 +584,27 @@ mod tests {
         assert!(a("--minutes x").is_err());
         assert!(a("--minutes 0").is_err());
         assert!(a("--minutes 1 --bogus").is_err());
+    }
+
+    #[test]
+    fn the_fuzzer_is_found_where_cargo_says() {
+        let msgs = concat!(
+            r#"{"reason":"compiler-artifact","target":{"kind":["lib"],"name":"objmon"},"executable":null}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","target":{"kind":["lib"],"crate_types":["lib"],"name":"objmon_fuzz"},"executable":null}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w#objmon-fuzz@0.1.0","target":{"kind":["bin"],"crate_types":["bin"],"name":"objmon-fuzz"},"filenames":["/t/x/release/objmon-fuzz"],"executable":"/t/my \"dir\"\\release/objmon-fuzz","fresh":true}"#,
+            "\n",
+            r#"{"reason":"build-finished","success":true}"#,
+        );
+        assert_eq!(
+            fuzzer_executable(msgs),
+            Some(PathBuf::from(r#"/t/my "dir"\release/objmon-fuzz"#))
+        );
+        assert_eq!(
+            fuzzer_executable(r#"{"reason":"build-finished","success":true}"#),
+            None
+        );
     }
 
     #[test]

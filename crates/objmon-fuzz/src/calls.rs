@@ -148,6 +148,13 @@ impl<K: Kit> Driver<K> {
                 if self.m.waiters(l).next().is_some() || self.m.blocked(l).next().is_some() {
                     return Ok(()); // they would block for good
                 }
+                if self.sh.hostile.is_some() && K::ID_BUDGET.is_none() && !self.keeps_slot {
+                    // The case's runtime, which has a sink, stays alive for good from now.
+                    if !crate::sink::keep_slot(K::PROTOCOL) {
+                        return Ok(());
+                    }
+                    self.keeps_slot = true;
+                }
                 if let Some(budget) = K::ID_BUDGET {
                     // This thread's id is retired for good from its first forgotten guard on a
                     // process-wide runtime: within the process's budget, or no forget.

@@ -55,6 +55,10 @@ pub struct Driver<K: Kit> {
     pub(crate) storm: Option<Storm>,
     pub(crate) trace: Vec<String>,
     pub(crate) lenient_moved: bool,
+    pub(crate) strict_events: bool,
+    /// A forgotten guard keeps this case's runtime, which has a sink, alive for good
+    /// (`sink::SINK_SLOT_BUDGET`).
+    pub(crate) keeps_slot: bool,
     /// Spurious wake-ups seen.
     pub spurious: u32,
 }
@@ -85,12 +89,16 @@ pub struct Adversary {
     /// An object moved while held (a forgotten guard) is left alone from then on: nothing
     /// is asked of it, so the fuzzer goes on to what the move did to the others.
     pub lenient_moved: bool,
+    /// Ask of monitor events everything their documentation promises, also what the open
+    /// findings break (`crate::sink`: `STALE_EVENT_OBJECT`, `ENTER_BEFORE_OWNED`).
+    pub strict_events: bool,
 }
 
 /// Runs `case` on surface `K`; `Err` names the first violation.
 pub fn run<K: Kit>(case: &Case, adv: Adversary) -> R {
-    let mut d = Driver::<K>::new(case.steps.len())?;
+    let mut d = Driver::<K>::new(&case.steps)?;
     d.lenient_moved = adv.lenient_moved;
+    d.strict_events = adv.strict_events;
     let r = d.play(&case.steps, adv);
     match r {
         Ok(()) => d.finish(),
@@ -108,8 +116,24 @@ pub fn run<K: Kit>(case: &Case, adv: Adversary) -> R {
 }
 
 impl<K: Kit> Driver<K> {
-    fn new(_len: usize) -> Result<Self, String> {
-        let kit = K::new();
+    fn new(steps: &[Step]) -> Result<Self, String> {
+        // Before any runtime of the process is made (the process-wide ones take their sink
+        // at their creation), whether or not this case has a sink.
+        let global = crate::sink::install_global();
+        let hostile: Vec<_> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Events(h) => Some(*h),
+                _ => None,
+            })
+            .collect();
+        let hostile =
+            (!hostile.is_empty() && (global || K::ID_BUDGET.is_none())).then_some(hostile);
+        if hostile.is_some() {
+            crate::sink::CASES.fetch_add(1, Ordering::Relaxed);
+        }
+        let kit = K::new(hostile.as_ref().map(|_| crate::sink::router()));
+        let own = vec![kit.slot(), kit.slot()];
         let slots = (0..crate::step::SLOTS as usize)
             .map(|i| {
                 if i % 2 == 0 {
@@ -124,6 +148,9 @@ impl<K: Kit> Driver<K> {
             kit,
             slots: RwLock::new(slots),
             truth: (0..MAX_OBJECTS).map(|_| Truth::default()).collect(),
+            hostile,
+            seen: Default::default(),
+            own,
         });
         let mut d = Self {
             sh,
@@ -140,6 +167,8 @@ impl<K: Kit> Driver<K> {
             storm: None,
             trace: Vec::new(),
             lenient_moved: false,
+            strict_events: false,
+            keeps_slot: false,
             spurious: 0,
         };
         for _ in 0..crate::step::WORKERS {
@@ -219,6 +248,8 @@ impl<K: Kit> Driver<K> {
                 self.settle()?;
             }
             Step::End(lifo) => self.end(lifo)?,
+            // The sink is made with the runtime (`Driver::new`).
+            Step::Events(_) => {}
             Step::Swap(a, b) => {
                 let (a, b) = (a as usize % n, b as usize % n);
                 if a == b {
@@ -375,6 +406,7 @@ impl<K: Kit> Driver<K> {
     }
 
     fn taint(&mut self, l: usize) {
+        self.m.objs[l].moved = true;
         if self.m.objs[l].count > 0 || self.m.forgot_by_address {
             self.m.objs[l].tainted = true;
         }
@@ -424,6 +456,10 @@ impl<K: Kit> Driver<K> {
 
     pub(crate) fn answer(&mut self, w: usize, a: Act) -> Result<Out, String> {
         match self.threads[w].rx.recv_timeout(HANG) {
+            Ok(Msg::Out(Ok(o))) => {
+                self.check_events(w, crate::sink::Call::Act(a, &o))?;
+                Ok(o)
+            }
             Ok(Msg::Out(r)) => r,
             Ok(_) => fail("worker protocol error"),
             Err(_) => fail(format!(

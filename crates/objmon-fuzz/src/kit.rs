@@ -18,7 +18,8 @@
 //! ([`retire_id`]), and once [`LOCK_API_ID_BUDGET`] of them are counted it skips `Forget` on
 //! that surface (the case runs on without leaks) instead of running the runtime out of ids.
 
-use objmon::vm::{Runtime, ThreadHandle, ThreadId};
+use objmon::events::EventSink;
+use objmon::vm::{Config, Runtime, ThreadHandle, ThreadId};
 use objmon::{Monitor, MonitorError, MonitorGuard, MonitorProtocol, Protocol, WaitOutcome};
 use objmon::{RawCondvar, RawMonitor};
 use std::marker::PhantomData;
@@ -58,8 +59,10 @@ pub trait Kit: Send + Sync + Sized + 'static {
     /// A held lock level.
     type G<'a>;
 
-    /// A fresh runtime for one case.
-    fn new() -> Self;
+    /// A fresh runtime for one case, delivering its monitor events to `events` if given
+    /// (`crate::sink`; the `lock_api` surface's process-wide runtime has the sink of
+    /// `objmon::set_event_sink` instead, and ignores this).
+    fn new(events: Option<Arc<dyn EventSink>>) -> Self;
     /// A fresh, unlocked, unhashed object.
     fn slot(&self) -> Self::Slot;
     /// What a host does before an object dies (the VM's GC hook, `Runtime::reclaim`; a
@@ -133,6 +136,9 @@ pub trait Kit: Send + Sync + Sized + 'static {
     }
     /// Safepoint poll (a no-op where the surface has none).
     fn poll(_th: &Self::Th<'_>) {}
+    /// The calling thread's id on the runtime, if it is attached there (it is while it makes
+    /// a call): what an event delivered to it must name (`crate::sink`).
+    fn current_id(&self) -> Option<ThreadId>;
 }
 
 /// `Monitor<Payload, P, Arc<Runtime<P>>>` on a fresh runtime per case.
@@ -149,8 +155,14 @@ impl<P: MonitorProtocol> Kit for MonitorKit<P> {
     type Th<'env> = ();
     type G<'a> = MonitorGuard<'a, Payload, P, Arc<Runtime<P>>>;
 
-    fn new() -> Self {
-        Self(Runtime::with_defaults())
+    fn new(events: Option<Arc<dyn EventSink>>) -> Self {
+        Self(Runtime::new(Config {
+            events,
+            ..Config::default()
+        }))
+    }
+    fn current_id(&self) -> Option<ThreadId> {
+        self.0.attach().ok().map(|h| h.id())
     }
     fn slot(&self) -> M<P> {
         Monitor::with_runtime(&self.0, Payload)
@@ -267,8 +279,14 @@ impl<P: MonitorProtocol> Kit for LockApiKit<P> {
     type Th<'env> = ();
     type G<'a> = objmon::lock_api::MutexGuard<'a, RawMonitor<P>, Payload>;
 
-    fn new() -> Self {
+    fn new(_: Option<Arc<dyn EventSink>>) -> Self {
         Self(PhantomData)
+    }
+    fn current_id(&self) -> Option<ThreadId> {
+        objmon::vm::global_runtime::<P>()
+            .attach()
+            .ok()
+            .map(|h| h.id())
     }
     fn slot(&self) -> LockApiSlot<P> {
         LockApiSlot {
@@ -350,13 +368,21 @@ impl<P: Protocol> Kit for VmKit<P> {
     type Th<'env> = ThreadHandle<'env, P>;
     type G<'a> = objmon::vm::HeaderGuard<'a, P>;
 
-    fn new() -> Self {
+    fn new(events: Option<Arc<dyn EventSink>>) -> Self {
         // SAFETY: `new_unchecked`'s contracts, as a host keeps them: the signal adversary's
         // handler keeps the barrier signal blocked (`signal.rs`) unless the run asks to break
         // that on purpose (`--unmasked-signals`), and the adversary moves no live object of
         // a protocol with `HOST_MOVE_CONTRACT` (`Target::movable`) unless asked
         // (`--moves-everywhere`).
-        Self(unsafe { Runtime::new_unchecked(Default::default()) })
+        Self(unsafe {
+            Runtime::new_unchecked(Config {
+                events,
+                ..Config::default()
+            })
+        })
+    }
+    fn current_id(&self) -> Option<ThreadId> {
+        self.0.attach().ok().map(|h| h.id())
     }
     fn slot(&self) -> P::Header {
         P::Header::default()

@@ -25,9 +25,11 @@ pub mod kit;
 pub mod model;
 mod phases;
 pub mod signal;
+pub mod sink;
 pub mod step;
 mod worker;
 
+pub use sink::Hostile;
 pub use step::{regression_test, Case, Op, Step, Surface};
 
 use objmon::vm::{Protocol, ProtocolVisitor};
@@ -76,6 +78,7 @@ impl Target {
             signals: signals_everywhere || self.is_signal(),
             moves: moves_everywhere || self.movable,
             lenient_moved: driver::RECORDS_BY_ADDRESS.contains(&self.name),
+            strict_events: false,
         }
     }
     /// Runs one case.
@@ -153,6 +156,12 @@ pub fn replay(name: &str, case: &Case) -> Result<(), String> {
 /// and saw answered with the documented panic (for a test to show the check ran, not a skip).
 pub fn relock_panics_checked() -> u64 {
     calls::RELOCKS_CHECKED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// How many `notify_one`s this process asked on the `lock_api` surface with two waiters or
+/// more (for a test to show they are asked).
+pub fn notify_one_of_many_asked() -> u64 {
+    phases::NOTIFY_ONE_OF_MANY.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// [`replay`] with another adversary (as [`Options`] can widen or narrow it).

@@ -145,6 +145,21 @@ fn main() -> ExitCode {
         }
     }
     println!("objmon-fuzz: {found} protocol(s) with a finding, {clean} without");
+    let ev = objmon_fuzz::sink::stats();
+    println!(
+        "objmon-fuzz: {} case(s) with an event sink: {} events delivered, {} checked; the sink \
+         panicked {} times, locked its own objects {} times, relocked an event's object {} \
+         times, slept {} times; {} sink slots kept by forgotten guards ({} per protocol at most)",
+        ev.cases,
+        ev.delivered,
+        ev.checked,
+        ev.panics,
+        ev.locks,
+        ev.relocks,
+        ev.sleeps,
+        ev.kept,
+        objmon_fuzz::sink::SINK_SLOT_BUDGET
+    );
     if objmon_fuzz::signal::handled() > 0 {
         println!(
             "objmon-fuzz: the host signal handler ran {} times, {} of them inside a bias owner's section",

@@ -74,6 +74,9 @@ pub struct Obj {
     /// object that was there: until its own next hash call adopts a hash, it may show that
     /// one (the other half of the same limit: "loses or inherits").
     pub inherit: bool,
+    /// Moved by the adversary since it was made: an event of its monitor may name it by the
+    /// address it had when the monitor was bound to it (`crate::sink`, `STALE_EVENT_OBJECT`).
+    pub moved: bool,
     /// Hashed while another thread held it, under a protocol whose owner's release settles
     /// the parked hash (`thin`): until the owner's last release, a move (possible only with
     /// that hold forgotten) makes the object `loose`.

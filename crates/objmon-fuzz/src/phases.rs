@@ -14,6 +14,10 @@ use crate::worker::{Act, Cmd, Msg, Out};
 use objmon::{MonitorError, WaitOutcome};
 use std::time::{Duration, Instant};
 
+/// `notify_one`s asked on the `lock_api` surface with two waiters or more, in this process.
+pub(crate) static NOTIFY_ONE_OF_MANY: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 impl<K: Kit> Driver<K> {
     pub(crate) fn wait(&mut self, w: usize, s: usize, t: Option<u8>) -> R {
         let l = self.slot_of[s];
@@ -113,7 +117,9 @@ impl<K: Kit> Driver<K> {
         loop {
             let _ = self.threads[x].tx.send(Cmd::Act(Act::Query { s }));
             match self.threads[x].rx.recv_timeout(HANG) {
-                Ok(Msg::Out(Ok(Out::Query(_, _, false)))) => return Ok(()),
+                Ok(Msg::Out(Ok(Out::Query(_, _, false)))) => {
+                    return self.check_events(x, crate::sink::Call::Other)
+                }
                 Ok(Msg::Out(Ok(Out::Query(..)))) => {}
                 _ => {
                     return fail(format!(
@@ -167,16 +173,27 @@ impl<K: Kit> Driver<K> {
     /// mutex takes it for the notify when somebody waits (condvar.rs). If another worker
     /// holds it, the notifier blocks until that release (`Busy::Notifying`, a candidate for
     /// the lock like a blocked locker; no wait on the object is asked meanwhile), asked only
-    /// when that release is sure to come (`lock_may_block`). A `notify_one` with two waiters
-    /// or more may wake them all (condvar.rs: it does when another condvar of the process has
-    /// waiters on a mutex of the same stripe), which the model cannot follow: not asked.
+    /// when that release is sure to come (`lock_may_block`).
+    ///
+    /// A `notify_one` with two waiters or more wakes exactly one of them, as Java's notify
+    /// (the model's rule: one more pending notification, one waiter of the set returns),
+    /// unless another condvar of the process has waiters on a mutex of the same address
+    /// stripe: then it wakes the whole wait set (condvar.rs, invariant 4), which the model
+    /// cannot follow. So it is asked only while no other object of the case has waiters: the
+    /// fuzzer's process has no other condvar waiters (the sink's own objects never wait;
+    /// tests of the same process running at once could, rarely).
     fn notify_unlocked(&mut self, w: usize, s: usize, l: usize, all: bool) -> R {
         let me = self.m.workers[w].ident;
         let o = &self.m.objs[l];
         let held = o.owner == me;
         let n = self.m.waiters(l).count() as u32;
-        if o.tainted || (!all && n > 1) {
+        let elsewhere =
+            (0..self.m.objs.len()).any(|x| x != l && self.m.waiters(x).next().is_some());
+        if o.tainted || (!all && n > 1 && elsewhere) {
             return Ok(());
+        }
+        if !all && n > 1 {
+            NOTIFY_ONE_OF_MANY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         if !held && n > 0 && o.owner != 0 {
             if self.m.lock_may_block(l) {
@@ -273,6 +290,7 @@ impl<K: Kit> Driver<K> {
             _ => return fail("worker protocol error"),
         };
         self.log(format!("T{me}: returned {out:?} from {busy:?}"));
+        self.check_events(i, crate::sink::Call::Busy(busy, &out))?;
         match (busy, out) {
             (Busy::Acquiring { l, u }, Out::Done) => self.locked(i, l, u),
             // It took the free mutex, notified and let it go.
@@ -323,7 +341,11 @@ impl<K: Kit> Driver<K> {
                 continue;
             };
             match self.threads[i].rx.recv_timeout(HANG * 3) {
-                Ok(Msg::Out(Ok(Out::Done))) => self.m.workers[i].busy = Busy::Idle,
+                Ok(Msg::Out(Ok(Out::Done))) => {
+                    let call = crate::sink::Call::Busy(Busy::Burst { l }, &Out::Done);
+                    self.check_events(i, call)?;
+                    self.m.workers[i].busy = Busy::Idle;
+                }
                 Ok(Msg::Out(Err(v))) => return fail(v),
                 Ok(Msg::Out(Ok(o))) => return fail(format!("burst on #{l}: {o:?}")),
                 _ => {
@@ -382,9 +404,20 @@ impl<K: Kit> Driver<K> {
             if !self.m.workers.iter().any(|x| busy(&x.busy)) {
                 break;
             }
-            // A waiter first: a blocked locker waits for what a waiter holds.
+            // A waiter first: a blocked locker waits for what a waiter holds. One whose
+            // object an idle worker can lock: a waiter may hold the object another waits on.
+            let rescuable = |w: usize| match self.m.workers[w].busy {
+                Busy::Waiting { l, .. } => (0..self.threads.len()).any(|x| {
+                    self.m.workers[x].busy == Busy::Idle && self.m.lock_is_immediate(x, l)
+                }),
+                _ => false,
+            };
             let w = (0..self.threads.len())
-                .find(|&w| matches!(self.m.workers[w].busy, Busy::Waiting { .. }))
+                .find(|&w| rescuable(w))
+                .or_else(|| {
+                    (0..self.threads.len())
+                        .find(|&w| matches!(self.m.workers[w].busy, Busy::Waiting { .. }))
+                })
                 .or_else(|| (0..self.threads.len()).find(|&w| busy(&self.m.workers[w].busy)));
             self.rescue(w.unwrap_or(0))?;
         }
@@ -399,7 +432,7 @@ impl<K: Kit> Driver<K> {
         }
         for w in 0..self.threads.len() {
             match self.threads[w].rx.recv_timeout(HANG) {
-                Ok(Msg::Ended) => {}
+                Ok(Msg::Ended) => self.check_events(w, crate::sink::Call::Other)?,
                 _ => {
                     return fail(format!(
                         "hang: T{}'s phase end (drops its handle with {:?} unstructured)",

@@ -60,6 +60,10 @@ pub enum Step {
     /// Waits (at most 20 ms) until the host handler is busy over a bias owner's section, as
     /// an adversary times a revocation for the worst moment.
     AwaitCaught,
+    /// The case runs with a monitor event sink that records and checks every event and
+    /// behaves as `.0` says (`crate::sink`); each such step adds its behaviour, wherever it
+    /// is. Made with the runtime: the step itself does nothing.
+    Events(crate::sink::Hostile),
 }
 
 /// An operation of a worker. `g` numbers a guard of the worker (modulo how many it has),
@@ -270,6 +274,19 @@ fn signal_episode() -> BoxedStrategy<Vec<Step>> {
         .boxed()
 }
 
+/// A behaviour of the hostile event sink.
+fn hostile() -> BoxedStrategy<crate::sink::Hostile> {
+    use crate::sink::Hostile::*;
+    prop_oneof![
+        2 => Just(Calm),
+        2 => (1..4u8).prop_map(Panics),
+        2 => (1..4u8).prop_map(LocksOther),
+        1 => (1..3u8).prop_map(Relocks),
+        1 => (1..11u8).prop_map(Sleeps),
+    ]
+    .boxed()
+}
+
 /// Cases for a protocol: `monitor` whether it has the `Monitor` and `lock_api` surfaces
 /// (`only`: just one surface), `signals` whether
 /// the host signal adversary is in the set, about `len` steps at most. A case mixes single
@@ -298,10 +315,18 @@ pub fn cases(
             (1, episode(vm)),
             (u32::from(signals), signal_episode()),
         ]);
-        proptest::collection::vec(part, 1..len.div_ceil(4).max(2)).prop_map(move |parts| Case {
-            surface,
-            steps: parts.into_iter().flatten().take(len).collect(),
-        })
+        // A quarter of the cases run with an event sink (`crate::sink`).
+        let events = proptest::option::weighted(0.25, proptest::collection::vec(hostile(), 1..3));
+        (
+            proptest::collection::vec(part, 1..len.div_ceil(4).max(2)),
+            events,
+        )
+            .prop_map(move |(parts, events)| Case {
+                surface,
+                steps: (events.into_iter().flatten().map(Step::Events))
+                    .chain(parts.into_iter().flatten().take(len))
+                    .collect(),
+            })
     })
 }
 
@@ -316,6 +341,9 @@ pub fn regression_test(protocol: &str, case: &Case, why: &str) -> String {
     ));
     out.push_str(&format!("#[test]\nfn fuzz_{name}_regression() {{\n"));
     out.push_str("    use objmon_fuzz::{Case, Op::*, Step::*, Surface};\n");
+    if case.steps.iter().any(|s| matches!(s, Step::Events(_))) {
+        out.push_str("    use objmon_fuzz::Hostile::*;\n");
+    }
     if crate::signal::unmasked() {
         // Process-wide, before the handler is installed: a test file of its own.
         out.push_str("    objmon_fuzz::signal::unmask_barrier();\n");

@@ -107,6 +107,12 @@ pub struct Shared<K: Kit> {
     pub slots: RwLock<Vec<Place<K::Slot>>>,
     /// One per logical object (objects get numbers in creation order).
     pub truth: Vec<Truth>,
+    /// The case's event sink's behaviours (`crate::sink`), if it has one.
+    pub(crate) hostile: Option<Vec<crate::sink::Hostile>>,
+    /// What the sink saw, by worker identity, until the driver checks it.
+    pub(crate) seen: std::sync::Mutex<Vec<(u32, crate::sink::Seen)>>,
+    /// The sink's own objects (locked only inside the sink; never moved).
+    pub(crate) own: Vec<K::Slot>,
 }
 
 /// Logical objects a case may create.
@@ -190,17 +196,30 @@ thread_local! {
     static EXPECTED_PANIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f`, whose documented answer is a panic, without the panic hook's report of it.
-fn expecting_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+/// Installs (once) the panic hook that stays quiet for the panics this thread expects.
+fn quiet_hook() {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !EXPECTED_PANIC.with(|c| c.get()) {
+            // Cleared here: a sink's panic is caught by objmon, not by us.
+            if !EXPECTED_PANIC.with(|c| c.replace(false)) {
                 prev(info)
             }
         }));
     });
+}
+
+/// Panics without the panic hook's report (the hostile event sink, `crate::sink`).
+pub(crate) fn panic_quietly(msg: &'static str) -> ! {
+    quiet_hook();
+    EXPECTED_PANIC.with(|c| c.set(true));
+    std::panic::panic_any(msg)
+}
+
+/// Runs `f`, whose documented answer is a panic, without the panic hook's report of it.
+fn expecting_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    quiet_hook();
     EXPECTED_PANIC.with(|c| c.set(true));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     EXPECTED_PANIC.with(|c| c.set(false));
@@ -242,18 +261,26 @@ pub fn run<K: Kit>(sh: Arc<Shared<K>>, me: u32, rx: Receiver<Cmd>, tx: Sender<Ms
     // SAFETY: pthread_self has no preconditions.
     let pt = unsafe { libc::pthread_self() };
     let _ = tx.send(Msg::Ready(K::id(&anchor), pt));
+    let tap = crate::sink::CaseTap::install(&sh, me);
     loop {
         match rx.recv() {
             Ok(Cmd::Begin) => {}
             Ok(Cmd::Quit(tls)) => {
+                crate::sink::CaseTap::<K>::uninstall();
                 if let Some((s, l, ident)) = tls {
                     at_exit(sh.clone(), s, l, ident, tx.clone());
                 }
                 break;
             }
-            Ok(_) | Err(_) => return,
+            Ok(_) | Err(_) => {
+                crate::sink::CaseTap::<K>::uninstall();
+                return;
+            }
         }
         let slots = sh.slots.read().unwrap();
+        if let Some(t) = &tap {
+            t.phase(Some(&slots));
+        }
         let th = sh.kit.attach();
         let mut guards: Vec<(usize, K::G<'_>)> = Vec::new();
         let mut unstructured: Vec<usize> = Vec::new();
@@ -280,11 +307,16 @@ pub fn run<K: Kit>(sh: Arc<Shared<K>>, me: u32, rx: Receiver<Cmd>, tx: Sender<Ms
             sh.truth[l].releasing();
         }
         drop(th);
+        if let Some(t) = &tap {
+            t.phase(None);
+        }
         drop(slots);
         if tx.send(Msg::Ended).is_err() {
             return;
         }
     }
+    drop(tap);
+    crate::sink::CaseTap::<K>::uninstall();
     drop(anchor);
 }
 

@@ -245,6 +245,84 @@ fn a_plain_case_passes_on_lock_api() {
     assert_eq!(ran, 10);
 }
 
+/// A condvar's `notify_one` with two waiters wakes exactly one (Java's notify): after it,
+/// one waiter returns, the mutex is free once that one unlocks, and the other is still
+/// waiting until the next notify. Once with an event sink, whose `MonitorNotify` must have
+/// taken one waiter out of the wait set.
+#[test]
+fn notify_one_of_two_waiters_wakes_one_on_lock_api() {
+    let steps = vec![
+        Do(0, Lock(0)),
+        Do(0, Wait(0, None)),
+        Do(1, Lock(0)),
+        Do(1, Wait(0, None)),
+        Do(2, Notify(0)), // without the mutex: takes it, wakes one of T0, T1
+        Do(0, Unlock(0)), // whichever returned (the other is still waiting: skipped)
+        Do(1, Unlock(0)),
+        Do(2, TryLock(0)), // free: the other waiter did not wake
+        Do(2, Notify(0)),  // holding it: wakes the other
+        Do(2, Unlock(0)),
+        Do(0, Unlock(0)),
+        Do(1, Unlock(0)),
+        Do(2, TryLock(0)),
+    ];
+    let before = objmon_fuzz::notify_one_of_many_asked();
+    let mut ran = 0;
+    for t in objmon_fuzz::targets()
+        .into_iter()
+        .filter(|t| t.has_monitor())
+    {
+        for events in [false, true] {
+            let mut steps = steps.clone();
+            if events {
+                steps.insert(0, Events(objmon_fuzz::Hostile::Calm));
+            }
+            let case = Case {
+                surface: Surface::LockApi,
+                steps,
+            };
+            t.run(&case, t.adversary(false, false))
+                .unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 20);
+    assert!(objmon_fuzz::notify_one_of_many_asked() >= before + 20);
+}
+
+/// Found by objmon-fuzz on `fat` (the CI invocation, seed 1, lock-api surface, after 8783
+/// cases): at a phase end the driver rescued the first waiter, T1 on #1, whose object the
+/// other waiter, T2 (waiting on #2), holds: nobody could lock #1. It now rescues a waiter
+/// whose object an idle worker can lock first (T2's), which frees #1.
+#[test]
+fn a_waiter_holding_what_another_waits_on_is_rescued_first() {
+    let case = Case {
+        surface: Surface::LockApi,
+        steps: vec![
+            Do(0, Lock(0)),
+            Swap(0, 1),
+            Do(0, Lock(0)),
+            Do(1, Lock(2)),
+            Do(0, Wait(0, None)),
+            Do(1, Lock(3)),
+            Do(1, Wait(2, None)),
+        ],
+    };
+    for t in objmon_fuzz::targets()
+        .into_iter()
+        .filter(|t| t.has_monitor())
+    {
+        for surface in [Surface::LockApi, Surface::Monitor, Surface::Vm] {
+            let case = Case {
+                surface,
+                ..case.clone()
+            };
+            t.run(&case, t.adversary(false, false))
+                .unwrap_or_else(|e| panic!("{} ({surface:?}): {e}", t.name));
+        }
+    }
+}
+
 /// `RawMonitor` is not reentrant: a lock by the thread that holds it panics, documented in
 /// `raw.rs`. The driver expects that panic (and checks its message): the case passes because
 /// the panic came, and the counter shows that the lock was made, not skipped.
