@@ -59,21 +59,9 @@ const STALE_EVENT_OBJECT: bool = true;
 
 /// The protocols whose contended enter may deliver its `MonitorEnter` before the thread
 /// holds the object. `tasuki`: `enter_slow` reports the fat monitor's contended enter, then
-/// `contend` waits there for the flat owner's release. The biased family: a spinner's
-/// episode (`biased/slow.rs`, `enter_slow_loop`) ends, and is reported, when the word turns
-/// fat, before the thread enters the monitor (`thin` queues that report until it holds the
-/// lock: its blocked state). Findings (`tests/events.rs`); while they stand the check that
-/// the thread holds the object at delivery is not made for them.
-const ENTER_BEFORE_OWNED: [&str; 8] = [
-    "tasuki",
-    "biased",
-    "biased-seed",
-    "fable",
-    "biased-rseq",
-    "fable-rseq",
-    "biased-signal",
-    "fable-signal",
-];
+/// `contend` waits there for the flat owner's release. A finding (`tests/events.rs`); while
+/// it stands the check that the thread holds the object at delivery is not made for it.
+const ENTER_BEFORE_OWNED: [&str; 1] = ["tasuki"];
 
 /// What a case's event sink does besides recording (each [`Step::Events`](crate::Step::Events)
 /// of the case adds one behaviour; `n` counts the events delivered to the thread).

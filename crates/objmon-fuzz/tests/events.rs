@@ -131,9 +131,8 @@ fn tasuki_reports_an_enter_before_the_object_is_held() {
 /// `MonitorEnter` is delivered then, before the thread has entered the fat monitor, so the
 /// sink runs while another thread holds the object (and the monitor's contended enter may
 /// report a second one). `thin` defers that report to its unblock. Reproduced within a few
-/// replays on a 2-core VM.
+/// replays on a 2-core VM; fixed: the report now waits until the enter returns.
 #[test]
-#[ignore = "open finding: the biased family reports a spinner's enter before it holds the object"]
 fn biased_spinner_reports_an_enter_before_the_object_is_held() {
     let case = Case {
         surface: Surface::Monitor,

@@ -399,6 +399,9 @@ impl<F: Flavor> Biasing<F> {
         let mut contended = false;
         let mut spins = Spin::new();
         let mut spin = None; // introspection: published while we spin on another's thin lock
+                             // Once the word we spun on turns fat, the spin's `MonitorEnter` waits until this call
+                             // returns (then we hold the monitor): a sink never runs on a thread still entering.
+        let mut deferred = DeferredEvents(false);
         loop {
             Self::poll_self(rt, t);
             // Run the owner's step only when the word says it can succeed: a thread that
@@ -416,6 +419,10 @@ impl<F: Flavor> Biasing<F> {
                     continue;
                 }
                 // Records full: `enter_step` moves the holds into a thin word.
+            }
+            if w & STATE_MASK == FAT && spin.is_some() && !deferred.0 {
+                crate::events::hold();
+                deferred.0 = true;
             }
             spin = spin.filter(|_| w & STATE_MASK != FAT); // blocking on a monitor publishes itself
             if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
@@ -608,6 +615,18 @@ impl<F: Flavor> Biasing<F> {
                 }
             }
             spins.snooze();
+        }
+    }
+}
+
+/// Ends an [`events::hold`](crate::events::hold) begun in `enter_slow_loop` (`true`) on every
+/// way out of it, unwinding included.
+struct DeferredEvents(bool);
+
+impl Drop for DeferredEvents {
+    fn drop(&mut self) {
+        if self.0 {
+            crate::events::release();
         }
     }
 }
