@@ -88,7 +88,11 @@ pub struct EventSite {
     pub duration: Duration,
     /// The thread that had the event (and to which it is delivered).
     pub thread: ThreadId,
-    /// The object: its header's address.
+    /// The object: its header's address. On a fat monitor, the address the monitor is
+    /// bound to: where the header was when the monitor was made, or where the host last said
+    /// it moved (`relocate`). A header that safe code moved since (a `mem::swap` of two
+    /// `Monitor`s, a `Vec` that grew) is still named by its old address, which may now hold
+    /// another object ([`object_tag`](EventSink::object_tag) is asked about that address).
     pub object: usize,
     /// The host's tag for the object ([`EventSink::object_tag`]), such as a class id.
     pub object_tag: Option<u64>,
