@@ -89,8 +89,8 @@ pub struct Adversary {
     /// An object moved while held (a forgotten guard) is left alone from then on: nothing
     /// is asked of it, so the fuzzer goes on to what the move did to the others.
     pub lenient_moved: bool,
-    /// Ask of monitor events everything their documentation promises, also what the open
-    /// findings break (`crate::sink`: `STALE_EVENT_OBJECT`, `ENTER_BEFORE_OWNED`).
+    /// Ask of monitor events everything their documentation promises, also what a
+    /// documented limit leaves out (`crate::sink`: `STALE_EVENT_OBJECT`).
     pub strict_events: bool,
 }
 

@@ -25,9 +25,8 @@
 //! `MonitorNotify`: during a notify of that object, `all` as asked, `woken` at most 1 for a
 //! notify and never more than the waiters the model has in the wait set (waiting and not yet
 //! notified), held at delivery (a condvar's notify may be reported as a notifyAll: it wakes
-//! the whole wait set when another condvar shares its mutex's address stripe). The open
-//! findings are looked past unless `Adversary::strict_events` (`STALE_EVENT_OBJECT`,
-//! `ENTER_BEFORE_OWNED`).
+//! the whole wait set when another condvar shares its mutex's address stripe). The
+//! documented limit (`STALE_EVENT_OBJECT`) is looked past unless `Adversary::strict_events`.
 //!
 //! Invariants: the sink's own objects are only locked inside the sink, one blocking lock at
 //! a time (the second a try-lock), so the sink adds no deadlock; a relock is asked only on a
@@ -56,12 +55,6 @@ use std::time::Duration;
 /// checks that need the named object are not made for a moved object, nor for an event
 /// whose address now holds one.
 const STALE_EVENT_OBJECT: bool = true;
-
-/// The protocols whose contended enter may deliver its `MonitorEnter` before the thread
-/// holds the object. `tasuki`: `enter_slow` reports the fat monitor's contended enter, then
-/// `contend` waits there for the flat owner's release. A finding (`tests/events.rs`); while
-/// it stands the check that the thread holds the object at delivery is not made for it.
-const ENTER_BEFORE_OWNED: [&str; 1] = ["tasuki"];
 
 /// What a case's event sink does besides recording (each [`Step::Events`](crate::Step::Events)
 /// of the case adds one behaviour; `n` counts the events delivered to the thread).
@@ -423,8 +416,7 @@ impl<K: Kit> Driver<K> {
                          {call:?}, which locks no such object"
                     ));
                 }
-                let known = ENTER_BEFORE_OWNED.contains(&K::PROTOCOL) && !self.strict_events;
-                if not_held && !known {
+                if not_held {
                     return fail(format!(
                         "event sink: {ev:?} delivered to T{me}, which does not hold #{named:?} \
                          (documented: an enter is delivered while the thread holds the monitor)"

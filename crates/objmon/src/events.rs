@@ -568,6 +568,25 @@ pub(crate) fn hold() {
     }
 }
 
+/// A [`hold`] ended by its drop (every way out of a scope, unwinding included).
+pub(crate) struct Held(());
+
+impl Held {
+    /// Begins a [`hold`].
+    #[inline]
+    pub(crate) fn new() -> Self {
+        hold();
+        Self(())
+    }
+}
+
+impl Drop for Held {
+    #[inline]
+    fn drop(&mut self) {
+        release();
+    }
+}
+
 /// Ends a [`hold`]; the outermost delivers what was queued. (A region begun before the first
 /// sink was installed ends here without having counted: the count stays at 0.)
 #[inline]

@@ -401,7 +401,7 @@ impl<F: Flavor> Biasing<F> {
         let mut spin = None; // introspection: published while we spin on another's thin lock
                              // Once the word we spun on turns fat, the spin's `MonitorEnter` waits until this call
                              // returns (then we hold the monitor): a sink never runs on a thread still entering.
-        let mut deferred = DeferredEvents(false);
+        let mut deferred = None;
         loop {
             Self::poll_self(rt, t);
             // Run the owner's step only when the word says it can succeed: a thread that
@@ -420,9 +420,8 @@ impl<F: Flavor> Biasing<F> {
                 }
                 // Records full: `enter_step` moves the holds into a thin word.
             }
-            if w & STATE_MASK == FAT && spin.is_some() && !deferred.0 {
-                crate::events::hold();
-                deferred.0 = true;
+            if w & STATE_MASK == FAT && spin.is_some() && deferred.is_none() {
+                deferred = Some(crate::events::Held::new());
             }
             spin = spin.filter(|_| w & STATE_MASK != FAT); // blocking on a monitor publishes itself
             if let Some(r) = Self::enter_step(rt, t, h, w, &mut contended, try_only) {
@@ -615,18 +614,6 @@ impl<F: Flavor> Biasing<F> {
                 }
             }
             spins.snooze();
-        }
-    }
-}
-
-/// Ends an [`events::hold`](crate::events::hold) begun in `enter_slow_loop` (`true`) on every
-/// way out of it, unwinding included.
-struct DeferredEvents(bool);
-
-impl Drop for DeferredEvents {
-    fn drop(&mut self) {
-        if self.0 {
-            crate::events::release();
         }
     }
 }

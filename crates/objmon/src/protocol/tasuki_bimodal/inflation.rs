@@ -214,6 +214,9 @@ impl Tasuki {
                 }
                 Err(e) => return Err(e),
             };
+            // The thread holds the object only once `contend` has returned: the events it
+            // raises until then (the monitor's contended enter, the flat spin's) wait for it.
+            let _held = crate::events::Held::new();
             if m.try_enter(t.core())? {
                 Self::acquired(t, m, idx, false);
             } else {
