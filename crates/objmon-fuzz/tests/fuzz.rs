@@ -519,3 +519,27 @@ fn stack_forgotten_recursive_hold_then_swap() {
         objmon_fuzz::replay("stack", &after_wait).unwrap();
     }
 }
+
+/// Found by objmon-fuzz on `stack` (the CI invocation, seed 1, after 11166 cases): a header
+/// held through a forgotten guard, swapped away and back, with a nested try-lock and an
+/// identity hash while it sat in the other slot: `is_locked` / `owner_of` said free while
+/// the thread still held it.
+#[test]
+fn stack_forget_swap_hash_keeps_the_hold() {
+    use objmon_fuzz::{Case, Op::*, Step::*, Surface};
+    let case = Case {
+        surface: Surface::Vm,
+        steps: vec![
+            Do(0, Lock(2)),
+            Do(0, Forget(0)),
+            Swap(2, 1),
+            Do(0, TryLock(1)),
+            Do(0, Hash(1)),
+            Swap(1, 2),
+            Do(0, Query(2)),
+        ],
+    };
+    if let Err(e) = objmon_fuzz::replay("stack", &case) {
+        panic!("{e}");
+    }
+}

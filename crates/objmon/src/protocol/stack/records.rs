@@ -85,6 +85,14 @@ impl LockRecords {
                 && mark::index_of(w).get() == inflated)
     }
 
+    /// Owner only: whether a base record below record `i` is current for the word `w` (the
+    /// word names it, or is the monitor inflated from it), whatever address it recorded.
+    pub(super) fn base_named_by(&self, i: usize, w: u64) -> bool {
+        (0..i).any(|j| {
+            self.records[j].displaced.load(Ordering::Relaxed) != 0 && self.is_current(j, w)
+        })
+    }
+
     /// Owner only: the base record for `a` below record `i` (the nearest), which recursive
     /// record `i` belongs to.
     pub(super) fn base_below(&self, i: usize, a: usize) -> Option<usize> {

@@ -234,6 +234,15 @@ impl Stack {
                     return Self::exit_slow(rt, t, h);
                 },
                 None => {
+                    // No base record for this address: the header that named one moved here
+                    // under a forgotten guard, and this recursive record was taken on it.
+                    // If the header names a base record of ours (or the monitor inflated from
+                    // one), that base is this lock's, whatever address it recorded.
+                    let w = h.0.load(Ordering::Acquire);
+                    if rs.base_named_by(i, w) {
+                        rs.free(i);
+                        return Ok(());
+                    }
                     rs.records[i].obj.store(ORPHAN, Ordering::Release);
                     Self::exit_slow(rt, t, h)
                 }
