@@ -107,19 +107,7 @@ fn tasuki_reports_an_enter_before_the_object_is_held() {
             Do(0, Lock(3)),
         ],
     };
-    let t = objmon_fuzz::targets()
-        .into_iter()
-        .find(|t| t.name == "tasuki")
-        .unwrap();
-    let adv = objmon_fuzz::Adversary {
-        strict_events: true,
-        ..t.adversary(false, false)
-    };
-    for _ in 0..2_000 {
-        if let Err(e) = t.run(&case, adv) {
-            panic!("{e}");
-        }
-    }
+    replay_strictly("tasuki", &case, 2_000);
 }
 
 /// Found by objmon-fuzz (the CI invocation, `--total-seconds 180 --seed 1`, on `biased-seed`
@@ -135,16 +123,22 @@ fn biased_spinner_reports_an_enter_before_the_object_is_held() {
         surface: Surface::Monitor,
         steps: vec![Events(Calm), Do(2, Lock(2)), Do(0, Lock(2)), Do(1, Lock(2))],
     };
+    replay_strictly("biased-seed", &case, 2_000);
+}
+
+/// Replays `case` on `protocol` `times` times with every event promise checked
+/// (`Adversary::strict_events`), panicking at the first failure.
+fn replay_strictly(protocol: &str, case: &Case, times: u32) {
     let t = objmon_fuzz::targets()
         .into_iter()
-        .find(|t| t.name == "biased-seed")
+        .find(|t| t.name == protocol)
         .unwrap();
     let adv = objmon_fuzz::Adversary {
         strict_events: true,
         ..t.adversary(false, false)
     };
-    for _ in 0..2_000 {
-        if let Err(e) = t.run(&case, adv) {
+    for _ in 0..times {
+        if let Err(e) = t.run(case, adv) {
             panic!("{e}");
         }
     }
