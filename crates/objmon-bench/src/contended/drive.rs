@@ -6,7 +6,7 @@ use super::matrix::{Config, Row};
 use super::stats::CellResult;
 use super::subjects::{Lightweight, Subject};
 use super::work::{between, Calibration, Plain, Shared};
-use super::SAMPLE;
+use super::{LONG_WAIT, SAMPLE};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -17,6 +17,9 @@ struct ThreadOut {
     acquisitions: u64,
     hand_offs: u64,
     longest_wait_ticks: u64,
+    /// Sampled acquisitions, and those of them that waited over [`LONG_WAIT`].
+    samples: u64,
+    long_waits: u64,
     end: Instant,
 }
 
@@ -27,6 +30,10 @@ pub struct Rep {
     pub ns_per_acq: f64,
     /// The longest sampled wait, ns.
     pub longest_wait_ns: f64,
+    /// Sampled acquisitions of all threads.
+    pub samples: u64,
+    /// Those of them that waited longer than [`LONG_WAIT`].
+    pub long_waits: u64,
     /// Fewest / most acquisitions of one thread.
     pub share: f64,
     /// Hand-offs per second.
@@ -42,6 +49,7 @@ fn drive<S: Subject>(
     duration: Duration,
     ticks_per_ns: f64,
 ) -> Rep {
+    let long_ticks = (LONG_WAIT.as_nanos() as f64 * ticks_per_ns) as u64;
     let start = Barrier::new(threads + 1);
     let stop = AtomicBool::new(false);
     let (t0, outs) = std::thread::scope(|sc| {
@@ -55,6 +63,8 @@ fn drive<S: Subject>(
                         acquisitions: 0,
                         hand_offs: 0,
                         longest_wait_ticks: 0,
+                        samples: 0,
+                        long_waits: 0,
                         end: Instant::now(),
                     };
                     let mut x = me as u64;
@@ -62,7 +72,11 @@ fn drive<S: Subject>(
                     while !stop.load(Ordering::Relaxed) {
                         let timed = out.acquisitions.is_multiple_of(SAMPLE);
                         let (w, h) = s.round(&local, me, cs, timed);
-                        out.longest_wait_ticks = out.longest_wait_ticks.max(w);
+                        if timed {
+                            out.longest_wait_ticks = out.longest_wait_ticks.max(w);
+                            out.samples += 1;
+                            out.long_waits += u64::from(w > long_ticks);
+                        }
                         out.hand_offs += u64::from(h);
                         out.acquisitions += 1;
                         x = between(x, btw);
@@ -97,6 +111,8 @@ fn drive<S: Subject>(
     Rep {
         ns_per_acq: wall / total.max(1) as f64,
         longest_wait_ns: longest as f64 / ticks_per_ns,
+        samples: outs.iter().map(|o| o.samples).sum(),
+        long_waits: outs.iter().map(|o| o.long_waits).sum(),
         share: if most == 0 {
             0.0
         } else {
@@ -208,6 +224,7 @@ mod tests {
             let r = rep(row, 2, 4, 4, Duration::from_millis(5), &cal);
             assert!(r.ns_per_acq > 0.0 && r.ns_per_acq.is_finite(), "{row:?}");
             assert!((0.0..=1.0).contains(&r.share), "{row:?}");
+            assert!(r.samples > 0 && r.long_waits <= r.samples, "{row:?}");
         }
     }
 }

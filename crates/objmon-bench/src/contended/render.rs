@@ -4,7 +4,7 @@
 use super::matrix::Config;
 use super::stats::{summarize, winner, CellResult, Summary};
 use super::work::Calibration;
-use super::UNSTABLE_PCT;
+use super::{LONG_WAIT, UNSTABLE_PCT};
 use serde::Serialize;
 
 /// A figure in 3 significant digits (or an integer).
@@ -60,8 +60,10 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
             }
         }
         println!(
-            "threads {t}: longest sampled wait µs (median over reps) / worst share (fewest / \
-             most acquisitions of a thread) / hand-offs per ms"
+            "threads {t}: longest sampled wait µs (median over reps) / long waits (over {} ms) \
+             per million sampled acquisitions / worst share (fewest / most acquisitions of a \
+             thread) / hand-offs per ms",
+            LONG_WAIT.as_millis()
         );
         println!("{head}");
         for &c in &cfg.cs {
@@ -72,8 +74,9 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
                     .filter(|x| x.threads == t && x.cs == c.name() && x.between == b.name())
                 {
                     let s = format!(
-                        "{}/{:.2}/{}",
+                        "{}/{}/{:.2}/{}",
                         num(x.wait_median_us),
+                        num(x.long_ppm()),
                         x.share_min,
                         num(x.hand_offs_per_s / 1e3)
                     );
@@ -91,16 +94,25 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
     }
     println!(
         "summary: ratio to parking_lot::Mutex of the median ns per lock+unlock, geometric mean \
-         over cells [min .. max]; longest wait, geometric-mean ratio to parking_lot's, and \
-         the longest of any cell"
+         over cells [min .. max]; longest sampled wait, geometric-mean ratio to parking_lot's; \
+         long waits per sampled acquisition over all cells, ratio to parking_lot's; the longest \
+         of any cell"
     );
     println!(
-        "{:<22} {:>7} {:>6} {:>8} {:>17} {:>9} {:>10} {:>12}",
-        "row", "threads", "cells", "ratio", "[min .. max]", "unstable", "wait ratio", "longest µs"
+        "{:<22} {:>7} {:>6} {:>8} {:>17} {:>9} {:>10} {:>10} {:>12}",
+        "row",
+        "threads",
+        "cells",
+        "ratio",
+        "[min .. max]",
+        "unstable",
+        "wait ratio",
+        "long ratio",
+        "longest µs"
     );
     for s in &sums {
         println!(
-            "{:<22} {:>7} {:>6} {:>8.2} {:>17} {:>9} {:>10.2} {:>12}",
+            "{:<22} {:>7} {:>6} {:>8.2} {:>17} {:>9} {:>10.2} {:>10.2} {:>12}",
             s.row,
             s.threads,
             s.cells,
@@ -108,6 +120,7 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
             format!("[{:.2} .. {:.2}]", s.ratio_min, s.ratio_max),
             s.unstable_cells,
             s.wait_ratio_geomean,
+            s.long_ratio,
             num(s.wait_max_us)
         );
     }
@@ -125,11 +138,11 @@ fn short(name: &str) -> &str {
 pub fn print_csv(cells: &[CellResult]) {
     println!(
         "threads,cs,between,row,reps,median_ns,min_ns,max_ns,spread_pct,unstable,\
-         wait_median_us,wait_max_us,share_min,hand_offs_per_s"
+         wait_median_us,wait_max_us,samples,long_waits,share_min,hand_offs_per_s"
     );
     for c in cells {
         println!(
-            "{},{},{},{},{},{:.3},{:.3},{:.3},{:.1},{},{:.2},{:.2},{:.3},{:.0}",
+            "{},{},{},{},{},{:.3},{:.3},{:.3},{:.1},{},{:.2},{:.2},{},{},{:.3},{:.0}",
             c.threads,
             c.cs,
             c.between,
@@ -142,6 +155,8 @@ pub fn print_csv(cells: &[CellResult]) {
             c.unstable,
             c.wait_median_us,
             c.wait_max_us,
+            c.samples,
+            c.long_waits,
             c.share_min,
             c.hand_offs_per_s
         );
@@ -149,11 +164,11 @@ pub fn print_csv(cells: &[CellResult]) {
     println!();
     println!(
         "summary_row,threads,cells,unstable_cells,ratio_geomean,ratio_min,ratio_max,\
-         wait_ratio_geomean,wait_max_us"
+         wait_ratio_geomean,long_ratio,wait_max_us"
     );
     for s in summarize(cells) {
         println!(
-            "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.2}",
+            "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.2}",
             s.row,
             s.threads,
             s.cells,
@@ -162,6 +177,7 @@ pub fn print_csv(cells: &[CellResult]) {
             s.ratio_min,
             s.ratio_max,
             s.wait_ratio_geomean,
+            s.long_ratio,
             s.wait_max_us
         );
     }

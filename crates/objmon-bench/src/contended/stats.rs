@@ -76,6 +76,10 @@ pub struct CellResult {
     pub wait_median_us: f64,
     /// Longest sampled wait of all reps, µs.
     pub wait_max_us: f64,
+    /// Sampled acquisitions, all reps.
+    pub samples: u64,
+    /// Those that waited longer than [`LONG_WAIT`](super::LONG_WAIT), all reps.
+    pub long_waits: u64,
     /// Worst over reps of fewest / most acquisitions of one thread.
     pub share_min: f64,
     /// Median hand-offs per second.
@@ -101,6 +105,8 @@ impl CellResult {
             unstable: spread > UNSTABLE_PCT,
             wait_median_us: median(&waits),
             wait_max_us: min_max(&waits).1,
+            samples: reps.iter().map(|r| r.samples).sum(),
+            long_waits: reps.iter().map(|r| r.long_waits).sum(),
             share_min: min_max(&reps.iter().map(|r| r.share).collect::<Vec<_>>()).0,
             hand_offs_per_s: median(&reps.iter().map(|r| r.hand_offs_per_s).collect::<Vec<_>>()),
         }
@@ -128,6 +134,26 @@ pub struct Summary {
     pub wait_ratio_geomean: f64,
     /// Longest sampled wait of any cell, µs.
     pub wait_max_us: f64,
+    /// Long waits per sampled acquisition, pooled over the cells, / `parking_lot`'s (NaN if
+    /// `parking_lot` had none).
+    pub long_ratio: f64,
+}
+
+/// Long waits per sampled acquisition over `cells` (NaN for no sample).
+fn long_rate<'a>(cells: impl Iterator<Item = &'a CellResult>) -> f64 {
+    let (long, samples) = cells.fold((0, 0), |(l, n), c| (l + c.long_waits, n + c.samples));
+    if samples == 0 {
+        f64::NAN
+    } else {
+        long as f64 / samples as f64
+    }
+}
+
+impl CellResult {
+    /// Long waits per million sampled acquisitions.
+    pub fn long_ppm(&self) -> f64 {
+        long_rate(std::iter::once(self)) * 1e6
+    }
 }
 
 /// The summary per (row, threads); empty without `parking_lot` rows.
@@ -178,6 +204,8 @@ pub fn summarize(cells: &[CellResult]) -> Vec<Summary> {
                 wait_ratio_geomean: geomean(&waits),
                 wait_max_us: min_max(&pairs.iter().map(|(c, _)| c.wait_max_us).collect::<Vec<_>>())
                     .1,
+                long_ratio: long_rate(pairs.iter().map(|p| p.0))
+                    / long_rate(pairs.iter().map(|p| p.1)),
             })
         })
         .collect()
@@ -223,6 +251,8 @@ mod tests {
             unstable: spread > UNSTABLE_PCT,
             wait_median_us: ns,
             wait_max_us: ns,
+            samples: 1000,
+            long_waits: ns as u64 / 10,
             share_min: 1.0,
             hand_offs_per_s: 0.0,
         }
@@ -243,6 +273,8 @@ mod tests {
         assert_eq!((thin.ratio_min, thin.ratio_max), (0.5, 2.0));
         assert_eq!(thin.unstable_cells, 1);
         assert_eq!(thin.wait_max_us, 500.0);
+        // (20 + 500) / 10 long waits against (10 + 1000) / 10, per 2000 samples each.
+        assert!((thin.long_ratio - 52.0 / 101.0).abs() < 1e-12);
         let pl = s.iter().find(|s| s.row == "parking_lot").unwrap();
         assert_eq!(pl.ratio_geomean, 1.0);
         assert!(
