@@ -36,11 +36,13 @@
 //!
 //! Parts (`contended/`): `matrix.rs` the axes and the `Config`, `work.rs` the protected data,
 //! the work loops and the clock, `subjects.rs` the rows' locks, `drive.rs` a cell-rep and the
-//! run, `stats.rs` the figures over reps and the summary, `render.rs` table, CSV and JSON.
+//! run, `stats.rs` the figures over reps and the summary, `render.rs` table, CSV and JSON,
+//! `section.rs` the report's section.
 
 mod drive;
 mod matrix;
 mod render;
+mod section;
 mod stats;
 mod subjects;
 mod work;
@@ -48,6 +50,7 @@ mod work;
 pub use drive::run;
 pub use matrix::{Between, Config, Cs, Row};
 pub use render::{print_csv, print_json, print_table};
+pub use section::section;
 pub use work::Calibration;
 
 /// Most threads `--threads` takes.

@@ -118,6 +118,7 @@ pub fn write(
         &crate::profile::run(profile_time, None),
         profile_time,
     );
+    crate::contended::section(&mut d, plan.quick);
     crate::realprog::section(&mut d, plan.quick);
     crate::events::section(
         &mut d,
