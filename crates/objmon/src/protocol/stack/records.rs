@@ -103,21 +103,26 @@ impl LockRecords {
     }
 
     /// Owner only (others: a racy snapshot): the record levels held on the lock whose header
-    /// is at `a` and reads `w`: whether a base record for `a` is current — the header names it
-    /// (`w` is its address) or it was inflated — and how many recursive records follow
-    /// current base records. A base record that is neither is an orphan-to-be (the header that
-    /// named it moved away): neither it nor its recursive records hold this object.
+    /// is at `a` and reads `w`, attributed as `exit_slow` attributes them: whether a base
+    /// record is current for `w` — the word names it or is the monitor inflated from it —
+    /// whatever address it recorded (a header that safe code moved here under a forgotten
+    /// guard still names the base record taken at its old address, orphaned there or not);
+    /// and how many recursive records taken at `a` belong to a current base: the nearest base
+    /// record for `a` below them, else the base record `w` names. A base record that is not
+    /// current is an orphan-to-be (the header that named it moved away): neither it nor its
+    /// recursive records hold this object.
     pub(super) fn levels(&self, a: usize, w: u64) -> (bool, u32) {
-        let (mut base, mut rec, mut current) = (false, 0, false);
+        let (mut base, mut rec) = (false, 0);
         for (i, r) in self.records[..self.top()].iter().enumerate() {
-            if r.obj.load(Ordering::Relaxed) != a {
-                continue;
-            }
+            let obj = r.obj.load(Ordering::Relaxed);
             if r.displaced.load(Ordering::Relaxed) != 0 {
-                current = self.is_current(i, w);
-                base |= current;
-            } else if current {
-                rec += 1;
+                base |= obj != 0 && self.is_current(i, w);
+            } else if obj == a {
+                let current = match self.base_below(i, a) {
+                    Some(j) => self.is_current(j, w),
+                    None => self.base_named_by(i, w),
+                };
+                rec += u32::from(current);
             }
         }
         (base, rec)

@@ -308,3 +308,38 @@ fn hash_of_another_threads_stack_lock_inflates() {
         "deflated at exit"
     );
 }
+
+/// The owner's own view of a header held through a forgotten guard and moved by safe code
+/// (`mem::swap`), then locked again by its owner at its new address: the moved header still
+/// names its base record (recorded at the old address), so the owner holds it twice, and
+/// once again after the recursive exit; the header now at the old address is not held.
+#[test]
+fn forgotten_hold_moved_then_relocked_counts_both_levels() {
+    let rt = Runtime::<Stack>::with_defaults();
+    let me = rt.attach().unwrap();
+    let mut a = StackWord::new(HOST);
+    let mut b = StackWord::new(HOST);
+    std::mem::forget(me.enter(&a).unwrap());
+    std::mem::swap(&mut a, &mut b);
+    assert!(me.holds_lock(&b), "the moved header names our record");
+    assert_eq!(me.lock_count(&b), 1);
+    assert_eq!(me.lock_count(&a), 0);
+    let g = me.enter(&b).unwrap();
+    assert_eq!(
+        me.lock_count(&b),
+        2,
+        "the base record and the recursive one"
+    );
+    drop(g);
+    assert_eq!(me.lock_count(&b), 1);
+    assert!(me.holds_lock(&b));
+    assert!(!me.holds_lock(&a));
+    // Again with the old address's header locked by us in between: its own base record
+    // (at that address) must not take the moved header's levels, nor they its.
+    let ga = me.enter(&a).unwrap();
+    let gb = me.enter(&b).unwrap();
+    assert_eq!((me.lock_count(&a), me.lock_count(&b)), (1, 2));
+    drop(gb);
+    drop(ga);
+    assert_eq!((me.lock_count(&a), me.lock_count(&b)), (0, 1));
+}
