@@ -518,18 +518,26 @@ fn install(args: Install) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = parse_task(&args).and_then(|t| match t {
-        Task::Install(i) => install(i),
-        Task::Fuzz(f) => fuzz(f),
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let task = match parse_task(&args) {
+        Ok(t) => t,
         Err(e) if e.is_empty() => {
             println!("{USAGE}");
-            ExitCode::SUCCESS
+            return ExitCode::SUCCESS;
         }
         Err(e) => {
             eprintln!("xtask: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    // A task's own failure (a finding, a failed build) is not a usage error.
+    let result = match task {
+        Task::Install(i) => install(i),
+        Task::Fuzz(f) => fuzz(f),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
             ExitCode::from(2)
         }
     }

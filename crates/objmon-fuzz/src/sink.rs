@@ -467,10 +467,16 @@ impl<K: Kit> Driver<K> {
                 }
             }
             Event::MonitorNotify { all, woken, .. } => {
-                let Call::Act(Act::Notify { all: asked, .. }, _) = call else {
-                    return fail(format!(
-                        "event sink: {ev:?} delivered to T{me} during {call:?}, not a notify"
-                    ));
+                // A notify that returned at once, or one that blocked for the mutex (a
+                // `lock_api` condvar notified without it while another thread held it).
+                let asked = match call {
+                    Call::Act(Act::Notify { all, .. }, _) => all,
+                    Call::Busy(Busy::Notifying { all, .. }, _) => all,
+                    _ => {
+                        return fail(format!(
+                            "event sink: {ev:?} delivered to T{me} during {call:?}, not a notify"
+                        ))
+                    }
                 };
                 let l = target.unwrap_or(usize::MAX);
                 let waiting = self.m.waiters(l).count() as u32;
