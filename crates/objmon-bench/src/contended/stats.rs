@@ -134,8 +134,8 @@ pub struct Summary {
     pub wait_ratio_geomean: f64,
     /// Longest sampled wait of any cell, µs.
     pub wait_max_us: f64,
-    /// Long waits per sampled acquisition, pooled over the cells, / `parking_lot`'s (NaN if
-    /// `parking_lot` had none).
+    /// Long waits per sampled acquisition, pooled over the cells, / `parking_lot`'s (not
+    /// finite if `parking_lot` had none).
     pub long_ratio: f64,
 }
 
