@@ -7,7 +7,7 @@
 //! model's answer to the next step does not depend on timing. On return from
 //! [`Driver::end`]: no phase is open, so the slots may be taken mutably.
 
-use crate::driver::{fail, Driver, HANG, R};
+use crate::driver::{fail, Driver, HANG, R, RECORDS_BY_ADDRESS};
 use crate::kit::Kit;
 use crate::model::{Busy, WorkerModel};
 use crate::worker::{Act, Cmd, Msg, Out};
@@ -499,6 +499,21 @@ impl<K: Kit> Driver<K> {
                 self.m.workers[w].ident
             ));
             self.quit(w, tls.map(|(s, l)| (s, l, id)))?;
+            if RECORDS_BY_ADDRESS.contains(&K::PROTOCOL) {
+                // A forgotten biased hold lives in its owner's lock records, which end with
+                // the thread: held for good if it had become a thin or fat hold, free if it
+                // was still biased (`biased.rs`, "A forgotten guard, then a move"). The model
+                // cannot tell which, so it asks nothing more of the object.
+                let me = self.m.workers[w].ident;
+                for o in self
+                    .m
+                    .objs
+                    .iter_mut()
+                    .filter(|o| o.owner == me && o.count > 0)
+                {
+                    o.tainted = true;
+                }
+            }
             let t = self.spawn()?;
             self.threads[w] = t;
             self.m.workers[w] = WorkerModel::new(self.next_ident - 1);

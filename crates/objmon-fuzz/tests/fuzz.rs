@@ -570,3 +570,30 @@ fn thin_blocked_lock_api_notify_reports_its_notify() {
         }
     }
 }
+
+/// Found by objmon-fuzz on `biased` (seed 1219 of `cargo xtask fuzz --minutes 60 --protocol
+/// biased --seed 1200`, at 8248ea3; shrunk by hand from its 8 steps): T2 forgets a hold of #1,
+/// biased to it, and exits; a phase end (here the replace's) lets it go. `biased` and `fable`
+/// count a biased hold in the owner's lock records, which end with the thread, so the
+/// object is free (documented: `biased.rs`, soundness_biased.rs
+/// `forgotten_hold_when_its_thread_exits`); the model held it for good, as for every other
+/// protocol, and reported "is_locked says false". Now an object held by an exiting thread
+/// on those two protocols is asked nothing more.
+#[test]
+fn biased_thread_exit_with_a_forgotten_hold() {
+    let case = Case {
+        surface: Surface::Vm,
+        steps: vec![
+            Do(1, Lock(1)),
+            Do(1, Forget(0)),
+            ThreadExit(1, None),
+            Replace(2),
+            Do(0, Query(1)),
+        ],
+    };
+    for protocol in ["biased", "fable"] {
+        if let Err(e) = objmon_fuzz::replay(protocol, &case) {
+            panic!("{protocol}: {e}");
+        }
+    }
+}

@@ -119,6 +119,7 @@ for_each_flavor!(barrier_failing_after_registration_is_recovered);
 for_every_flavor!(
     forgotten_biased_hold_stays_with_its_value,
     forgotten_thin_hold_is_not_unlocked_blind_after_a_move,
+    forgotten_hold_when_its_thread_exits,
 );
 
 /// The same hole through `Monitor<T>`: `biased` and `fable`.
@@ -389,6 +390,51 @@ mod checks {
                     "{what}: another thread locked the moved value"
                 );
             }
+        }
+    }
+
+    /// A thread that ends with holds of forgotten guards: a thin hold stays held for good
+    /// (its id is retired, no later thread inherits it), and so does a biased hold counted
+    /// in the word (the seed, rseq and signal flavors); a biased hold counted in the owner's
+    /// lock records (`biased`, `fable`) ends with the records, as documented in `biased.rs`
+    /// ("A forgotten guard, then a move"): the object is free, never held by anyone else.
+    /// Found by objmon-fuzz on `biased` (`tests/fuzz.rs`
+    /// `biased_thread_exit_with_a_forgotten_hold`, where the model expected the hold to stay).
+    pub fn forgotten_hold_when_its_thread_exits<F: Flavor>() {
+        let rt = runtime::<F>(Revocation::Membarrier, true);
+        let (biased, thin) = (BiasWord::default(), BiasWord::default());
+        // `thin`: biased to a thread that has gone, revoked by the owner's first enter.
+        thread::scope(|s| {
+            s.spawn(|| bias(&rt.attach().unwrap(), &thin));
+        });
+        thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                bias(&me, &biased);
+                assert_eq!(biased.mode(), BiasMode::Biased, "{}", F::NAME);
+                std::mem::forget(me.enter(&biased).unwrap());
+                std::mem::forget(me.enter(&thin).unwrap());
+                assert_eq!(thin.mode(), BiasMode::Thin, "{}", F::NAME);
+            });
+        });
+        let what = F::NAME;
+        assert!(rt.owner_of(&thin).is_some(), "{what}: the thin hold");
+        assert!(
+            !other_gets(&rt, &thin, Duration::from_millis(100)),
+            "{what}: another thread got the thin hold of a thread that ended"
+        );
+        if F::RECORDS {
+            assert_eq!(rt.owner_of(&biased), None, "{what}: the biased hold");
+            assert!(
+                other_gets(&rt, &biased, Duration::from_secs(5)),
+                "{what}: the biased hold ended with the records"
+            );
+        } else {
+            assert!(rt.owner_of(&biased).is_some(), "{what}: the biased hold");
+            assert!(
+                !other_gets(&rt, &biased, Duration::from_millis(100)),
+                "{what}: another thread got the biased hold of a thread that ended"
+            );
         }
     }
 

@@ -297,7 +297,9 @@ pub struct Biasing<F: Flavor> {
 /// A forgotten guard's biased hold stays with the header's address, not its value: moved
 /// away (`mem::swap`, `mem::replace`), the value is no longer held, and a header biased to
 /// the same thread swapped into that address counts as held by it for good (docs/soundness.md
-/// §9, "A forgotten guard, then a move"). Never two owners.
+/// §9, "A forgotten guard, then a move"). The records end with their thread: a forgotten
+/// biased hold is released when its owner detaches (a thin or fat one stays held for good).
+/// Never two owners.
 pub type Biased = Biasing<Kko>;
 
 /// `biased-seed`: KKO biased locking with the count in the header (Figures 3 and 4).

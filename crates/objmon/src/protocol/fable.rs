@@ -91,7 +91,8 @@ impl Flavor for FableHeuristics {
 /// `fable`: FABLE with the bias owner's count in lock records ([`FableHeuristics`]).
 ///
 /// As [`Biased`](super::biased::Biased), a forgotten guard's biased hold stays with the
-/// header's address, not its value (docs/soundness.md §9, "A forgotten guard, then a move").
+/// header's address, not its value (docs/soundness.md §9, "A forgotten guard, then a move"),
+/// and ends when its owner detaches.
 pub type Fable = Biasing<FableHeuristics>;
 
 /// FABLE heuristics with the bias owner's count in the header, as Figures 6 and 7 have it.
