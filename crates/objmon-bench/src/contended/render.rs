@@ -95,11 +95,12 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
     println!(
         "summary: ratio to parking_lot::Mutex of the median ns per lock+unlock, geometric mean \
          over cells [min .. max]; longest sampled wait, geometric-mean ratio to parking_lot's; \
-         long waits per sampled acquisition over all cells, ratio to parking_lot's; the longest \
-         of any cell"
+         long waits per sampled acquisition, geometric mean of the cells' ratios to \
+         parking_lot's (cells where either waited long; counts + 1/2) and pooled over all \
+         cells (each lock weighing its cells by its throughput); the longest of any cell"
     );
     println!(
-        "{:<22} {:>7} {:>6} {:>8} {:>17} {:>9} {:>10} {:>10} {:>12}",
+        "{:<22} {:>7} {:>6} {:>8} {:>17} {:>9} {:>10} {:>10} {:>10} {:>12}",
         "row",
         "threads",
         "cells",
@@ -108,11 +109,12 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
         "unstable",
         "wait ratio",
         "long ratio",
+        "pooled",
         "longest µs"
     );
     for s in &sums {
         println!(
-            "{:<22} {:>7} {:>6} {:>8.2} {:>17} {:>9} {:>10.2} {:>10.2} {:>12}",
+            "{:<22} {:>7} {:>6} {:>8.2} {:>17} {:>9} {:>10.2} {:>10.2} {:>10.2} {:>12}",
             s.row,
             s.threads,
             s.cells,
@@ -121,6 +123,7 @@ pub fn print_table(cfg: &Config, cal: &Calibration, cells: &[CellResult]) {
             s.unstable_cells,
             s.wait_ratio_geomean,
             s.long_ratio,
+            s.long_ratio_pooled,
             num(s.wait_max_us)
         );
     }
@@ -164,11 +167,11 @@ pub fn print_csv(cells: &[CellResult]) {
     println!();
     println!(
         "summary_row,threads,cells,unstable_cells,ratio_geomean,ratio_min,ratio_max,\
-         wait_ratio_geomean,long_ratio,wait_max_us"
+         wait_ratio_geomean,long_ratio,long_ratio_pooled,wait_max_us"
     );
     for s in summarize(cells) {
         println!(
-            "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.2}",
+            "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.2}",
             s.row,
             s.threads,
             s.cells,
@@ -178,6 +181,7 @@ pub fn print_csv(cells: &[CellResult]) {
             s.ratio_max,
             s.wait_ratio_geomean,
             s.long_ratio,
+            s.long_ratio_pooled,
             s.wait_max_us
         );
     }

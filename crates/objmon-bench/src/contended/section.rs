@@ -44,7 +44,8 @@ fn blocks(d: &mut Vec<Block>, cfg: &Config, cells: &[super::stats::CellResult]) 
          over `parking_lot::Mutex`'s, with the least and greatest cell; cells where either \
          spread over more than {UNSTABLE_PCT:.0}% (no winner there); the longest sampled \
          wait's geometric-mean ratio; and the long waits (sampled waits over {} ms) per \
-         sampled acquisition, pooled over the cells, over `parking_lot`'s. With more \
+         sampled acquisition over `parking_lot`'s, the geometric mean over the cells where \
+         either waited long (each count plus one half). With more \
          threads than cores both wait figures measure the scheduler's slices as much as the \
          lock. The cells themselves: `objmon-bench contended` prints them.",
         cfg.threads,
@@ -66,7 +67,7 @@ fn blocks(d: &mut Vec<Block>, cfg: &Config, cells: &[super::stats::CellResult]) 
                 if s.long_ratio.is_finite() {
                     format!("{:.2}", s.long_ratio)
                 } else {
-                    "— (none for parking_lot)".into()
+                    "— (no long wait)".into()
                 },
             ]
         })

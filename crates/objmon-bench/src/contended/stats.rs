@@ -134,9 +134,25 @@ pub struct Summary {
     pub wait_ratio_geomean: f64,
     /// Longest sampled wait of any cell, µs.
     pub wait_max_us: f64,
-    /// Long waits per sampled acquisition, pooled over the cells, / `parking_lot`'s (not
-    /// finite if `parking_lot` had none).
+    /// Geometric mean, over the cells where either lock waited long at least once, of the
+    /// cell's long waits per sampled acquisition over `parking_lot`'s, each count plus ½ (so
+    /// that a cell where one of the two had none gives a finite ratio); NaN if no cell had a
+    /// long wait. Each cell weighs the same, as in [`ratio_geomean`](Self::ratio_geomean).
     pub long_ratio: f64,
+    /// Long waits per sampled acquisition, pooled over the cells, over `parking_lot`'s (not
+    /// finite if `parking_lot` had none). Acquisitions are sampled at a fixed rate, so each
+    /// lock weighs its cells by its own throughput there: a lock slower in the fast cells
+    /// (few long waits, most of the samples) reads worse here for that alone.
+    pub long_ratio_pooled: f64,
+}
+
+/// The [`Summary::long_ratio`] of one cell, `None` if neither lock waited long there.
+fn long_cell_ratio(c: &CellResult, base: &CellResult) -> Option<f64> {
+    if c.long_waits + base.long_waits == 0 || c.samples == 0 || base.samples == 0 {
+        return None;
+    }
+    let rate = |x: &CellResult| (x.long_waits as f64 + 0.5) / x.samples as f64;
+    Some(rate(c) / rate(base))
 }
 
 /// Long waits per sampled acquisition over `cells` (NaN for no sample).
@@ -204,7 +220,13 @@ pub fn summarize(cells: &[CellResult]) -> Vec<Summary> {
                 wait_ratio_geomean: geomean(&waits),
                 wait_max_us: min_max(&pairs.iter().map(|(c, _)| c.wait_max_us).collect::<Vec<_>>())
                     .1,
-                long_ratio: long_rate(pairs.iter().map(|p| p.0))
+                long_ratio: geomean(
+                    &pairs
+                        .iter()
+                        .filter_map(|(c, b)| long_cell_ratio(c, b))
+                        .collect::<Vec<_>>(),
+                ),
+                long_ratio_pooled: long_rate(pairs.iter().map(|p| p.0))
                     / long_rate(pairs.iter().map(|p| p.1)),
             })
         })
@@ -273,14 +295,47 @@ mod tests {
         assert_eq!((thin.ratio_min, thin.ratio_max), (0.5, 2.0));
         assert_eq!(thin.unstable_cells, 1);
         assert_eq!(thin.wait_max_us, 500.0);
+        // Per cell (2 + ½) / (1 + ½) and (50 + ½) / (100 + ½), 1000 samples each.
+        let want = (2.5f64 / 1.5 * (50.5 / 100.5)).sqrt();
+        assert!((thin.long_ratio - want).abs() < 1e-12);
         // (20 + 500) / 10 long waits against (10 + 1000) / 10, per 2000 samples each.
-        assert!((thin.long_ratio - 52.0 / 101.0).abs() < 1e-12);
+        assert!((thin.long_ratio_pooled - 52.0 / 101.0).abs() < 1e-12);
         let pl = s.iter().find(|s| s.row == "parking_lot").unwrap();
         assert_eq!(pl.ratio_geomean, 1.0);
         assert!(
             summarize(&cells[..1]).is_empty(),
             "no parking_lot, no summary"
         );
+    }
+
+    /// The pooled rate weighs each lock's cells by its own throughput; the per-cell ratio
+    /// does not: a lock that waits long exactly as often per acquisition in every cell but
+    /// runs the fast cell at half the speed reads 1 per cell and worse pooled.
+    #[test]
+    fn the_long_wait_ratio_weighs_cells_alike() {
+        let mut fast = cell(Row::Thin, Cs::Empty, 20.0, 5.0);
+        let mut fast_pl = cell(Row::ParkingLot, Cs::Empty, 10.0, 5.0);
+        let mut slow = cell(Row::Thin, Cs::Us1, 1000.0, 5.0);
+        let mut slow_pl = cell(Row::ParkingLot, Cs::Us1, 1000.0, 5.0);
+        // Both: 1 long wait per 1000 samples in the fast cell, 1 per 10 in the slow one;
+        // parking_lot made twice the samples in the fast cell.
+        (fast.samples, fast.long_waits) = (100_000, 100);
+        (fast_pl.samples, fast_pl.long_waits) = (200_000, 200);
+        (slow.samples, slow.long_waits) = (1000, 100);
+        (slow_pl.samples, slow_pl.long_waits) = (1000, 100);
+        let s = summarize(&[fast, fast_pl, slow, slow_pl]);
+        let thin = s.iter().find(|s| s.row == "thin").unwrap();
+        assert!((thin.long_ratio - 1.0).abs() < 0.01, "{}", thin.long_ratio);
+        // (100 + 100) / 101,000 against (200 + 100) / 201,000.
+        let pooled = (200.0 / 101_000.0) / (300.0 / 201_000.0);
+        assert!((thin.long_ratio_pooled - pooled).abs() < 1e-12);
+        assert!(pooled > 1.3);
+        // No long wait anywhere: no ratio.
+        let quiet = [
+            cell(Row::Thin, Cs::Empty, 5.0, 5.0),
+            cell(Row::ParkingLot, Cs::Empty, 5.0, 5.0),
+        ];
+        assert!(summarize(&quiet)[0].long_ratio.is_nan());
     }
 
     #[test]
