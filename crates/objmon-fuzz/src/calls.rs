@@ -11,7 +11,7 @@
 use crate::driver::{fail, Driver, R, RECORDS_BY_ADDRESS};
 use crate::kit::Kit;
 use crate::model::Busy;
-use crate::step::Op;
+use crate::step::{NativeOp, Op};
 use crate::worker::{Act, Out};
 use objmon::MonitorError;
 use std::sync::atomic::Ordering;
@@ -32,6 +32,11 @@ const LOOSE_HASH_LIMIT: [&str; 9] = [
     "biased-signal",
     "fable-signal",
 ];
+
+/// Calls made inside `in_native`, and of them locks refused there as documented, in this
+/// process.
+pub(crate) static NATIVE_CALLS: [std::sync::atomic::AtomicU64; 2] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 2];
 
 /// What the panic of a non-reentrant surface's lock by its holder says (`RawMonitor`).
 pub(crate) const RELOCK_PANIC: &str = "locked again by the thread that holds it";
@@ -55,6 +60,9 @@ impl<K: Kit> Driver<K> {
     pub(crate) fn op(&mut self, w: usize, op: Op) -> R {
         if let Op::Interrupt(t) = op {
             return self.interrupt(t as usize % self.threads.len());
+        }
+        if let Op::Native(n) = op {
+            return self.in_native(w, n);
         }
         let slot = match op {
             Op::Lock(s) | Op::TryLock(s) | Op::TryLockFor(s, _) | Op::Wait(s, _) => Some(s),
@@ -288,9 +296,45 @@ impl<K: Kit> Driver<K> {
                 self.m.objs[l].bursts += n as u64;
                 self.m.workers[w].busy = Busy::Burst { l };
             }
-            Op::Interrupt(_) => unreachable!(),
+            Op::Interrupt(_) | Op::Native(_) => unreachable!(),
         }
         Ok(())
+    }
+
+    /// `n` inside `in_native`: as outside, except that the biased protocols refuse a lock
+    /// there with `Err(InNative)` and take nothing.
+    fn in_native(&mut self, w: usize, n: NativeOp) -> R {
+        if K::SURFACE != "vm" || self.m.workers[w].busy != Busy::Idle {
+            return Ok(());
+        }
+        let refuses = K::PROTOCOL.starts_with("biased") || K::PROTOCOL.starts_with("fable");
+        self.native = true;
+        NATIVE_CALLS[0].fetch_add(1, Ordering::Relaxed);
+        let r = match n {
+            NativeOp::TryLock(s) if refuses => {
+                let s = s as usize % self.slot_of.len();
+                let l = self.slot_of[s];
+                if self.lenient_moved && self.m.objs[l].tainted {
+                    Ok(())
+                } else {
+                    match self.call(w, Act::TryLock { s, l, ms: 0 }) {
+                        Ok(Out::Err(MonitorError::InNative)) => {
+                            NATIVE_CALLS[1].fetch_add(1, Ordering::Relaxed);
+                            Ok(())
+                        }
+                        Ok(o) => fail(format!(
+                            "try_enter of #{l} (slot {s}) in native by T{}: {o:?}, expected the \
+                             documented Err(InNative)",
+                            self.m.workers[w].ident
+                        )),
+                        Err(e) => Err(e),
+                    }
+                }
+            }
+            n => self.op(w, n.op()),
+        };
+        self.native = false;
+        r
     }
 
     fn try_lock(&mut self, w: usize, s: usize, l: usize, ms: u64) -> R {

@@ -55,6 +55,8 @@ pub struct Driver<K: Kit> {
     pub(crate) storm: Option<Storm>,
     pub(crate) trace: Vec<String>,
     pub(crate) lenient_moved: bool,
+    /// The calls sent now run "in native" (`Op::Native`).
+    pub(crate) native: bool,
     pub(crate) strict_events: bool,
     /// A forgotten guard keeps this case's runtime, which has a sink, alive for good
     /// (`sink::SINK_SLOT_BUDGET`).
@@ -167,6 +169,7 @@ impl<K: Kit> Driver<K> {
             storm: None,
             trace: Vec::new(),
             lenient_moved: false,
+            native: false,
             strict_events: false,
             keeps_slot: false,
             spurious: 0,
@@ -447,10 +450,15 @@ impl<K: Kit> Driver<K> {
     }
 
     pub(crate) fn send(&mut self, w: usize, a: Act) -> R {
-        self.log(format!("T{}: {a:?}", self.m.workers[w].ident));
+        let (cmd, native) = if self.native {
+            (Cmd::Native(a), " in native")
+        } else {
+            (Cmd::Act(a), "")
+        };
+        self.log(format!("T{}{native}: {a:?}", self.m.workers[w].ident));
         self.threads[w]
             .tx
-            .send(Cmd::Act(a))
+            .send(cmd)
             .map_err(|_| format!("worker T{} is gone", self.m.workers[w].ident))
     }
 

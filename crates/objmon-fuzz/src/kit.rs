@@ -136,6 +136,10 @@ pub trait Kit: Send + Sync + Sized + 'static {
     }
     /// Safepoint poll (a no-op where the surface has none).
     fn poll(_th: &Self::Th<'_>) {}
+    /// Runs `f` "in native" (`ThreadHandle::in_native`), where the surface has it.
+    fn native<R>(_th: &Self::Th<'_>, _f: impl FnOnce() -> R) -> Option<R> {
+        None
+    }
     /// The calling thread's id on the runtime, if it is attached there (it is while it makes
     /// a call): what an event delivered to it must name (`crate::sink`).
     fn current_id(&self) -> Option<ThreadId>;
@@ -466,6 +470,9 @@ impl<P: Protocol> Kit for VmKit<P> {
     }
     fn interrupted(th: &Self::Th<'_>) -> Option<bool> {
         Some(th.interrupted())
+    }
+    fn native<R>(th: &Self::Th<'_>, f: impl FnOnce() -> R) -> Option<R> {
+        Some(th.in_native(f))
     }
     fn poll(th: &Self::Th<'_>) {
         th.poll()

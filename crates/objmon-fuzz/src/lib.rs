@@ -30,7 +30,7 @@ pub mod step;
 mod worker;
 
 pub use sink::Hostile;
-pub use step::{regression_test, Case, Op, Step, Surface};
+pub use step::{regression_test, Case, NativeOp, Op, Step, Surface};
 
 use objmon::vm::{Protocol, ProtocolVisitor};
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
@@ -162,6 +162,16 @@ pub fn relock_panics_checked() -> u64 {
 /// more (for a test to show they are asked).
 pub fn notify_one_of_many_asked() -> u64 {
     phases::NOTIFY_ONE_OF_MANY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// How many calls this process made inside `in_native` (vm surface), and how many of them
+/// were locks that a biased protocol refused there as documented.
+pub fn native_calls() -> (u64, u64) {
+    let [a, b] = &calls::NATIVE_CALLS;
+    (
+        a.load(std::sync::atomic::Ordering::Relaxed),
+        b.load(std::sync::atomic::Ordering::Relaxed),
+    )
 }
 
 /// [`replay`] with another adversary (as [`Options`] can widen or narrow it).

@@ -145,6 +145,11 @@ fn main() -> ExitCode {
         }
     }
     println!("objmon-fuzz: {found} protocol(s) with a finding, {clean} without");
+    let (native, refused) = objmon_fuzz::native_calls();
+    println!(
+        "objmon-fuzz: {native} call(s) made in native, {refused} of them locks refused there \
+         as documented"
+    );
     let ev = objmon_fuzz::sink::stats();
     println!(
         "objmon-fuzz: {} case(s) with an event sink: {} events delivered, {} checked; the sink \

@@ -105,6 +105,53 @@ pub enum Op {
     Burst(u8, u8),
     /// Safepoint poll.
     Poll,
+    /// An operation made inside `ThreadHandle::in_native` (vm surface only).
+    Native(NativeOp),
+}
+
+/// What a worker may do "in native" (`ThreadHandle::in_native`): calls that cannot block.
+/// The biased protocols refuse a lock there (`Err(InNative)`: their revokers rewrite a
+/// native thread's biases without it); unlocks, queries and hashes are carried out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NativeOp {
+    /// A lock of slot `.0`, asked as a `try_enter` (a lock may not block in native here).
+    TryLock(u8),
+    /// Drops guard `.0`.
+    Unlock(u8),
+    /// Unstructured `monitor_exit` of slot `.0`.
+    Exit(u8),
+    /// The owner queries of slot `.0`.
+    Query(u8),
+    /// `identity_hash` of slot `.0`.
+    Hash(u8),
+}
+
+/// Rust syntax, as [`Op`]'s, with the enum's name: its variants share names with `Op`'s,
+/// which a printed regression test imports.
+impl std::fmt::Debug for NativeOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (name, n) = match *self {
+            Self::TryLock(n) => ("TryLock", n),
+            Self::Unlock(n) => ("Unlock", n),
+            Self::Exit(n) => ("Exit", n),
+            Self::Query(n) => ("Query", n),
+            Self::Hash(n) => ("Hash", n),
+        };
+        write!(f, "NativeOp::{name}({n})")
+    }
+}
+
+impl NativeOp {
+    /// The operation it makes.
+    pub fn op(self) -> Op {
+        match self {
+            Self::TryLock(s) => Op::TryLock(s),
+            Self::Unlock(g) => Op::Unlock(g),
+            Self::Exit(s) => Op::Exit(s),
+            Self::Query(s) => Op::Query(s),
+            Self::Hash(s) => Op::Hash(s),
+        }
+    }
 }
 
 /// Workers per case.
@@ -150,7 +197,19 @@ fn op(vm: bool) -> BoxedStrategy<Op> {
         (v, Just(Op::Interrupted).boxed()),
         (2, (s(), 1..16u8).prop_map(|(a, b)| Op::Burst(a, b)).boxed()),
         (v, Just(Op::Poll).boxed()),
+        (3 * v, native().prop_map(Op::Native).boxed()),
     ])
+}
+
+fn native() -> BoxedStrategy<NativeOp> {
+    prop_oneof![
+        2 => s().prop_map(NativeOp::TryLock),
+        2 => (0..3u8).prop_map(NativeOp::Unlock),
+        1 => s().prop_map(NativeOp::Exit),
+        1 => s().prop_map(NativeOp::Query),
+        1 => s().prop_map(NativeOp::Hash),
+    ]
+    .boxed()
 }
 
 fn step(vm: bool, signals: bool) -> BoxedStrategy<Step> {
@@ -341,6 +400,13 @@ pub fn regression_test(protocol: &str, case: &Case, why: &str) -> String {
     ));
     out.push_str(&format!("#[test]\nfn fuzz_{name}_regression() {{\n"));
     out.push_str("    use objmon_fuzz::{Case, Op::*, Step::*, Surface};\n");
+    if case
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Do(_, Op::Native(_))))
+    {
+        out.push_str("    use objmon_fuzz::NativeOp;\n");
+    }
     if case.steps.iter().any(|s| matches!(s, Step::Events(_))) {
         out.push_str("    use objmon_fuzz::Hostile::*;\n");
     }

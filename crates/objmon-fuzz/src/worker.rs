@@ -237,6 +237,9 @@ pub enum Cmd {
     Begin,
     /// Make a call.
     Act(Act),
+    /// Make a call "in native" (`ThreadHandle::in_native`; the driver sends it only on the
+    /// vm surface, and only for a call that cannot block).
+    Native(Act),
     /// End the phase, dropping leftover guards newest first if `true`.
     End(bool),
     /// End the thread; in a thread-local destructor try-lock `(slot, logical, identity)`.
@@ -288,6 +291,15 @@ pub fn run<K: Kit>(sh: Arc<Shared<K>>, me: u32, rx: Receiver<Cmd>, tx: Sender<Ms
             match rx.recv() {
                 Ok(Cmd::Act(a)) => {
                     let r = act::<K>(&sh, &slots, &th, &mut guards, &mut unstructured, me, a);
+                    if tx.send(Msg::Out(r)).is_err() {
+                        return;
+                    }
+                }
+                Ok(Cmd::Native(a)) => {
+                    let mut run =
+                        || act::<K>(&sh, &slots, &th, &mut guards, &mut unstructured, me, a);
+                    let r = K::native(&th, &mut run)
+                        .unwrap_or_else(|| Err("in native: the surface has no in_native".into()));
                     if tx.send(Msg::Out(r)).is_err() {
                         return;
                     }
