@@ -489,9 +489,12 @@ impl<K: Kit> Driver<K> {
                 continue;
             };
             let n = self.slot_of.len();
+            // Not an object the model asks nothing more of (`Adversary::lenient_moved`).
             let tls = tls
                 .map(|s| (s as usize % n, self.slot_of[s as usize % n]))
-                .filter(|&(_, l)| self.m.objs[l].count == 0);
+                .filter(|&(_, l)| {
+                    self.m.objs[l].count == 0 && !(self.lenient_moved && self.m.objs[l].tainted)
+                });
             let id = self.next_ident;
             self.next_ident += 1;
             self.log(format!(
