@@ -173,6 +173,14 @@ impl Model {
             .filter(move |(_, w)| matches!(w.busy, Busy::Waiting { l: o, .. } if o == l))
             .map(|(i, _)| i)
     }
+    /// Whether a worker other than `but` waits on `l` with forgotten levels: once notified it
+    /// takes `l` back with levels nobody releases, so a thread that would need `l` after it
+    /// (another waiter, a blocked locker) could be left blocked for good, by the schedule.
+    pub fn forgotten_waiter(&self, l: usize, but: usize) -> bool {
+        self.workers.iter().enumerate().any(|(i, w)| {
+            i != but && matches!(w.busy, Busy::Waiting { l: o, forgotten, .. } if o == l && forgotten > 0)
+        })
+    }
     /// Workers blocked locking `l` (or taking its mutex for a notify).
     pub fn blocked(&self, l: usize) -> impl Iterator<Item = usize> + '_ {
         self.workers
@@ -213,6 +221,10 @@ impl Model {
     /// idle worker whose every level on `l` is a guard it will drop by the phase end.
     pub fn lock_may_block(&self, l: usize) -> bool {
         let o = &self.objs[l];
+        if self.forgotten_waiter(l, usize::MAX) {
+            // Once notified, that waiter takes the lock back with levels nobody releases.
+            return false;
+        }
         match self.worker_of(o.owner) {
             Some(x) => {
                 let x = &self.workers[x];

@@ -52,7 +52,11 @@ impl<K: Kit> Driver<K> {
             false => None,
         };
         let contended = self.m.blocked(l).next().is_some() || !self.m.candidates(l).is_empty();
-        if o.tainted || contended {
+        // A waiter with forgotten levels takes them back when it returns, for good: it and
+        // another waiter of `l` could leave each other blocked for good, by the schedule.
+        let forgotten = self.m.forgotten_waiter(l, w)
+            || (o.forgotten > 0 && self.m.waiters(l).next().is_some());
+        if o.tainted || contended || forgotten {
             return Ok(());
         }
         let a = Act::Wait {
