@@ -32,7 +32,10 @@
 //! rotated each rep), so a burst of load hits every row alike. A cell's figure is the median
 //! over reps, with min–max; spread = (max − min) / median, and a cell above [`UNSTABLE_PCT`]
 //! is flagged unstable and never called a winner. The summary gives, per row and thread
-//! count, the geometric mean over cells of the ratio to `parking_lot::Mutex` (min–max).
+//! count, the geometric mean over cells of the ratio to `parking_lot::Mutex` (min–max), and
+//! of the per-cell long-wait rate's ratio (each cell weighs the same; the rate pooled over
+//! the cells is printed beside it, but there each lock weighs the cells by its own
+//! throughput, since acquisitions are sampled at a fixed rate).
 //!
 //! Parts (`contended/`): `matrix.rs` the axes and the `Config`, `work.rs` the protected data,
 //! the work loops and the clock, `subjects.rs` the rows' locks, `drive.rs` a cell-rep and the
