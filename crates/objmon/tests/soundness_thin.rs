@@ -311,3 +311,43 @@ mod checks {
         });
     }
 }
+
+/// A hasher of an object held once by a thread in native code (`in_native`, a `synchronized`
+/// native method) parks the hash at once instead of waiting out the 1 s bound for a release
+/// that native code will not make soon; the owner's release, back from native, settles it,
+/// and the object keeps that hash. Without `thin`'s `enter_native` the hasher waited the
+/// whole bound (the C toy VM's held-once case did, on every run).
+#[test]
+fn thin_hash_of_an_object_held_in_native_does_not_wait_for_the_release() {
+    within(60, "thin", || {
+        let rt = Runtime::<objmon::Thin>::with_defaults();
+        let h = objmon::vm::LockWord::new(0);
+        let (native_tx, native_rx) = mpsc::channel();
+        let (hashed_tx, hashed_rx) = mpsc::channel::<()>();
+        let v = thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                let g = me.enter(&h).unwrap();
+                me.in_native(move || {
+                    native_tx.send(()).unwrap();
+                    hashed_rx.recv().unwrap();
+                });
+                drop(g);
+            });
+            native_rx.recv().unwrap();
+            let other = rt.attach().unwrap();
+            let t0 = Instant::now();
+            let v = other.identity_hash(&h).unwrap();
+            let took = t0.elapsed();
+            hashed_tx.send(()).unwrap();
+            assert!(
+                took < Duration::from_millis(900),
+                "the hasher waited {took:?} for an owner in native"
+            );
+            v
+        });
+        // The owner has released (the scope joined it): the hash stays, and a peek sees it.
+        assert_eq!(rt.peek_identity_hash(&h), Some(v));
+        assert_eq!(rt.attach().unwrap().identity_hash(&h).unwrap(), v);
+    });
+}

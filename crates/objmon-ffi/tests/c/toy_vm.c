@@ -235,7 +235,7 @@ static void hash_phase(void) {
     pthread_t th[4];
     /* First hash taken by another thread while the owner holds the lock (once, then nested);
      * the owner, and anybody after the release, must get the same value. Held once by an
-     * owner in native, `thin`'s hasher waits out its bound (1 s) before it parks the hash. */
+     * owner in native, `thin`'s hasher parks the hash at once (the release settles it). */
     for (int k = 0; k < 2; k++) {
         object *o = &heap[N_HASHED + k];
         objmon_thread *owner;

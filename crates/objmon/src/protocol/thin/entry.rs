@@ -259,6 +259,21 @@ impl<const SEED: bool> Protocol for ThinLocks<SEED> {
         Self::forget_record(rt, to.0.load(Ordering::Relaxed), from as usize);
     }
 
+    /// In native (`thin` only): hashers of the words this thread holds once park their hash
+    /// at once rather than wait for a release (`ThinThread::native`). Nothing else changes:
+    /// locks and unlocks in native run as outside.
+    unsafe fn enter_native(_rt: &Runtime<Self>, t: &ThreadContext<Self>) {
+        if !SEED {
+            t.local().native.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    unsafe fn leave_native(_rt: &Runtime<Self>, t: &ThreadContext<Self>) {
+        if !SEED {
+            t.local().native.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     /// Detached: a hasher may inflate the thin locks it still holds (forgotten guards).
     unsafe fn on_detach(_rt: &Runtime<Self>, t: &ThreadContext<Self>) {
         t.local().state.store(EXITED, Ordering::SeqCst);

@@ -86,9 +86,10 @@ impl<const SEED: bool> ThinLocks<SEED> {
                 continue;
             }
             let since = *waited_since.get_or_insert_with(Instant::now);
-            if hash::waited_enough(since) {
+            if hash::waited_enough(since) || Self::owner_in_native(rt, h, w) {
                 // Waited long enough: the owner may be waiting for us (a join, a channel).
-                // Never wait for good; park a loose entry (`hash.rs`, `Parked::loose`).
+                // Never wait for good; park a loose entry (`hash.rs`, `Parked::loose`). An
+                // owner in native code will not release soon: park at once (`thin`).
                 if let Some(v) = Self::park(rt, h, true)? {
                     return Ok(v);
                 }
@@ -110,6 +111,26 @@ impl<const SEED: bool> ThinLocks<SEED> {
             }
             Self::blocked(t, || spin.snooze());
         }
+    }
+
+    /// Whether the thread that holds `h` once (word `w`) is in native code (`thin` only;
+    /// `ThinThread::native`, a racy hint). Always `false` under loom: it only chooses the
+    /// loose park early, a path the models reach through `OBJMON_LOOM_LOOSE`, and its
+    /// registry look-up in every round of the hasher's loop would only grow their schedules.
+    fn owner_in_native(rt: &Runtime<Self>, h: &LockWord, w: u32) -> bool {
+        if cfg!(loom) {
+            return false;
+        }
+        // Only where the release settles a loose entry (with `membarrier`): elsewhere a loose
+        // entry has the documented move limit, which waiting keeps rare.
+        !SEED
+            && *rt.state()
+            && rt
+                .threads()
+                .owner_context(owner_raw(w), || h.0.load(Ordering::SeqCst) == w)
+                .ok()
+                .flatten()
+                .is_some_and(|cx| cx.local().native.load(Ordering::Relaxed) != 0)
     }
 
     /// Parks a hash for `h`, held nested by another thread (under the table's mutex, with a

@@ -47,6 +47,12 @@ pub struct ThinThread {
     /// `hash::pinned`: the parked one may have been lost with its address, when safe code
     /// moved the header under a forgotten guard, and the pinned value is the same again.
     pub(super) parked_for: AtomicBool,
+    /// `thin` (not `thin-seed`): how deep this thread is in `in_native` (written by it alone,
+    /// read by hashers). An owner in native code will not release soon, so a hasher of a
+    /// word it holds once parks the hash loose at once instead of waiting
+    /// `HASH_WAIT_BOUND` for that release (the entry and its settling are the same either
+    /// way: `hashing.rs`). A racy hint: a stale value only changes how long a hasher waits.
+    pub(super) native: AtomicU32,
 }
 
 /// `ThinThread::look`: a hash may be parked for a word this thread holds nested.
@@ -74,6 +80,7 @@ impl ThinThread {
                 LOOK_SYMMETRIC
             }),
             parked_for: AtomicBool::new(false),
+            native: AtomicU32::new(0),
         }
     }
 
