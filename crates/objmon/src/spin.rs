@@ -124,3 +124,49 @@ mod tests {
         assert!(s.starving_checkpoint());
     }
 }
+
+/// The rounds of an owner query that rescans the threads for an owner it cannot see (a
+/// fast- or stack-locked word names no thread): at most `rounds`, each ended by a `yield`;
+/// and, once past [`RESCAN_FREE_ROUNDS`], no longer than [`RESCAN_TIME`] in all. With more
+/// runnable threads than cores a `yield` can cost a scheduler slice, so a bound in rounds
+/// alone let a query of an object whose owner detached with a forgotten guard take seconds
+/// under load (objmon-fuzz saw it as a hang); the time bound still outlasts an owner preempted
+/// between its compare-and-swap and its push for several slices. Under loom, rounds only
+/// (the models have no clock to bound).
+pub(crate) struct Rescans {
+    left: u32,
+    done: u32,
+    start: Option<Instant>,
+}
+
+/// Rounds an owner query runs before it looks at the clock.
+pub(crate) const RESCAN_FREE_ROUNDS: u32 = 64;
+/// How long an owner query rescans, at most, after its first [`RESCAN_FREE_ROUNDS`].
+pub(crate) const RESCAN_TIME: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl Rescans {
+    /// At most `rounds` rounds.
+    pub(crate) fn new(rounds: u32) -> Self {
+        Self {
+            left: rounds,
+            done: 0,
+            start: None,
+        }
+    }
+
+    /// Whether another round may run (call it before each).
+    pub(crate) fn next(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        self.done += 1;
+        if !cfg!(loom) && self.done > RESCAN_FREE_ROUNDS {
+            let start = *self.start.get_or_insert_with(Instant::now);
+            if start.elapsed() >= RESCAN_TIME {
+                return false;
+            }
+        }
+        true
+    }
+}

@@ -307,3 +307,61 @@ fn forgotten_fast_lock_then_replaced<P: Protocol<Header = MarkWord>>() {
 fn forgotten_fast_lock_is_not_the_next_objects() {
     each_lightweight!(forgotten_fast_lock_then_replaced);
 }
+
+/// Found by objmon-fuzz on `lightweight` (a query "did not return in 5 s", under load): an
+/// owner query of an object whose owner detached with a forgotten guard rescans the threads
+/// for an owner it cannot see, a `yield` per round, and gave up after 16,384 rounds only. With
+/// more runnable threads than cores a `yield` costs a scheduler slice, so the query took
+/// seconds. Here four threads spin beside it on the 2 cores: it must answer within 2 s (the
+/// rounds are bounded in time too, 100 ms). `stack`, which rescans the same way, is in
+/// soundness_stack.rs.
+fn owner_query_of_an_exited_owners_lock_returns_under_load<P: Protocol<Header = MarkWord>>() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let rt = runtime::<P>(DeflationPolicy::default());
+    let h = MarkWord::default();
+    thread::scope(|s| {
+        s.spawn(|| {
+            let me = rt.attach().unwrap();
+            std::mem::forget(me.enter(&h).unwrap());
+        });
+    });
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let t0 = std::time::Instant::now();
+        let owner = rt.owner_of(&h);
+        let took = t0.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(owner, None, "{}", P::NAME);
+        assert!(
+            took < Duration::from_secs(2),
+            "{}: owner_of took {took:?}",
+            P::NAME
+        );
+    });
+}
+
+#[test]
+fn owner_query_of_an_exited_owners_lock_returns_under_load_all() {
+    within(
+        60,
+        "lightweight",
+        owner_query_of_an_exited_owners_lock_returns_under_load::<Lightweight>,
+    );
+    within(
+        60,
+        "lightweight-seed",
+        owner_query_of_an_exited_owners_lock_returns_under_load::<LightweightSeed>,
+    );
+    within(
+        60,
+        "lightweight-table",
+        owner_query_of_an_exited_owners_lock_returns_under_load::<LightweightTable>,
+    );
+}

@@ -167,3 +167,40 @@ fn all_zero_header_is_unlocked() {
         });
     });
 }
+
+/// `stack`'s owner query rescans the threads for the owner of a stack-locked object as
+/// `lightweight`'s does (soundness_lightweight.rs
+/// `owner_query_of_an_exited_owners_lock_returns_under_load_all`): with four threads spinning
+/// beside it on the 2 cores, a query of an object whose owner detached with a forgotten guard
+/// must answer within 2 s. Today it answers at once (the detached thread's record says
+/// anonymous owner); the rescans' time bound is the backstop for the records it cannot read.
+#[test]
+fn owner_query_of_an_exited_owners_lock_returns_under_load() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    within(60, "stack", || {
+        let rt = Runtime::<Stack>::with_defaults();
+        let h = StackWord::default();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let me = rt.attach().unwrap();
+                std::mem::forget(me.enter(&h).unwrap());
+            });
+        });
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let t0 = std::time::Instant::now();
+            let owner = rt.owner_of(&h);
+            let took = t0.elapsed();
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(owner, None);
+            assert!(took < Duration::from_secs(2), "owner_of took {took:?}");
+        });
+    });
+}

@@ -123,8 +123,9 @@ impl std::ops::Deref for FastLockingState {
 /// Entries of a lock stack (HotSpot's `LockStack::CAPACITY`).
 pub const LOCK_STACK_CAPACITY: usize = 8;
 
-/// How many rounds an owner query retries before concluding that a fast-locked object has no
-/// attached owner (its owner detached with a forgotten guard).
+/// How many rounds an owner query retries, at most, before concluding that a fast-locked
+/// object has no attached owner (its owner detached with a forgotten guard); the rounds are
+/// bounded in time too (`spin::Rescans`).
 const OWNER_QUERY_ROUNDS: u32 = 1 << 14;
 
 /// A thread's lock stack: the addresses of the headers it has fast-locked, oldest first.
@@ -319,14 +320,15 @@ impl<const R: bool, const T: bool> Protocol for FastLocking<R, T> {
     /// A linearizable answer: the returned thread owned `h` at some moment during the call,
     /// and `None` means `h` was unlocked at some moment during the call — except for an object
     /// fast-locked by a thread that detached with a forgotten guard (no attached owner), which
-    /// is reported as `None` after a bounded number of rescans.
+    /// is reported as `None` after rescans bounded in rounds and in time (`spin::Rescans`).
     ///
     /// Why: an entry of `h` on a lock stack implies ownership (pushed after the locking CAS,
     /// cleared before the unlocking one); an owner that is between its CAS and its push (or
     /// its claim of an anonymous monitor) is not seen, so a fast-locked header with no entry
     /// found is re-read and rescanned instead of answered.
     fn owner_of(rt: &Runtime<Self>, h: &MarkWord) -> Option<ThreadId> {
-        for _ in 0..OWNER_QUERY_ROUNDS {
+        let mut rounds = crate::spin::Rescans::new(OWNER_QUERY_ROUNDS);
+        while rounds.next() {
             let w = h.0.load(Ordering::SeqCst);
             match w & LOCK_BITS {
                 FAST_LOCKED => {}

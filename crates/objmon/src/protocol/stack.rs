@@ -93,8 +93,9 @@ const ORPHAN: usize = 1;
 /// before it reports the object busy.
 const INFLATING_TRY_ROUNDS: u32 = 1 << 10;
 
-/// How many rounds an owner query retries before giving up on finding the thread that
-/// stack-locked an object (it detached with a forgotten guard).
+/// How many rounds an owner query retries, at most, before giving up on finding the thread
+/// that stack-locked an object (it detached with a forgotten guard); the rounds are bounded
+/// in time too (`spin::Rescans`).
 const OWNER_QUERY_ROUNDS: u32 = 1 << 14;
 
 /// The header of the `stack` protocol: a 64-bit word in HotSpot's shape (see the module
@@ -352,7 +353,8 @@ impl Protocol for Stack {
     /// moment of the read. A record address in no snapshotted array belongs to a thread that
     /// attached later: snapshot again.
     fn owner_of(rt: &Runtime<Self>, h: &StackWord) -> Option<ThreadId> {
-        for _ in 0..OWNER_QUERY_ROUNDS {
+        let mut rounds = crate::spin::Rescans::new(OWNER_QUERY_ROUNDS);
+        while rounds.next() {
             let threads = rt.threads().snapshot();
             let w = h.0.load(Ordering::SeqCst);
             if w & LOCK_BITS == MONITOR {
