@@ -136,7 +136,7 @@ mod tests {
 pub(crate) struct Rescans {
     left: u32,
     done: u32,
-    start: Option<Instant>,
+    start: Option<std::time::Instant>,
 }
 
 /// Rounds an owner query runs before it looks at the clock.
@@ -162,7 +162,7 @@ impl Rescans {
         self.left -= 1;
         self.done += 1;
         if !cfg!(loom) && self.done > RESCAN_FREE_ROUNDS {
-            let start = *self.start.get_or_insert_with(Instant::now);
+            let start = *self.start.get_or_insert_with(std::time::Instant::now);
             if start.elapsed() >= RESCAN_TIME {
                 return false;
             }
