@@ -316,7 +316,6 @@ fn forgotten_fast_lock_is_not_the_next_objects() {
 /// rounds are bounded in time too, 100 ms). `stack`, which rescans the same way, is in
 /// soundness_stack.rs.
 fn owner_query_of_an_exited_owners_lock_returns_under_load<P: Protocol<Header = MarkWord>>() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let rt = runtime::<P>(DeflationPolicy::default());
     let h = MarkWord::default();
     thread::scope(|s| {
@@ -325,26 +324,16 @@ fn owner_query_of_an_exited_owners_lock_returns_under_load<P: Protocol<Header = 
             std::mem::forget(me.enter(&h).unwrap());
         });
     });
-    let stop = AtomicBool::new(false);
-    thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            });
-        }
+    let (owner, took) = watchdog::beside_spinners(4, || {
         let t0 = std::time::Instant::now();
-        let owner = rt.owner_of(&h);
-        let took = t0.elapsed();
-        stop.store(true, Ordering::Relaxed);
-        assert_eq!(owner, None, "{}", P::NAME);
-        assert!(
-            took < Duration::from_secs(2),
-            "{}: owner_of took {took:?}",
-            P::NAME
-        );
+        (rt.owner_of(&h), t0.elapsed())
     });
+    assert_eq!(owner, None, "{}", P::NAME);
+    assert!(
+        took < Duration::from_secs(2),
+        "{}: owner_of took {took:?}",
+        P::NAME
+    );
 }
 
 #[test]

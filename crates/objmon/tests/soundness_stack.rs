@@ -176,7 +176,6 @@ fn all_zero_header_is_unlocked() {
 /// anonymous owner); the rescans' time bound is the backstop for the records it cannot read.
 #[test]
 fn owner_query_of_an_exited_owners_lock_returns_under_load() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     within(60, "stack", || {
         let rt = Runtime::<Stack>::with_defaults();
         let h = StackWord::default();
@@ -186,21 +185,11 @@ fn owner_query_of_an_exited_owners_lock_returns_under_load() {
                 std::mem::forget(me.enter(&h).unwrap());
             });
         });
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                });
-            }
+        let (owner, took) = watchdog::beside_spinners(4, || {
             let t0 = std::time::Instant::now();
-            let owner = rt.owner_of(&h);
-            let took = t0.elapsed();
-            stop.store(true, Ordering::Relaxed);
-            assert_eq!(owner, None);
-            assert!(took < Duration::from_secs(2), "owner_of took {took:?}");
+            (rt.owner_of(&h), t0.elapsed())
         });
+        assert_eq!(owner, None);
+        assert!(took < Duration::from_secs(2), "owner_of took {took:?}");
     });
 }

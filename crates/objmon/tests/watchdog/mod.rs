@@ -31,6 +31,26 @@ pub fn within(secs: u64, name: &str, f: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Runs `f` while `spinners` threads spin beside it, so that with more runnable threads than
+/// cores a `yield` in `f` costs a scheduler slice (the load a shared machine puts on a
+/// library); the spinners stop when `f` returns.
+pub fn beside_spinners<R>(spinners: usize, f: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        for _ in 0..spinners {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let r = f();
+        stop.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
 /// `every_protocol!(check_name, secs)` defines `#[test] fn check_name` running
 /// `checks::check_name::<P>()` for every protocol, each under [`within`]`(secs)`.
 #[macro_export]
