@@ -1,4 +1,4 @@
-//! Loom models of the issue-5 protocols: the bimodal `tasuki` lock (the FLC-bit race between
+//! Loom models of the external protocols: the bimodal `tasuki` lock (the FLC-bit race between
 //! the owner's plain-store unlock and a contender setting FLC; deflation against a concurrent
 //! enter; a waiter re-acquiring after a deflation) and the external monitors of `cacao` and
 //! `monitor-cache` (bucket / cache locking, entry reuse and freeing against a blocked enter).
