@@ -39,7 +39,8 @@ pub struct SystemLockConfig {
     pub spin_yields: u32,
     /// Whether the protocols that ask for it (`thin`, and the biased engine's non-seed forms,
     /// `fable` among them) get `parking_lot`'s discipline for contenders: no spin while
-    /// threads are suspended, and a woken thread spins again before it suspends again
+    /// threads are suspended, `parking_lot`'s rounds of pauses (2, 4, 8, at most
+    /// `spin_limit`) before the yields, and a woken thread spins again before it suspends again
     /// (docs/soundness.md, "The system lock", "Contenders"). `false`: every protocol gets
     /// seed 004's contenders, which the seed forms (`thin-seed`, `biased-seed`, `fable-seed`)
     /// and the other protocols get either way. Measured: docs/benchmarks.md, "Contended matrix".
@@ -80,7 +81,8 @@ pub(crate) enum Contenders {
     Seed,
     /// `parking_lot`'s `lock_slow`: no spin while threads are suspended (they came first: a
     /// newcomer suspends behind them instead of racing them and the holder for the lock's
-    /// line), and a thread woken to retry spins again, if nobody else is suspended, before
+    /// line), looks after 2, 4 and 8 pauses (`SpinWait`'s rounds, not seed 004's 1, 2, …
+    /// `spin_limit`), and a thread woken to retry spins again, if nobody else is suspended, before
     /// it suspends again (`SpinWait::reset` after an unpark), instead of going back to sleep
     /// at the holder's next re-lock and costing its next release another wake-up.
     QueueFirst,

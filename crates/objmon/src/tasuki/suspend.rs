@@ -27,19 +27,32 @@ const UNORDERED_SLEEP: Duration = Duration::from_millis(1);
 /// yields the processor between checks (under loom a pause is already a yield).
 const UNLOCKING_SPINS: u32 = 64;
 
+/// Pauses of a [`Contenders::QueueFirst`] spin: `parking_lot`'s `SpinWait`, three looks after
+/// 2, 4 and 8 pauses. Against seed 004's looks after 1, 2, … 32 (63 pauses), a holder that
+/// re-locks at once is looked at (its line taken to shared) half as often and handed off
+/// less: in `empty`/`none` of `objmon-bench contended`, `Monitor<T>`'s worst cell, 19–38 %
+/// less time at 2 and 4 threads and a quarter fewer hand-offs at 2 (docs/benchmarks.md,
+/// "Contended matrix", "The spin's rounds").
+const QUEUE_FIRST_SPINS: u32 = 14;
+
 impl TasukiLock {
     /// The seed's precursory spin (§1), read-only on the lock word: looks separated by
     /// exponentially growing pauses (1, 2, 4, … `pause`s) until `spin_limit` pauses are
     /// spent; then (not in the seed) `spin_yields` yields, each followed by a look. `true` if
     /// it took the lock. With [`Contenders::QueueFirst`] (on a lock built with
-    /// `queue_first`), no spin at all while threads are suspended (they came first).
+    /// `queue_first`), `parking_lot`'s rounds instead: no spin at all while threads are
+    /// suspended (they came first), else looks after 2, 4 and 8 pauses ([`QUEUE_FIRST_SPINS`],
+    /// at most `spin_limit`), then the yields.
     #[inline]
     pub(crate) fn spin(&self, c: Contenders) -> bool {
-        if self.queue_first(c) && self.wcount.load(Ordering::Relaxed) != 0 {
-            return false;
-        }
-        let mut budget = u32::from(self.spin_limit);
-        let mut step = 1u32;
+        let (mut budget, mut step) = if self.queue_first(c) {
+            if self.wcount.load(Ordering::Relaxed) != 0 {
+                return false;
+            }
+            (QUEUE_FIRST_SPINS.min(u32::from(self.spin_limit)), 2u32)
+        } else {
+            (u32::from(self.spin_limit), 1u32)
+        };
         while budget != 0 {
             let n = step.min(budget);
             for _ in 0..n {
