@@ -26,6 +26,8 @@ pub struct SystemLockConfig {
     /// Release sequence.
     pub variant: SystemLockVariant,
     /// Read-only spins on a held lock before suspending (the seed's "spin threshold"; §1).
+    /// The [`queue_first`](Self::queue_first) contenders spin at most 14 of them
+    /// (`parking_lot`'s rounds).
     pub spin_limit: u32,
     /// Yields of the processor after those pauses, each followed by a look at the lock,
     /// before suspending (at most 127). 0 is seed 004 §1's spin exactly (pauses only); the

@@ -33,9 +33,16 @@ pub fn within(secs: u64, name: &str, f: impl FnOnce() + Send + 'static) {
 
 /// Runs `f` while `spinners` threads spin beside it, so that with more runnable threads than
 /// cores a `yield` in `f` costs a scheduler slice (the load a shared machine puts on a
-/// library); the spinners stop when `f` returns.
+/// library); the spinners stop when `f` returns or panics (a panic then fails the test
+/// instead of leaving the scope waiting for them).
 pub fn beside_spinners<R>(spinners: usize, f: impl FnOnce() -> R) -> R {
     use std::sync::atomic::{AtomicBool, Ordering};
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
         for _ in 0..spinners {
@@ -45,9 +52,8 @@ pub fn beside_spinners<R>(spinners: usize, f: impl FnOnce() -> R) -> R {
                 }
             });
         }
-        let r = f();
-        stop.store(true, Ordering::Relaxed);
-        r
+        let _stop = Stop(&stop);
+        f()
     })
 }
 
